@@ -1,0 +1,173 @@
+import Foundation
+
+/// How a source reaches an offset set through `.fileCurrentOffsetKey`.
+public enum BlobOffsetCapability: Sendable, Equatable, CustomStringConvertible {
+    /// In constant time (a file read with `pread`).
+    case seek
+    /// By reading and discarding the bytes before it (a pipe, a gzip stream): cost grows
+    /// with the offset.
+    case readAndDiscard
+    /// Not at all: setting an offset is refused.
+    case none
+
+    public var description: String {
+        switch self {
+        case .seek: "seek"
+        case .readAndDiscard: "read-and-discard"
+        case .none: "none"
+        }
+    }
+}
+
+/// Where a source announces the changes it makes outside of the calls the stream makes
+/// (contract rule 3). The stream never waits for an announcement while standing there.
+public enum BlobCompletionContext: Sendable {
+    /// The source changes its state only inside `open`, `read`, `setProperty` and `close`:
+    /// nothing to wait for, nothing to deadlock on.
+    case caller
+    /// The source completes work on this queue (a callback queue, an open queue).
+    case queue(DispatchQueue)
+    /// The source completes work where this check says `true` (a thread of its own, say).
+    case custom(@Sendable () -> Bool)
+
+    /// True when the calling thread is where the source completes: waiting here would
+    /// never end.
+    public var isCurrent: Bool {
+        switch self {
+        case .caller: false
+        case .queue(let queue): QueueIdentity.isCurrent(queue)
+        case .custom(let check): check()
+        }
+    }
+}
+
+/// The contract every source of bytes implements. A source produces bytes on demand and
+/// announces changes of its state through `state`, the way KVO did for the original
+/// Objective-C data sources.
+///
+/// ## Implementing a source
+///
+/// Keep a `BlobDataSourceState` and set its values as things happen; everything else has a
+/// default. A source of bytes held in memory:
+///
+/// ```swift
+/// final class BytesSource: BlobDataSource {
+///     let state = BlobDataSourceState()
+///     private let bytes: [UInt8]
+///     private var position = 0
+///     init(_ bytes: [UInt8]) { self.bytes = bytes }
+///
+///     var length: Int64? { Int64(bytes.count) }
+///     func open() {
+///         state.isOpenCompleted = true
+///         if bytes.isEmpty { state.isAtEnd = true } else { state.hasBytesAvailable = true }
+///     }
+///     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+///         let n = min(maxLength, bytes.count - position)
+///         bytes.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + position, count: n) }
+///         position += n
+///         if position == bytes.count { state.isAtEnd = true }
+///         return n
+///     }
+///     func close() {}
+/// }
+/// ```
+///
+/// ## Rules
+/// 1. One owner calls `open`, `read`, `setProperty` and `close`, one call at a time (a
+///    `BlobInputStream` serializes them). State changes may be announced from any thread.
+/// 2. `read` may block on I/O but never waits for a callback. It is called only when
+///    `hasBytesAvailable` is true, or to collect the end (return 0) or the error (set
+///    `state.error`, return −1). Returning 0 means the end: set `isAtEnd` no later than that.
+/// 3. A source that completes work asynchronously says where in `completionContext`.
+/// 4. `close` releases resources; the stream wakes its own waiters.
+/// 5. A truncated or corrupt input sets an error; it never ends cleanly.
+public protocol BlobDataSource: AnyObject {
+    /// The observable values; the source sets them, everyone else reads and observes them.
+    var state: BlobDataSourceState { get }
+
+    /// The total number of bytes from offset 0, when known (a file's size, a member's size
+    /// in its header). Nil when only reading to the end can tell (a gzip stream, a pipe).
+    var length: Int64? { get }
+
+    /// How the source reaches an offset set through `.fileCurrentOffsetKey`.
+    var offsetCapability: BlobOffsetCapability { get }
+
+    /// Where the source announces changes it makes outside of the owner's calls.
+    var completionContext: BlobCompletionContext { get }
+
+    /// Starts opening. May complete at once or later on `completionContext`; completion
+    /// sets `state.isOpenCompleted` (or `state.error`).
+    func open()
+
+    /// Copies up to `maxLength` bytes (> 0) into `buffer`; returns how many (> 0), 0 at the
+    /// end, −1 after setting `state.error`.
+    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int
+
+    /// Lends the source's own buffer when it has one; `false` otherwise (the default).
+    func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool
+
+    /// A property value; at least `.fileCurrentOffsetKey` (an `NSNumber` of the next byte's
+    /// offset) for sources that support offsets.
+    func property(forKey key: Stream.PropertyKey) -> Any?
+
+    /// Sets a property; `.fileCurrentOffsetKey` before `open` starts there, after `open`
+    /// moves there. Returns false when refused. Values arrive validated by the stream.
+    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool
+
+    /// Releases resources. Further reads return −1.
+    func close()
+}
+
+extension BlobDataSource {
+    /// Unknown by default.
+    public var length: Int64? { nil }
+    /// `.none` by default.
+    public var offsetCapability: BlobOffsetCapability { .none }
+    /// `.caller` by default: the source announces changes only inside the owner's calls.
+    public var completionContext: BlobCompletionContext { .caller }
+    /// `false`: no buffer to lend.
+    public func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool { false }
+    /// Nil for every key.
+    public func property(forKey key: Stream.PropertyKey) -> Any? { nil }
+    /// Refuses every key.
+    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { false }
+
+    /// `state.isOpenCompleted`.
+    public var isOpenCompleted: Bool { state.isOpenCompleted }
+    /// `state.hasBytesAvailable`.
+    public var hasBytesAvailable: Bool { state.hasBytesAvailable }
+    /// `state.isAtEnd`.
+    public var isAtEnd: Bool { state.isAtEnd }
+    /// `state.error`.
+    public var error: (any Error)? { state.error }
+
+    /// Subscribes to one of the source's values (KVO-like); works on `any BlobDataSource`.
+    /// See `BlobDataSourceState.observe(_:options:_:)`.
+    public func observe<Value: Sendable>(
+        _ keyPath: KeyPath<BlobDataSourceStatus, Value>,
+        options: BlobObservationOptions = [.new],
+        _ handler: @escaping @Sendable (BlobObservedChange<Value>) -> Void
+    ) -> BlobObservation {
+        state.observe(keyPath, options: options, handler)
+    }
+}
+
+/// Reads an offset value as handed to `setProperty(_:forKey: .fileCurrentOffsetKey)`.
+public enum BlobOffset {
+    /// The offset an `NSNumber` (or a Swift integer) holds, or nil when the value is not a
+    /// non-negative integer.
+    public static func value(from property: Any?) -> Int64? {
+        switch property {
+        case let n as Int: return n >= 0 ? Int64(n) : nil
+        case let n as Int64: return n >= 0 ? n : nil
+        case let n as UInt64: return n <= UInt64(Int64.max) ? Int64(n) : nil
+        case let n as UInt: return UInt64(n) <= UInt64(Int64.max) ? Int64(n) : nil
+        case let n as NSNumber:
+            let d = n.doubleValue
+            guard d >= 0, d.rounded() == d, d < 9.2e18 else { return nil }
+            return n.int64Value
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,381 @@
+import Foundation
+
+/// The state machine behind `BlobInputStream`, kept apart from the `InputStream` subclass so
+/// that source announcements (any thread), run-loop timers and waiting readers can share it.
+///
+/// Unchecked Sendable: every `var` is read and written with `condition` locked, except
+/// `source`, whose calls are serialized by `sourceLock` (contract rule 1).
+final class StreamCore: @unchecked Sendable {
+    let mode: BlobInputStream.Mode
+    let source: any BlobDataSource
+    let condition = NSCondition()
+    let sourceLock = NSLock()
+
+    // Guarded by `condition`.
+    var status: Stream.Status = .notOpen
+    var error: BlobStreamError?
+    var pendingOffset: Int64?
+    var observations: [BlobObservation] = []
+    weak var owner: BlobInputStream?
+    weak var delegate: (any StreamDelegate)?
+    var handlers: [Int: (mask: Stream.Event, handler: (BlobInputStream, Stream.Event) -> Void)] = [:]
+    var nextHandlerID = 0
+    var schedules: [(runLoop: RunLoop, mode: RunLoop.Mode)] = []
+    var pending: [Stream.Event] = []
+    var armedTimers: [Timer] = []
+    var reportedOpen = false, reportedEnd = false, reportedError = false
+
+    init(source: any BlobDataSource, mode: BlobInputStream.Mode) {
+        self.source = source
+        self.mode = mode
+        pending.reserveCapacity(4)
+    }
+
+    // MARK: - Open and close
+
+    func open() {
+        condition.lock()
+        guard status == .notOpen else { condition.unlock(); return }  // twice is a no-op
+        status = .opening
+        let offset = pendingOffset
+        condition.unlock()
+
+        let source = self.source
+        let tokens = [
+            source.observe(\.isOpenCompleted) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
+            source.observe(\.hasBytesAvailable) { [weak self] change in
+                self?.sourceChanged(hasBytes: change.newValue == true)
+            },
+            source.observe(\.isAtEnd) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
+            source.observe(\.error) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
+        ]
+        condition.lock()
+        observations = tokens
+        let closed = status == .closed
+        condition.unlock()
+        if closed { return }
+
+        sourceLock.lock()
+        var refused = false
+        if let offset {
+            refused = !source.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
+        }
+        if !refused { source.open() }
+        sourceLock.unlock()
+        if refused {
+            fail(BlobStreamError(.invalidOffset, "the data source refused offset \(offset!)"))
+            return
+        }
+        sourceChanged(hasBytes: source.hasBytesAvailable)
+
+        if mode == .synchronous {
+            condition.lock()
+            defer { condition.unlock() }
+            while status == .opening {
+                if !waitLocked(for: "open") { break }
+            }
+        }
+    }
+
+    func close() {
+        condition.lock()
+        switch status {
+        case .notOpen, .closed:
+            condition.unlock()
+            return
+        default: break
+        }
+        status = .closed
+        pending.removeAll(keepingCapacity: true)
+        let timers = armedTimers
+        armedTimers = []
+        schedules = []
+        let tokens = observations
+        observations = []
+        condition.broadcast()
+        condition.unlock()
+
+        for timer in timers { timer.invalidate() }
+        for token in tokens { token.invalidate() }
+        sourceLock.lock()
+        source.close()
+        sourceLock.unlock()
+    }
+
+    // MARK: - Reading
+
+    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        guard maxLength > 0 else { return 0 }
+        condition.lock()
+        waiting: while true {
+            switch status {
+            case .atEnd:
+                condition.unlock()
+                return 0
+            case .opening, .open, .reading:
+                // Opening: the source is not open yet. Open: wait until it announces bytes,
+                // its end or its error (rule 2: the source's read never waits itself).
+                if status != .opening && !needsWait() { break waiting }
+                _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns -1
+            default:  // notOpen, closed, error
+                condition.unlock()
+                return -1
+            }
+        }
+        if status == .open { status = .reading }
+        condition.unlock()
+
+        sourceLock.lock()
+        let n = source.read(buffer, maxLength: maxLength)
+        sourceLock.unlock()
+
+        if n > 0 {
+            afterRead()
+        } else if n == 0 {
+            reachedEnd()
+        } else {
+            let cause = source.state.error
+            fail(cause.map { wrap($0) }
+                ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
+        }
+        return n
+    }
+
+    /// True while neither bytes, end nor error have been announced: the read must wait.
+    private func needsWait() -> Bool {
+        let s = source.state
+        return !(s.hasBytesAvailable || s.isAtEnd || s.error != nil)
+    }
+
+    /// Waits for an announcement with `condition` locked. Returns false (after failing the
+    /// stream) when waiting here could never end because this thread is where the source
+    /// completes (contract rule 3).
+    private func waitLocked(for operation: String) -> Bool {
+        if source.completionContext.isCurrent {
+            let err = BlobStreamError(
+                .wouldDeadlock,
+                "synchronous \(operation) would wait forever: it was called on the queue where the data source completes; call it from another thread or use asynchronous mode")
+            failLocked(err)
+            return false
+        }
+        condition.wait()
+        return true
+    }
+
+    private func afterRead() {
+        condition.lock()
+        let s = source.state
+        if s.isAtEnd {
+            endLocked()
+        } else if s.hasBytesAvailable, status == .reading || status == .open {
+            enqueueLocked(.hasBytesAvailable)
+        }
+        if status == .reading { status = .open }
+        condition.unlock()
+    }
+
+    private func reachedEnd() {
+        condition.lock()
+        endLocked()
+        condition.unlock()
+    }
+
+    private func endLocked() {
+        guard status == .open || status == .reading || status == .opening else { return }
+        status = .atEnd
+        if !reportedEnd {
+            reportedEnd = true
+            enqueueLocked(.endEncountered)
+        }
+        condition.broadcast()
+    }
+
+    func wrap(_ cause: any Error) -> BlobStreamError {
+        BlobStreamError(.sourceFailed, String(describing: cause), cause: cause)
+    }
+
+    func fail(_ error: BlobStreamError) {
+        condition.lock()
+        failLocked(error)
+        condition.unlock()
+    }
+
+    private func failLocked(_ err: BlobStreamError) {
+        switch status {
+        case .closed, .error, .notOpen: return
+        default: break
+        }
+        status = .error
+        error = err
+        if !reportedError {
+            reportedError = true
+            enqueueLocked(.errorOccurred)
+        }
+        condition.broadcast()
+    }
+
+    // MARK: - Announcements from the source (any thread)
+
+    /// Brings the stream's status in line with the source's after any announcement.
+    func sourceChanged(hasBytes: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        switch status {
+        case .opening, .open, .reading: break
+        default: return
+        }
+        let s = source.state.status
+        if let cause = s.error {
+            failLocked(wrap(cause))
+            return
+        }
+        if status == .opening, s.isOpenCompleted {
+            status = .open
+            if !reportedOpen {
+                reportedOpen = true
+                enqueueLocked(.openCompleted)
+            }
+        }
+        if status != .opening {
+            if s.isAtEnd {
+                endLocked()
+            } else if hasBytes && s.hasBytesAvailable {
+                enqueueLocked(.hasBytesAvailable)
+            }
+        }
+        condition.broadcast()
+    }
+
+    // MARK: - Offsets
+
+    func setOffset(_ value: Any?) -> Bool {
+        guard let offset = BlobOffset.value(from: value) else { return false }
+        if source.offsetCapability == .none { return false }
+        if let length = source.length, offset > length { return false }
+        condition.lock()
+        switch status {
+        case .notOpen:
+            pendingOffset = offset
+            condition.unlock()
+            return true
+        case .closed, .error:
+            condition.unlock()
+            return false
+        default:
+            condition.unlock()
+        }
+        sourceLock.lock()
+        let ok = source.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
+        sourceLock.unlock()
+        if ok {
+            // A seek may move the stream off its end, or onto it.
+            condition.lock()
+            let s = source.state
+            if status == .atEnd, !s.isAtEnd {
+                status = .open
+                reportedEnd = false
+                if s.hasBytesAvailable { enqueueLocked(.hasBytesAvailable) }
+            } else if s.isAtEnd {
+                endLocked()
+            }
+            condition.unlock()
+        }
+        return ok
+    }
+
+    func offset() -> Any? {
+        condition.lock()
+        if status == .notOpen {
+            let o = pendingOffset ?? 0
+            condition.unlock()
+            return NSNumber(value: o)
+        }
+        condition.unlock()
+        sourceLock.lock()
+        defer { sourceLock.unlock() }
+        return source.property(forKey: .fileCurrentOffsetKey)
+    }
+
+    // MARK: - Events
+
+    func enqueueLocked(_ event: Stream.Event) {
+        if !pending.contains(event) { pending.append(event) }
+        armLocked()
+    }
+
+    /// Adds a zero-interval timer to every scheduled run loop (in each of its modes): a timer
+    /// wakes a sleeping run loop on Linux, `perform` does not. The first to fire delivers.
+    func armLocked() {
+        guard !pending.isEmpty, armedTimers.isEmpty, !schedules.isEmpty else { return }
+        var loops: [RunLoop] = []
+        for entry in schedules where !loops.contains(where: { $0 === entry.runLoop }) {
+            loops.append(entry.runLoop)
+        }
+        for loop in loops {
+            let timer = Timer(timeInterval: 0, repeats: false) { [weak self] _ in self?.deliver() }
+            for entry in schedules where entry.runLoop === loop {
+                loop.add(timer, forMode: entry.mode)
+            }
+            armedTimers.append(timer)
+        }
+    }
+
+    func schedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard status != .closed,
+            !schedules.contains(where: { $0.runLoop === runLoop && $0.mode == mode })
+        else { return }
+        schedules.append((runLoop, mode))
+        rearmLocked()
+    }
+
+    func unschedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
+        condition.lock()
+        defer { condition.unlock() }
+        schedules.removeAll { $0.runLoop === runLoop && $0.mode == mode }
+        rearmLocked()
+    }
+
+    private func rearmLocked() {
+        for timer in armedTimers { timer.invalidate() }
+        armedTimers = []
+        armLocked()
+    }
+
+    /// Runs on a scheduled run loop: hands the pending events, in order, to the delegate and
+    /// to the closure clients whose mask includes them.
+    func deliver() {
+        condition.lock()
+        let current = RunLoop.current
+        guard status != .closed, schedules.contains(where: { $0.runLoop === current }) else {
+            condition.unlock()
+            return
+        }
+        armedTimers = []
+        var events = pending
+        pending.removeAll(keepingCapacity: true)
+        condition.unlock()
+
+        while !events.isEmpty {
+            let event = events.removeFirst()
+            condition.lock()
+            let stop = status == .closed
+            let skip = event == .hasBytesAvailable && status != .open && status != .reading
+            let stream = owner
+            let delegate = self.delegate
+            let clients = handlers.sorted { $0.key < $1.key }.map(\.value).filter { $0.mask.contains(event) }
+            condition.unlock()
+            guard !stop, let stream else { return }
+            if skip { continue }
+            delegate?.stream(stream, handle: event)
+            for client in clients {
+                condition.lock()
+                let closed = status == .closed
+                condition.unlock()
+                if closed { return }
+                client.handler(stream, event)
+            }
+        }
+    }
+}
