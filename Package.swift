@@ -13,8 +13,12 @@ let package = Package(
         .library(name: "BlobStream", targets: ["BlobStream"]),
         .library(name: "BlobStreamFiles", targets: ["BlobStreamFiles"]),
         .library(name: "BlobStreamGzip", targets: ["BlobStreamGzip"]),
+        .library(name: "BlobStreamArchive", targets: ["BlobStreamArchive"]),
+        .library(name: "BlobStreamAssets", targets: ["BlobStreamAssets"]),
+        .library(name: "BlobStreamNetworking", targets: ["BlobStreamNetworking"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
+        .plugin(name: "GenerateFixtures", targets: ["GenerateFixtures"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -28,6 +32,14 @@ let package = Package(
         .systemLibrary(
             name: "CBlobStreamZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
+        .systemLibrary(
+            name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive"]),
+        .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
+        // Integrations: upload bodies.
+        .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),
+        // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
+        .target(name: "NginxTestServer", path: "Tests/NginxTestServer"),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
         // The command-line tool.
@@ -39,11 +51,54 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Baseline programs for `make bench` (Foundation's own streams).
+        .executableTarget(name: "blobstream-bench"),
+        // Regenerates Fixtures/: a thin plugin over a tested executable.
+        .executableTarget(
+            name: "blobstream-fixtures",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .plugin(
+            name: "GenerateFixtures",
+            capability: .command(
+                intent: .custom(verb: "generate-fixtures", description: "Regenerate the committed test fixtures"),
+                permissions: [.writeToPackageDirectory(reason: "writes the fixtures under Fixtures/")]
+            ),
+            dependencies: ["blobstream-fixtures"]
+        ),
         .testTarget(name: "BlobStreamTests", dependencies: ["BlobStream", "BlobStreamTestSupport"]),
         .testTarget(
             name: "BlobStreamGzipTests",
             dependencies: [
                 "BlobStream", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "BlobStreamArchiveTests",
+            dependencies: [
+                "BlobStream", "BlobStreamArchive", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "BlobStreamAssetsTests",
+            dependencies: [
+                "BlobStream", "BlobStreamAssets", "BlobStreamTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "BlobStreamNetworkingTests",
+            dependencies: [
+                "BlobStream", "BlobStreamNetworking", "BlobStreamFiles", "BlobStreamTestSupport", "NginxTestServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "blobstream", "blobstream-fixtures",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -58,6 +113,6 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + strict
 }

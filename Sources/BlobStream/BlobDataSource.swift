@@ -79,6 +79,10 @@ public enum BlobCompletionContext: Sendable {
 /// 2. `read` may block on I/O but never waits for a callback. It is called only when
 ///    `hasBytesAvailable` is true, or to collect the end (return 0) or the error (set
 ///    `state.error`, return −1). Returning 0 means the end: set `isAtEnd` no later than that.
+///    One exception: a source that finds within a `read` that it has nothing to hand out
+///    yet (its next part opens later, an asset must be looked up again) clears
+///    `hasBytesAvailable` and returns 0 with `isAtEnd` false; the stream then waits for its
+///    next announcement instead of ending.
 /// 3. A source that completes work asynchronously says where in `completionContext`.
 /// 4. `close` releases resources; the stream wakes its own waiters.
 /// 5. A truncated or corrupt input sets an error; it never ends cleanly.

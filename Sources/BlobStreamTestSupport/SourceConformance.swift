@@ -129,8 +129,8 @@ public enum SourceConformance {
         if let length = source.length {
             r.expect(length == Int64(expected.count), "length is \(length), the bytes are \(expected.count)")
         }
-        if expected.isEmpty {
-            r.expect(source.isAtEnd, "an empty source is not at its end after open")
+        if expected.isEmpty, source.length == 0 {
+            r.expect(source.isAtEnd, "a source of known length 0 is not at its end after open")
         }
         stream.close()
     }
@@ -205,11 +205,13 @@ public enum SourceConformance {
                      "from offset \(start): \(describe(data, against: expected.subdata(in: start..<expected.count)))")
             stream.close()
         }
-        // After open: read a little, move back, read the rest.
+        // After open: read a little, then move (back for a seeking source, forward for one
+        // that reads and discards, which may refuse to go back), read the rest.
         let stream = BlobInputStream(dataSource: make())
         stream.open()
-        _ = drain(stream, size: 100, limit: min(100, expected.count))
-        let back = expected.count / 3
+        let head = min(100, expected.count)
+        _ = drain(stream, size: 100, limit: head)
+        let back = probe.offsetCapability == .seek ? expected.count / 3 : max(head, expected.count * 2 / 3)
         r.expect(stream.setProperty(NSNumber(value: back), forKey: .fileCurrentOffsetKey),
                  "moving to offset \(back) after open was refused")
         let reported = (stream.property(forKey: .fileCurrentOffsetKey) as? NSNumber)?.intValue

@@ -106,39 +106,50 @@ final class StreamCore: @unchecked Sendable {
 
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard maxLength > 0 else { return 0 }
-        condition.lock()
-        waiting: while true {
-            switch status {
-            case .atEnd:
-                condition.unlock()
-                return 0
-            case .opening, .open, .reading:
-                // Opening: the source is not open yet. Open: wait until it announces bytes,
-                // its end or its error (rule 2: the source's read never waits itself).
-                if status != .opening && !needsWait() { break waiting }
-                _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns -1
-            default:  // notOpen, closed, error
-                condition.unlock()
-                return -1
+        while true {
+            condition.lock()
+            waiting: while true {
+                switch status {
+                case .atEnd:
+                    condition.unlock()
+                    return 0
+                case .opening, .open, .reading:
+                    // Opening: the source is not open yet. Open: wait until it announces bytes,
+                    // its end or its error (rule 2: the source's read never waits itself).
+                    if status != .opening && !needsWait() { break waiting }
+                    _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns -1
+                default:  // notOpen, closed, error
+                    condition.unlock()
+                    return -1
+                }
             }
-        }
-        if status == .open { status = .reading }
-        condition.unlock()
+            if status == .open { status = .reading }
+            condition.unlock()
 
-        sourceLock.lock()
-        let n = source.read(buffer, maxLength: maxLength)
-        sourceLock.unlock()
+            sourceLock.lock()
+            let n = source.read(buffer, maxLength: maxLength)
+            sourceLock.unlock()
 
-        if n > 0 {
-            afterRead()
-        } else if n == 0 {
-            reachedEnd()
-        } else {
-            let cause = source.state.error
-            fail(cause.map { wrap($0) }
-                ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
+            if n > 0 {
+                afterRead()
+            } else if n == 0 {
+                let s = source.state
+                if !s.isAtEnd && !s.hasBytesAvailable && s.error == nil {
+                    // "Nothing yet": the source went quiet within the call (its next part
+                    // opens later, an asset is looked up again). Wait for its announcement.
+                    condition.lock()
+                    if status == .reading { status = .open }
+                    condition.unlock()
+                    continue
+                }
+                reachedEnd()
+            } else {
+                let cause = source.state.error
+                fail(cause.map { wrap($0) }
+                    ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
+            }
+            return n
         }
-        return n
     }
 
     /// True while neither bytes, end nor error have been announced: the read must wait.

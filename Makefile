@@ -1,0 +1,39 @@
+# BlobStream: the README's two commands are `make demo` and `make test`.
+SWIFT ?= swift
+# Debian packages the build, the tests and the benchmarks need.
+DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip tar
+BENCH_PACKAGES := pigz
+
+.PHONY: all deps build demo test bench fixtures clean
+
+all: build
+
+## deps: install the Debian packages that are missing (nothing when all are there).
+deps:
+	@scripts/install-deps $(DEBIAN_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+## demo: the main job on the bundled samples.
+demo: deps
+	$(SWIFT) build --product blobstream
+	$$($(SWIFT) build --show-bin-path)/blobstream demo --fixtures Fixtures
+
+## test: install what is missing, build everything, run every test.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+## bench: benchmarks against the reference tools on a large corpus outside the repo.
+bench: deps
+	@scripts/install-deps $(BENCH_PACKAGES)
+	$(SWIFT) build -c release --product blobstream
+	scripts/bench
+
+## fixtures: regenerate Fixtures/ (deterministic).
+fixtures:
+	$(SWIFT) package --allow-writing-to-package-directory generate-fixtures
+
+clean:
+	rm -rf .build

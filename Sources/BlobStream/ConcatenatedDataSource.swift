@@ -1,0 +1,170 @@
+import Foundation
+
+/// Several sources read one after another as one (a multipart body: headers, a file, a
+/// boundary, …). Each part is opened when reading reaches it and closed when it ends; closing
+/// the concatenation closes the part that is open. It owns its parts.
+///
+/// - `length` is the sum of the parts' lengths when every part knows its length before it
+///   is opened (`DataBytesSource` does; a file learns its size at open, so give such parts
+///   with a `declaredLength`); nil otherwise.
+/// - Offsets: `.readAndDiscard` (a forward move before or after open reads and discards).
+/// - A part that fails fails the whole; a part that ends early is simply followed by the next
+///   (the parts' own sources report truncation as errors).
+/// - Parts may open asynchronously: the concatenation announces what its current part
+///   announces, and completes where its parts complete.
+public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
+    // Unchecked Sendable: `index`, `parts`' use and `observations` are touched by the
+    // owner's serialized calls and by observation callbacks that only set `state`.
+
+    /// One part: a source, and its length when known before it opens.
+    public struct Part {
+        /// The source of the part's bytes.
+        public var source: any BlobDataSource
+        /// The part's length when known before opening it (defaults to `source.length`).
+        public var declaredLength: Int64?
+        /// Makes a part; `declaredLength` defaults to what the source already knows.
+        public init(_ source: any BlobDataSource, declaredLength: Int64? = nil) {
+            self.source = source
+            self.declaredLength = declaredLength ?? source.length
+        }
+    }
+
+    /// The observable state.
+    public let state = BlobDataSourceState()
+    private let parts: [Part]
+    private var index = 0
+    private var observations: [BlobObservation] = []
+    private var opened = false
+    private var skip: Int64 = 0
+    private var position: Int64 = 0
+    private var scratch: UnsafeMutablePointer<UInt8>?
+
+    /// Concatenates `parts` in order.
+    public init(_ parts: [Part]) { self.parts = parts }
+
+    deinit { scratch?.deallocate() }
+
+    /// The sum of the parts' declared lengths, when all are known.
+    public var length: Int64? {
+        var total: Int64 = 0
+        for part in parts {
+            guard let n = part.declaredLength else { return nil }
+            total += n
+        }
+        return total
+    }
+
+    /// `.readAndDiscard`.
+    public var offsetCapability: BlobOffsetCapability { .readAndDiscard }
+
+    /// True where any part completes its work.
+    public var completionContext: BlobCompletionContext {
+        let contexts = parts.map(\.source.completionContext)
+        if contexts.allSatisfy({ if case .caller = $0 { true } else { false } }) { return .caller }
+        return .custom { contexts.contains { $0.isCurrent } }
+    }
+
+    public func open() {
+        guard !opened else { return }
+        opened = true
+        state.isOpenCompleted = true
+        startPart()
+    }
+
+    /// Opens the current part (or announces the end) and mirrors its state.
+    private func startPart() {
+        observations = []
+        guard index < parts.count else {
+            state.isAtEnd = true
+            return
+        }
+        let source = parts[index].source
+        let state = self.state
+        observations = [
+            source.observe(\.hasBytesAvailable) { change in
+                if change.newValue == true { state.hasBytesAvailable = true }
+            },
+            source.observe(\.isAtEnd) { change in
+                if change.newValue == true { state.hasBytesAvailable = true }  // read collects it
+            },
+            source.observe(\.error) { change in
+                if let error = change.newValue ?? nil { state.error = error }
+            },
+        ]
+        source.open()
+        if let error = source.error {
+            state.error = error
+        } else if source.hasBytesAvailable || source.isAtEnd {
+            state.hasBytesAvailable = true
+        } else {
+            state.hasBytesAvailable = false  // the part opens later: its observer announces it
+        }
+    }
+
+    public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        while skip > 0 {
+            if scratch == nil { scratch = .allocate(capacity: 64 * 1024) }
+            let n = readParts(scratch!, maxLength: Int(min(skip, 64 * 1024)))
+            if n == 0 && !state.isAtEnd { return 0 }  // nothing yet: the stream waits
+            if n <= 0 {
+                if n == 0 {
+                    state.error = BlobStreamError(.invalidOffset, "offset \(position + skip) is past the end of the concatenation (\(position) bytes)")
+                }
+                return -1
+            }
+            skip -= Int64(n)
+        }
+        return readParts(buffer, maxLength: maxLength)
+    }
+
+    private func readParts(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        while index < parts.count {
+            let source = parts[index].source
+            if let error = source.error {
+                state.error = error
+                return -1
+            }
+            if !source.hasBytesAvailable && !source.isAtEnd {
+                state.hasBytesAvailable = false  // wait for the part to announce
+                if source.hasBytesAvailable || source.isAtEnd || source.error != nil {
+                    state.hasBytesAvailable = true  // it announced in between
+                    continue
+                }
+                return 0  // "nothing yet" (rule 2): the stream waits for the announcement
+            }
+            let n = source.isAtEnd ? 0 : source.read(buffer, maxLength: maxLength)
+            if n > 0 {
+                position += Int64(n)
+                return n
+            }
+            if n < 0 {
+                state.error = source.error ?? BlobStreamError(.sourceFailed, "part \(index + 1) of the concatenation failed")
+                return -1
+            }
+            source.close()
+            index += 1
+            startPart()
+        }
+        state.isAtEnd = true
+        return 0
+    }
+
+    public func property(forKey key: Stream.PropertyKey) -> Any? {
+        key == .fileCurrentOffsetKey ? NSNumber(value: position + skip) : nil
+    }
+
+    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
+        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property),
+            offset >= position + skip || !opened
+        else { return false }
+        if let length, offset > length { return false }
+        skip = offset - position
+        return true
+    }
+
+    public func close() {
+        observations = []
+        if opened, index < parts.count { parts[index].source.close() }
+        index = parts.count
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// A source over bytes already in memory (`Data`): open completes at once, offsets seek in
+/// constant time. Use it for small fixed parts of a composed body (multipart headers).
+public final class DataBytesSource: BlobDataSource {
+    /// The observable state.
+    public let state = BlobDataSourceState()
+    /// The bytes delivered.
+    public let data: Data
+    private var position = 0
+
+    /// Makes a source over `data`.
+    public init(_ data: Data) { self.data = data }
+
+    /// `data.count`.
+    public var length: Int64? { Int64(data.count) }
+    /// `.seek`.
+    public var offsetCapability: BlobOffsetCapability { .seek }
+
+    public func open() {
+        state.isOpenCompleted = true
+        announce()
+    }
+
+    private func announce() {
+        if position >= data.count {
+            state.isAtEnd = true
+        } else {
+            state.isAtEnd = false
+            state.hasBytesAvailable = true
+        }
+    }
+
+    public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        let n = min(maxLength, data.count - position)
+        guard n > 0 else {
+            state.isAtEnd = true
+            return 0
+        }
+        data.withUnsafeBytes { raw in
+            buffer.update(from: raw.bindMemory(to: UInt8.self).baseAddress! + position, count: n)
+        }
+        position += n
+        if position == data.count { state.isAtEnd = true }
+        return n
+    }
+
+    public func property(forKey key: Stream.PropertyKey) -> Any? {
+        key == .fileCurrentOffsetKey ? NSNumber(value: position) : nil
+    }
+
+    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
+        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property), offset <= data.count else {
+            return false
+        }
+        position = Int(offset)
+        if state.isOpenCompleted { announce() }
+        return true
+    }
+
+    public func close() {}
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Glibc
+
+/// Writes to the standard streams without buffering surprises.
+enum Console {
+    /// One line on stderr, prefixed with the tool's name.
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("blobstream: \(message)\n".utf8))
+    }
+
+    /// Writes all of `buffer` to stdout; throws `StdoutClosed` when the reader went away.
+    static func writeOut(_ buffer: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = Glibc.write(1, buffer.baseAddress! + done, buffer.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE { throw StdoutClosed() }
+                throw ToolFailure(message: "cannot write to standard output: \(String(cString: strerror(errno)))")
+            }
+            done += n
+        }
+    }
+
+    /// Writes a string to stdout.
+    static func print(_ text: String) throws {
+        var text = text
+        try text.withUTF8 { try writeOut(UnsafeRawBufferPointer($0)) }
+    }
+
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+}
+
+/// A progress line on stderr, only when stderr is a terminal and the work has lasted a
+/// moment; redrawn at most ten times a second, erased at the end.
+final class ProgressLine {
+    private let label: String
+    private let total: Int64?
+    private let start = Date()
+    private var last = Date.distantPast
+    private var shown = false
+    private let enabled = Console.stderrIsTerminal
+
+    init(label: String, total: Int64?) {
+        self.label = label
+        self.total = total
+    }
+
+    func update(_ done: Int64) {
+        guard enabled else { return }
+        let now = Date()
+        guard now.timeIntervalSince(start) > 0.5, now.timeIntervalSince(last) > 0.1 else { return }
+        last = now
+        shown = true
+        let rate = Double(done) / max(now.timeIntervalSince(start), 0.001)
+        var line = "\(label)  \(Self.size(done))"
+        if let total, total > 0 {
+            let fraction = min(Double(done) / Double(total), 1)
+            let width = 24, filled = Int(fraction * Double(width))
+            line += " / \(Self.size(total)) [" + String(repeating: "#", count: filled)
+                + String(repeating: "-", count: width - filled) + "] \(Int(fraction * 100))%"
+        }
+        line += "  \(Self.size(Int64(rate)))/s"
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+    }
+
+    func finish() {
+        if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+
+    static func size(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes), unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}

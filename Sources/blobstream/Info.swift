@@ -1,0 +1,32 @@
+import ArgumentParser
+import BlobStream
+import Foundation
+
+/// `blobstream info SOURCE...`: what each source is, tab-separated with a header line.
+struct Info: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print each SOURCE's length, kind and how it reaches an offset (tab-separated).")
+
+    @Argument(help: "Sources: URLs, paths, or - for standard input.")
+    var sources: [String]
+
+    func run() throws {
+        let registry = makeRegistry()
+        try Console.print("name\turl\tkind\tlength\toffset\n")
+        try forEachSource(sources) { source in
+            let stream = try openStream(source, registry: registry, offset: nil)
+            defer { stream.close() }
+            let s = stream.dataSource
+            let url = sourceURL(source, registry: registry)
+            let length = s.length.map(String.init) ?? "unknown"
+            try Console.print("\(source)\t\(url)\t\(kind(of: s))\t\(length)\t\(s.offsetCapability)\n")
+        }
+    }
+
+    /// A short kind name: the source's type without its `DataSource` suffix, lowercased.
+    func kind(of source: any BlobDataSource) -> String {
+        var name = String(describing: type(of: source))
+        if name.hasSuffix("DataSource") { name.removeLast("DataSource".count) }
+        return name.lowercased()
+    }
+}

@@ -1,0 +1,97 @@
+import BlobStream
+import BlobStreamFiles
+import Foundation
+
+/// The registry the tool reads through: every scheme of the modules it links.
+func makeRegistry() -> DataSourceRegistry {
+    let registry = DataSourceRegistry()
+    FileSources.register(in: registry)
+    return registry
+}
+
+/// Turns a command-line SOURCE into a URL of the registry: a URL of a registered scheme
+/// stays as it is; `-` is standard input; anything else is a path.
+func sourceURL(_ argument: String, registry: DataSourceRegistry) -> String {
+    if argument == "-" { return BlobURL.fileURL(path: "/dev/stdin") }
+    if let scheme = BlobURL.scheme(of: argument),
+        registry.handles(scheme: scheme) || !FileManager.default.fileExists(atPath: argument)
+    {
+        return argument  // an unregistered scheme is reported by the registry, by name
+    }
+    let path = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
+    return BlobURL.fileURL(path: path)
+}
+
+/// Opens a synchronous stream on SOURCE, at `offset` when given.
+func openStream(_ argument: String, registry: DataSourceRegistry, offset: Int64?) throws -> BlobInputStream {
+    let url = sourceURL(argument, registry: registry)
+    let stream = try BlobInputStream(url: url, registry: registry, mode: .synchronous)
+    if let offset, offset > 0 {
+        guard stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) else {
+            let source = stream.dataSource
+            if source.offsetCapability == .none {
+                throw BlobStreamError(.offsetUnsupported, "\(argument): this source cannot start at an offset")
+            }
+            throw BlobStreamError(.invalidOffset, "\(argument): offset \(offset) refused"
+                + (source.length.map { " (the source is \($0) bytes long)" } ?? ""))
+        }
+    }
+    stream.open()
+    if let error = stream.streamError { throw failure(argument, error) }
+    return stream
+}
+
+/// A failure message that names the SOURCE as given when the error does not already.
+func failure(_ argument: String, _ error: any Error) -> ToolFailure {
+    let text: String
+    if let error = error as? BlobStreamError, error.code == .sourceFailed, let cause = error.cause {
+        text = String(describing: cause)
+    } else {
+        text = String(describing: error)
+    }
+    return ToolFailure(message: text.contains(argument) ? text : "\(argument): \(text)")
+}
+
+/// Reads a stream to its end in large chunks, handing each to `body`; throws the stream's
+/// error (never ends quietly on a failure).
+func pump(
+    _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil,
+    _ body: (UnsafeRawBufferPointer) throws -> Void
+) throws {
+    let size = 256 * 1024
+    let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+    defer { buffer.deallocate() }
+    let bytes = buffer.assumingMemoryBound(to: UInt8.self)
+    var total: Int64 = 0
+    while true {
+        let n = stream.read(bytes, maxLength: size)
+        if n == 0 { break }
+        if n < 0 {
+            throw failure(name, stream.streamError ?? BlobStreamError(.closed, "the stream closed before its end"))
+        }
+        try body(UnsafeRawBufferPointer(start: buffer, count: n))
+        total += Int64(n)
+        progress?.update(total)
+    }
+    progress?.finish()
+}
+
+/// Runs `body` for each SOURCE like cat does: a failure is reported on stderr (one line)
+/// and the others still run; the command then fails. A closed stdout stops everything.
+func forEachSource(_ sources: [String], _ body: (String) throws -> Void) throws {
+    var failed = false
+    for source in sources {
+        do {
+            try body(source)
+        } catch let error as StdoutClosed {
+            throw error
+        } catch let error as ToolFailure {
+            Console.error(error.message)
+            failed = true
+        } catch {
+            Console.error(failure(source, error).message)
+            failed = true
+        }
+    }
+    if failed { throw ToolFailure(message: "", alreadyReported: true) }
+}

@@ -1,0 +1,181 @@
+import BlobStream
+import BlobStreamTestSupport
+import Crypto
+import Foundation
+import Glibc
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Deterministic pseudo-random bytes (a 64-bit LCG), so every run reads the same data.
+func sampleBytes(_ count: Int, seed: UInt64 = 0xF11E5) -> Data {
+    var state = seed
+    var bytes = [UInt8](repeating: 0, count: count)
+    for i in 0..<count {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
+    }
+    return Data(bytes)
+}
+
+/// SHA-256 of some bytes, to compare what was read with what was written.
+func sha(_ data: Data) -> SHA256.Digest { SHA256.hash(data: data) }
+
+/// A directory of its own under the system's temporary directory; `remove()` deletes it
+/// with everything in it (call it from a `defer`).
+final class TempDir: Sendable {
+    let path: String
+
+    init() throws {
+        // Canonical (no "//", no symlinks), so that it matches what /proc/self/fd shows.
+        var base = NSTemporaryDirectory()
+        while base.count > 1, base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/BlobStreamFilesTests.XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }),
+            let real = realpath(made, nil)
+        else {
+            throw TestFailure("mkdtemp failed: errno \(errno)")
+        }
+        path = String(cString: real)
+        free(real)
+    }
+
+    /// Writes `data` to `name` in the directory and returns its path.
+    @discardableResult
+    func file(_ name: String, _ data: Data) throws -> String {
+        let p = self.path(name)
+        try data.write(to: URL(fileURLWithPath: p))
+        return p
+    }
+
+    /// The path of `name` in the directory.
+    func path(_ name: String) -> String { path + "/" + name }
+
+    func remove() {
+        _ = chmod(path, 0o700)
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Reads a stream to its end with reads of `size` bytes; returns the bytes and the last
+/// result (0 for a clean end, −1 for an error).
+func drain(_ stream: InputStream, size: Int = 65_536) -> (Data, Int) {
+    var out = Data()
+    var buffer = [UInt8](repeating: 0, count: size)
+    while true {
+        let n = stream.read(&buffer, maxLength: size)
+        if n <= 0 { return (out, n) }
+        out.append(buffer, count: n)
+    }
+}
+
+/// Reads a source directly (no stream) with reads of `size` bytes until 0 or −1.
+func drainSource(_ source: any BlobDataSource, size: Int = 65_536) -> (Data, Int) {
+    var out = Data()
+    var buffer = [UInt8](repeating: 0, count: size)
+    while true {
+        let n = source.read(&buffer, maxLength: size)
+        if n <= 0 { return (out, n) }
+        out.append(buffer, count: n)
+    }
+}
+
+/// The result of reading a stream in asynchronous mode.
+struct AsyncRead: Sendable {
+    var data = Data()
+    var events: [String] = []
+    var finished = false
+    var errorDescription: String?
+}
+
+/// A mutable box for a result produced on another thread (written before the semaphore is
+/// signalled, read after it was waited for).
+final class Box<T>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// A value handed to another thread once and used only there. Unchecked: the creating
+/// thread does not touch it afterwards.
+struct Handoff<T>: @unchecked Sendable {
+    let value: T
+}
+
+/// Reads `source` through an asynchronous `BlobInputStream` scheduled on the run loop of a
+/// thread of its own: reads on `.hasBytesAvailable`, closes on the end or an error.
+func readAsynchronously(_ source: any BlobDataSource, offset: Int64? = nil, timeout: TimeInterval = 30) -> AsyncRead {
+    let result = Box(AsyncRead())
+    let done = DispatchSemaphore(value: 0)
+    let handoff = Handoff(value: source)
+    let thread = Thread {
+        let stream = BlobInputStream(dataSource: handoff.value, mode: .asynchronous)
+        if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let recorder = EventRecorder { s, event in
+            if event == .hasBytesAvailable {
+                let n = (s as! InputStream).read(&buffer, maxLength: buffer.count)
+                if n > 0 { result.value.data.append(buffer, count: n) }
+            } else if event == .endEncountered || event == .errorOccurred {
+                result.value.errorDescription = s.streamError.map { String(describing: $0) }
+                s.close()
+            }
+        }
+        stream.delegate = recorder
+        stream.schedule(in: .current, forMode: .default)
+        stream.open()
+        result.value.finished = BlobInputStream.runCurrentRunLoop(timeout: timeout) { stream.streamStatus == .closed }
+        result.value.events = recorder.names
+        stream.close()
+        done.signal()
+    }
+    thread.start()
+    if done.wait(timeout: .now() + timeout + 5) == .timedOut {
+        return AsyncRead(finished: false, errorDescription: "the run-loop thread did not finish")
+    }
+    return result.value
+}
+
+/// Writes all of `data` to `fd` with write(2) (stops quietly on an error such as EPIPE,
+/// when the reader went away).
+func writeAll(_ fd: Int32, _ data: Data) {
+    data.withUnsafeBytes { raw in
+        var done = 0
+        while done < raw.count {
+            let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            done += n
+        }
+    }
+}
+
+/// Starts a thread that writes `data` to the pipe's write end (after `delay` seconds), then
+/// closes it. A reader that goes away early makes the writer stop (SIGPIPE is ignored).
+@discardableResult
+func startWriter(_ handle: FileHandle, _ data: Data, delay: TimeInterval = 0) -> DispatchSemaphore {
+    ignoreSIGPIPE()
+    let done = DispatchSemaphore(value: 0)
+    let handoff = Handoff(value: handle)
+    let thread = Thread {
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+        writeAll(handoff.value.fileDescriptor, data)
+        try? handoff.value.close()
+        done.signal()
+    }
+    thread.start()
+    return done
+}
+
+/// A broken pipe must end a writer thread, not the test process.
+func ignoreSIGPIPE() {
+    _ = signal(SIGPIPE, SIG_IGN)
+}
+
+/// The `BlobStreamError` a source set, or nil.
+func sourceError(_ source: any BlobDataSource) -> BlobStreamError? {
+    source.error as? BlobStreamError
+}

@@ -1,0 +1,77 @@
+import BlobStream
+import BlobStreamTestSupport
+import Foundation
+import Testing
+
+@Suite("DataBytesSource and ConcatenatedDataSource")
+struct CompositionTests {
+    @Test("DataBytesSource passes the conformance check", arguments: [0, 1, 70_000])
+    func dataBytesConforms(size: Int) {
+        let bytes = sampleBytes(size)
+        let findings = SourceConformance.check(expected: bytes) { DataBytesSource(bytes) }
+        #expect(findings.isEmpty, "\(findings)")
+    }
+
+    static func parts(queue: DispatchQueue?) -> (Data, @Sendable () -> ConcatenatedDataSource) {
+        let a = sampleBytes(10_000, seed: 1), b = sampleBytes(0), c = sampleBytes(33_333, seed: 3), d = Data("--end--".utf8)
+        let make: @Sendable () -> ConcatenatedDataSource = {
+            let middle: any BlobDataSource = queue.map {
+                InMemoryDataSource(data: c, open: .async(queue: $0, delay: 0.005), chunkSize: 5000, refillDelay: ($0, 0))
+            } ?? InMemoryDataSource(data: c, chunkSize: 5000)
+            return ConcatenatedDataSource([
+                .init(DataBytesSource(a)), .init(DataBytesSource(b)), .init(middle), .init(DataBytesSource(d)),
+            ])
+        }
+        return (a + b + c + d, make)
+    }
+
+    @Test("parts one after another, with the total length known up front")
+    func concatenation() {
+        let (expected, make) = Self.parts(queue: nil)
+        let source = make()
+        #expect(source.length == Int64(expected.count))
+        let findings = SourceConformance.check(expected: expected) { make() }
+        #expect(findings.isEmpty, "\(findings)")
+    }
+
+    @Test("a part that opens later on a queue: the stream waits instead of ending")
+    func asyncPart() {
+        let queue = DispatchQueue(label: "late-part")
+        let (expected, make) = Self.parts(queue: queue)
+        for readSize in [1000, 65_536] {
+            let stream = BlobInputStream(dataSource: make())
+            stream.open()
+            let (data, last) = drain(stream, size: readSize)
+            #expect(last == 0, "\(String(describing: stream.streamError))")
+            #expect(digest(data) == digest(expected))
+            #expect(data.count == expected.count)
+        }
+    }
+
+    @Test("a failing part fails the whole, never a short clean end")
+    func failingPart() throws {
+        let source = ConcatenatedDataSource([
+            .init(DataBytesSource(Data("head".utf8))),
+            .init(InMemoryDataSource(data: sampleBytes(1000), failAt: (600, SampleError(tag: "part")))),
+            .init(DataBytesSource(Data("tail".utf8))),
+        ])
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        let (data, last) = drain(stream, size: 256)
+        #expect(last == -1)
+        #expect(data.count == 604)
+        let error = try #require(stream.streamError as? BlobStreamError)
+        #expect(error.cause as? SampleError == SampleError(tag: "part"))
+    }
+
+    @Test("a forward offset reads and discards across parts")
+    func forwardOffset() {
+        let (expected, make) = Self.parts(queue: DispatchQueue(label: "offset-part"))
+        let stream = BlobInputStream(dataSource: make())
+        #expect(stream.setProperty(NSNumber(value: 12_345), forKey: .fileCurrentOffsetKey))
+        stream.open()
+        let (data, last) = drain(stream, size: 4096)
+        #expect(last == 0)
+        #expect(data == expected.suffix(from: 12_345))
+    }
+}
