@@ -240,8 +240,10 @@ final class StreamCore: @unchecked Sendable {
             failLocked(wrap(cause))
             return
         }
+        var justOpened = false
         if status == .opening, s.isOpenCompleted {
             status = .open
+            justOpened = true
             if !reportedOpen {
                 reportedOpen = true
                 enqueueLocked(.openCompleted)
@@ -250,7 +252,7 @@ final class StreamCore: @unchecked Sendable {
         if status != .opening {
             if s.isAtEnd {
                 endLocked()
-            } else if hasBytes && s.hasBytesAvailable {
+            } else if (hasBytes || justOpened) && s.hasBytesAvailable {
                 enqueueLocked(.hasBytesAvailable)
             }
         }
