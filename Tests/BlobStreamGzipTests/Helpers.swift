@@ -1,0 +1,240 @@
+import BlobStream
+import BlobStreamGzip
+import BlobStreamTestSupport
+import Crypto
+import Foundation
+
+// Helpers shared by the gzip tests: the gzip CLI, deterministic inputs, draining a stream
+// in either mode, a pipe source, a CRC-32.
+
+enum Gzip {
+    /// Runs `/usr/bin/gzip` with `arguments` on `input` (through a temporary file) and
+    /// returns its standard output and exit status.
+    static func run(_ arguments: [String], input: Data) throws -> (output: Data, status: Int32) {
+        let dir = FileManager.default.temporaryDirectory
+            .appendingPathComponent("blobstream-gzip-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("input")
+        try input.write(to: file)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
+        process.arguments = arguments + [file.path]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (output, process.terminationStatus)
+    }
+
+    /// `gzip -c -n` (no name, no time: deterministic) of `data`.
+    static func compress(_ data: Data, level: Int = 6) throws -> Data {
+        let (output, status) = try run(["-c", "-n", "-\(level)"], input: data)
+        guard status == 0 else { throw TestFailure("gzip -c failed with status \(status)") }
+        return output
+    }
+
+    /// `gzip -dc` of `data`: what gzip itself makes of it.
+    static func decompress(_ data: Data) throws -> Data {
+        let (output, status) = try run(["-dc"], input: data)
+        // 2 is gzip's "warning" status (e.g. "trailing zero bytes ignored").
+        guard status == 0 || status == 2 else { throw TestFailure("gzip -dc failed with status \(status)") }
+        return output
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Deterministic pseudo-random bytes (SplitMix64).
+func randomBytes(_ count: Int, seed: UInt64) -> Data {
+    var state = seed
+    var data = Data(count: count)
+    data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+        for i in 0..<count {
+            if i % 8 == 0 {
+                state &+= 0x9E37_79B9_7F4A_7C15
+            }
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            raw[i] = UInt8(truncatingIfNeeded: z >> ((i % 8) * 8))
+        }
+    }
+    return data
+}
+
+/// Text-like, compressible bytes.
+func textBytes(_ count: Int, seed: UInt64) -> Data {
+    let words = ["gzip", "stream", "member", "inflate", "offset", "blob", "source", "crc", "the", "a"]
+    var out = Data()
+    var i = 0
+    let noise = randomBytes(count, seed: seed)
+    while out.count < count {
+        out.append(contentsOf: words[Int(noise[i % noise.count]) % words.count].utf8)
+        out.append(i % 13 == 12 ? 0x0A : 0x20)
+        i += 1
+    }
+    return out.prefix(count)
+}
+
+func sha256(_ data: Data) -> String {
+    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+/// A gzip source over bytes in memory (a synchronous, seekable upstream).
+func gzipSource(_ gz: Data, name: String = "test.gz", chunkSize: Int = .max) -> GzipDataSource {
+    GzipDataSource(upstream: InMemoryDataSource(data: gz, chunkSize: chunkSize), name: name)
+}
+
+/// What reading a stream to its end gave.
+struct Drained {
+    var data: Data
+    /// The last `read` result: 0 for a clean end, −1 for an error.
+    var last: Int
+    /// The source's error (`streamError`'s cause) when the stream failed.
+    var error: BlobStreamError?
+    var events: [String] = []
+}
+
+/// Opens a synchronous stream over `source` and reads it to its end with reads of `size`.
+func drainSync(_ source: any BlobDataSource, size: Int = 65_536, offset: Int? = nil) -> Drained {
+    let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+    if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
+    stream.open()
+    var out = Data()
+    var buffer = [UInt8](repeating: 0, count: size)
+    var n = 0
+    while true {
+        n = stream.read(&buffer, maxLength: size)
+        if n <= 0 { break }
+        out.append(buffer, count: n)
+    }
+    let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
+    stream.close()
+    return Drained(data: out, last: n, error: error)
+}
+
+/// Runs `body` on a thread of its own (with a run loop of its own) and waits for it.
+/// Carries a closure to a thread and its result back. Unchecked Sendable: `value` is written
+/// before the semaphore is signalled and read after the wait.
+private final class ThreadBox<T>: @unchecked Sendable {
+    var value: T?
+    let body: () -> T
+    init(_ body: @escaping () -> T) { self.body = body }
+}
+
+func onThread<T>(_ body: @escaping () -> T) -> T {
+    let box = ThreadBox(body)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        box.value = box.body()
+        done.signal()
+    }
+    thread.stackSize = 4 << 20
+    thread.start()
+    done.wait()
+    return box.value!
+}
+
+/// Opens an asynchronous stream over `source`, scheduled on a run loop of a thread of its
+/// own, reads on each `.hasBytesAvailable` and stops at the end or the error.
+func drainAsync(_ source: any BlobDataSource, timeout: TimeInterval = 30) -> Drained {
+    let box = SourceBox(source)
+    return onThread {
+        let stream = BlobInputStream(dataSource: box.source, mode: .asynchronous)
+        var received = Data()
+        var last = 1
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let recorder = EventRecorder { s, event in
+            if event == .hasBytesAvailable {
+                let n = (s as! InputStream).read(&buffer, maxLength: buffer.count)
+                if n > 0 { received.append(buffer, count: n) } else { last = n }
+            } else if event == .endEncountered {
+                last = 0
+                s.close()
+            } else if event == .errorOccurred {
+                last = -1
+                s.close()
+            }
+        }
+        stream.delegate = recorder
+        stream.schedule(in: .current, forMode: .default)
+        stream.open()
+        let finished = BlobInputStream.runCurrentRunLoop(timeout: timeout) { stream.streamStatus == .closed }
+        let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
+        if !finished { stream.close() }
+        return withExtendedLifetime(recorder) {
+            Drained(data: received, last: finished ? last : 99, error: error, events: recorder.names)
+        }
+    }
+}
+
+/// Hands a source to one other thread, which alone uses it. Unchecked Sendable for that reason.
+private final class SourceBox: @unchecked Sendable {
+    let source: any BlobDataSource
+    init(_ source: any BlobDataSource) { self.source = source }
+}
+
+/// A minimal source over the read end of a pipe: blocking `read(2)`, never seekable
+/// (`offsetCapability` `.none` so that a backward move must be refused by the gzip source).
+final class PipeReadSource: BlobDataSource, @unchecked Sendable {
+    // Unchecked Sendable: `fd` and `closed` are touched only by the owner's serialized calls.
+    let state = BlobDataSourceState()
+    private var fd: Int32
+    private var closed = false
+    init(fileDescriptor: Int32) { fd = fileDescriptor }
+
+    func open() {
+        state.isOpenCompleted = true
+        state.hasBytesAvailable = true  // a read blocks until bytes or EOF: never waits for a callback
+    }
+
+    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        if closed { return -1 }
+        while true {
+            let n = Foundation.read(fd, buffer, maxLength)
+            if n > 0 { return n }
+            if n == 0 {
+                state.isAtEnd = true
+                return 0
+            }
+            if errno == EINTR { continue }
+            state.error = BlobStreamError(.ioFailed, "pipe read failed", cause: ErrnoError(errno))
+            return -1
+        }
+    }
+
+    func close() {
+        if !closed {
+            closed = true
+            Foundation.close(fd)
+        }
+    }
+}
+
+/// A pipe whose write end is fed `data` in `chunk`-sized writes by a thread of its own.
+func pipeFeeding(_ data: Data, chunk: Int = 4096) -> Int32 {
+    signal(SIGPIPE, SIG_IGN)  // a reader that stops early must not kill the test process
+    var fds: [Int32] = [0, 0]
+    precondition(pipe(&fds) == 0)
+    let writeEnd = fds[1]
+    let thread = Thread {
+        var offset = 0
+        data.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = write(writeEnd, raw.baseAddress! + offset, min(chunk, raw.count - offset))
+                if n <= 0 { break }  // the reader closed its end
+                offset += n
+            }
+        }
+        close(writeEnd)
+    }
+    thread.start()
+    return fds[0]
+}
