@@ -1,0 +1,67 @@
+import BlobStream
+import Foundation
+
+/// Lists the entries of an archive (any format libarchive reads), from a path or from any
+/// upstream source, reading headers only: over an upstream that can seek the members'
+/// bodies are skipped without being read.
+///
+/// ```swift
+/// for entry in try ArchiveListing.entries(ofArchiveAt: "/tmp/photos.tar.gz") {
+///     print(entry.path, entry.size ?? -1, entry.type, entry.mtime ?? "-")
+/// }
+/// ```
+///
+/// Names are UTF-8 whatever the process locale, as stored (a leading `./` kept). Errors
+/// are `BlobStreamError`s naming the archive, as `ArchiveMemberDataSource` reports them
+/// (`.truncated`, `.corrupt`, `.unsupported` for a 7-Zip archive over an upstream that
+/// cannot seek, the upstream's code when it fails).
+public enum ArchiveListing {
+    /// The entries of the archive file at `path`.
+    public static func entries(ofArchiveAt path: String) throws -> [ArchiveEntry] {
+        try entries(of: PathUpstream(path: path), name: path)
+    }
+
+    /// The entries of the archive read from `upstream`, which is opened here and closed
+    /// before returning. An asynchronous upstream is waited for (never on the thread where
+    /// it announces: that fails with `.wouldDeadlock`).
+    ///
+    /// - Parameters:
+    ///   - upstream: the archive's bytes, not opened yet.
+    ///   - name: how errors name the archive; by default a description of the upstream.
+    public static func entries(of upstream: any BlobDataSource, name: String? = nil) throws -> [ArchiveEntry] {
+        let prefix = "archive '\(name ?? ArchiveMemberDataSource.describe(upstream))'"
+        let signal: UpstreamSignal?
+        if case .caller = upstream.completionContext { signal = nil } else { signal = UpstreamSignal() }
+        let tokens = signal?.observe(upstream) ?? []
+        defer {
+            for token in tokens { token.invalidate() }
+            upstream.close()
+        }
+        upstream.open()
+        if let signal, !upstream.isOpenCompleted, upstream.error == nil {
+            if upstream.completionContext.isCurrent {
+                throw BlobStreamError(.wouldDeadlock, "\(prefix): listing would wait for the upstream's open on the very thread that announces it")
+            }
+            signal.wait { upstream.isOpenCompleted || upstream.error != nil }
+        }
+        if let error = upstream.error {
+            let code = (error as? BlobStreamError)?.code ?? .sourceFailed
+            throw BlobStreamError(code, "\(prefix): the upstream failed to open: \(error)", cause: error)
+        }
+        guard upstream.isOpenCompleted else {
+            throw BlobStreamError(.sourceFailed, "\(prefix): the upstream (\(type(of: upstream))) did not complete its open")
+        }
+        let input = UpstreamInput(upstream: upstream, signal: signal)
+        var entries: [ArchiveEntry] = []
+        do {
+            let handle = try ArchiveHandle(input: input)
+            defer { handle.free() }
+            while let header = try handle.nextHeader() {
+                entries.append(header.entry)
+            }
+        } catch {
+            throw ArchiveErrors.translate(error, input: input, prefix: prefix, while: "listing (after \(entries.count) entries)")
+        }
+        return entries
+    }
+}

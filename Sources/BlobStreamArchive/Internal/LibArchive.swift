@@ -1,0 +1,205 @@
+import BlobStream
+import CBlobStreamArchive
+import Foundation
+import Glibc
+
+/// The one place where this module calls libarchive: a reading handle over an
+/// `UpstreamInput`, with every format and filter enabled, that hands out headers and data
+/// blocks as Swift values. No libarchive type leaves this file.
+///
+/// Every call runs with the calling thread's locale switched to `C.UTF-8` (`uselocale`,
+/// thread-local, restored after the call): libarchive converts names to "the current
+/// locale", and in the C locale that a Swift process runs in, pax and zip names that are
+/// not ASCII would come back as NULL. With a UTF-8 locale, `archive_entry_pathname` gives
+/// UTF-8 for pax/zip/7z names and the raw header bytes for formats that store raw bytes
+/// (ustar, GNU tar, cpio, ar). The process locale is never changed.
+///
+/// Not thread-safe: its owner serializes calls.
+final class ArchiveHandle {
+    /// A header, copied out of libarchive's entry.
+    struct Header {
+        /// The stored name as bytes (UTF-8 for formats that store UTF-8, raw otherwise).
+        var pathBytes: [UInt8]
+        var entry: ArchiveEntry
+        /// `archive_entry_sparse_count > 0`: holes between and after data blocks are zeros.
+        var isSparse: Bool
+    }
+
+    /// One data block: `size` bytes at `pointer`, at `offset` in the member. Valid until the
+    /// next call on the handle.
+    struct Block {
+        var pointer: UnsafeRawPointer?
+        var size: Int
+        var offset: Int64
+    }
+
+    enum Failure: Error {
+        /// libarchive failed: its return code, errno, message, and the format it was reading.
+        case library(code: Int32, errno: Int32, message: String, format: Int32)
+        /// The upstream failed or the owner cancelled (the input holds the details).
+        case input
+    }
+
+    private var archive: OpaquePointer?
+    let input: UpstreamInput
+
+    /// Makes a handle and opens it: reads the first bytes to pick the filters and format.
+    init(input: UpstreamInput) throws(Failure) {
+        self.input = input
+        let a: OpaquePointer? = UTF8Locale.run { archive_read_new() }
+        guard let a else { throw Failure.library(code: ARCHIVE_FATAL, errno: ENOMEM, message: "archive_read_new failed", format: 0) }
+        archive = a
+        let context = Unmanaged.passUnretained(input).toOpaque()
+        let rc: Int32 = UTF8Locale.run {
+            _ = archive_read_support_filter_all(a)  // WARN when an external program is missing
+            _ = archive_read_support_format_all(a)
+            _ = archive_read_set_read_callback(a, archiveReadCallback)
+            if input.canSeek {
+                _ = archive_read_set_skip_callback(a, archiveSkipCallback)
+                _ = archive_read_set_seek_callback(a, archiveSeekCallback)
+            }
+            _ = archive_read_set_callback_data(a, context)
+            return archive_read_open1(a)
+        }
+        if rc != ARCHIVE_OK && rc != ARCHIVE_WARN {
+            let failure = self.failure(rc)
+            free()
+            throw failure
+        }
+    }
+
+    deinit { free() }
+
+    /// Frees libarchive's state. Safe more than once.
+    func free() {
+        guard let a = archive else { return }
+        archive = nil
+        _ = UTF8Locale.run { archive_read_free(a) }
+    }
+
+    /// The next header; nil at the end of the archive.
+    func nextHeader() throws(Failure) -> Header? {
+        guard let a = archive else { throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0) }
+        var entryPointer: OpaquePointer?
+        let rc = UTF8Locale.run { archive_read_next_header(a, &entryPointer) }
+        if rc == ARCHIVE_EOF { return nil }
+        // RETRY (a damaged header libarchive could skip) and FAILED are errors here: the
+        // member asked for may be the damaged one.
+        guard rc == ARCHIVE_OK || rc == ARCHIVE_WARN, let e = entryPointer else { throw failure(rc) }
+        return UTF8Locale.run { Self.header(e) }
+    }
+
+    /// The next data block of the current entry; nil at its end.
+    func nextBlock() throws(Failure) -> Block? {
+        guard let a = archive else { throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0) }
+        var pointer: UnsafeRawPointer?
+        var size = 0
+        var offset: la_int64_t = 0
+        let rc = UTF8Locale.run { archive_read_data_block(a, &pointer, &size, &offset) }
+        switch rc {
+        case ARCHIVE_OK: return Block(pointer: pointer, size: size, offset: offset)
+        case ARCHIVE_EOF: return nil
+        default:
+            // WARN here means bytes were lost or checked wrong (a bad CRC): never a success.
+            throw failure(rc)
+        }
+    }
+
+    /// The format being read (`ARCHIVE_FORMAT_*`), 0 before the first header.
+    var format: Int32 {
+        guard let a = archive else { return 0 }
+        return archive_format(a)
+    }
+
+    private func failure(_ rc: Int32) -> Failure {
+        if input.failure != nil || input.cancelled { return .input }
+        guard let a = archive else { return .library(code: rc, errno: 0, message: "closed", format: 0) }
+        let message = archive_error_string(a).map { String(cString: $0) } ?? ""
+        return .library(code: rc, errno: archive_errno(a), message: message, format: archive_format(a))
+    }
+
+    private static func header(_ e: OpaquePointer) -> Header {
+        let raw = archive_entry_pathname(e) ?? archive_entry_pathname_utf8(e)
+        let bytes = raw.map { Array(UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0))) } ?? []
+        let path = String(decoding: bytes, as: UTF8.self)
+        let size: Int64? = archive_entry_size_is_set(e) != 0 ? archive_entry_size(e) : nil
+        let hardlink = (archive_entry_hardlink(e) ?? archive_entry_hardlink_utf8(e)).map { String(cString: $0) }
+        let symlink = (archive_entry_symlink(e) ?? archive_entry_symlink_utf8(e)).map { String(cString: $0) }
+        let type: ArchiveEntry.EntryType
+        if let hardlink, !hardlink.isEmpty {
+            type = .hardLink
+        } else {
+            switch archive_entry_filetype(e) {
+            case S_IFREG, 0: type = .file
+            case S_IFDIR: type = .directory
+            case S_IFLNK: type = .symbolicLink
+            case S_IFCHR: type = .characterDevice
+            case S_IFBLK: type = .blockDevice
+            case S_IFIFO: type = .fifo
+            case S_IFSOCK: type = .socket
+            default: type = .unknown
+            }
+        }
+        let mtime: Date? = archive_entry_mtime_is_set(e) != 0
+            ? Date(timeIntervalSince1970: Double(archive_entry_mtime(e)) + Double(archive_entry_mtime_nsec(e)) / 1e9)
+            : nil
+        let entry = ArchiveEntry(
+            path: path, size: size, type: type, mtime: mtime,
+            linkTarget: type == .hardLink ? hardlink : (type == .symbolicLink ? symlink : nil),
+            isEncrypted: archive_entry_is_encrypted(e) != 0)
+        return Header(pathBytes: bytes, entry: entry, isSparse: archive_entry_sparse_count(e) > 0)
+    }
+}
+
+/// libarchive's format codes this module names in messages.
+enum ArchiveFormat {
+    static func isSevenZip(_ format: Int32) -> Bool { format & ARCHIVE_FORMAT_BASE_MASK == ARCHIVE_FORMAT_7ZIP }
+    static func isZip(_ format: Int32) -> Bool { format & ARCHIVE_FORMAT_BASE_MASK == ARCHIVE_FORMAT_ZIP }
+}
+
+/// Runs libarchive calls with the thread's locale set to C.UTF-8 (see `ArchiveHandle`).
+enum UTF8Locale {
+    /// `locale_t` is a pointer to an immutable locale object; sharing it across threads is
+    /// what `uselocale` is for.
+    private struct Handle: @unchecked Sendable { let locale: locale_t? }
+    private static let handle: Handle = {
+        // The LC_CTYPE category (its mask is 1 << LC_CTYPE) decides the codeset.
+        for name in ["C.UTF-8", "C.utf8", "en_US.UTF-8"] {
+            if let l = newlocale(1 << LC_CTYPE, name, nil) { return Handle(locale: l) }
+        }
+        return Handle(locale: nil)  // no UTF-8 locale installed: names in the process locale
+    }()
+
+    @inline(__always)
+    static func run<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let locale = handle.locale else { return try body() }
+        let previous = uselocale(locale)
+        defer { uselocale(previous) }
+        return try body()
+    }
+}
+
+// MARK: - Callbacks (C function pointers; the context is an unretained `UpstreamInput`)
+
+private func archiveReadCallback(
+    _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ buffer: UnsafeMutablePointer<UnsafeRawPointer?>?
+) -> la_ssize_t {
+    let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
+    let n = input.read()
+    if n > 0 { buffer?.pointee = UnsafeRawPointer(input.buffer) }
+    return n < 0 ? la_ssize_t(ARCHIVE_FATAL) : n
+}
+
+private func archiveSkipCallback(
+    _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ request: la_int64_t
+) -> la_int64_t {
+    let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
+    return input.skip(request)
+}
+
+private func archiveSeekCallback(
+    _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ offset: la_int64_t, _ whence: Int32
+) -> la_int64_t {
+    let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
+    return input.seek(offset, whence: whence).map { $0 } ?? la_int64_t(ARCHIVE_FATAL)
+}

@@ -1,0 +1,171 @@
+import BlobStream
+import Foundation
+import Synchronization
+
+/// What libarchive's callbacks read from: an upstream `BlobDataSource`, read in blocks of
+/// `blockSize` into a buffer of its own (handed to libarchive, valid until the next read).
+///
+/// - Seeking: when the upstream can seek (`offsetCapability == .seek` and a known length),
+///   skip and seek move it with `.fileCurrentOffsetKey`; the input keeps its own position
+///   for `SEEK_CUR` and uses `length` for `SEEK_END`.
+/// - Asynchronous upstreams: when the upstream has no bytes available yet, the input waits
+///   for its announcement (a condition signalled by observers), but only when the calling
+///   thread is not where the upstream announces (`completionContext.isCurrent`); there it
+///   fails with `.wouldDeadlock` instead. `cancel()` (from `close()` on any thread) ends a
+///   wait.
+///
+/// Used by one owner at a time (the callbacks run inside the owner's libarchive calls);
+/// `cancel()` and the observers may come from any thread and touch only `signal`.
+final class UpstreamInput {
+    static let blockSize = 256 * 1024
+
+    let upstream: any BlobDataSource
+    let buffer: UnsafeMutableRawPointer
+    /// Whether skip and seek callbacks are installed.
+    let canSeek: Bool
+    /// The upstream's offset of the next byte `read()` returns.
+    private(set) var position: Int64 = 0
+    /// A read met the upstream's end (libarchive failing after that, without saying why,
+    /// means the archive ended early).
+    private(set) var sawEnd = false
+    /// The upstream's error, or a wait that could not be done; set once.
+    private(set) var failure: (any Error)?
+    private let signal: UpstreamSignal?
+
+    /// - Parameters:
+    ///   - upstream: an upstream that is open (`isOpenCompleted`) and at offset 0.
+    ///   - signal: the waiter fed by observers of an asynchronous upstream; nil for a
+    ///     synchronous one.
+    init(upstream: any BlobDataSource, signal: UpstreamSignal?) {
+        self.upstream = upstream
+        self.signal = signal
+        self.canSeek = upstream.offsetCapability == .seek && upstream.length != nil
+        self.buffer = .allocate(byteCount: Self.blockSize, alignment: 64)
+    }
+
+    deinit { buffer.deallocate() }
+
+    var cancelled: Bool { signal?.isCancelled ?? false }
+
+    /// Reads up to `blockSize` bytes into `buffer`: the count, 0 at the upstream's end, −1
+    /// after recording `failure`.
+    func read() -> Int {
+        if failure != nil { return -1 }
+        while true {
+            if let signal, signal.isCancelled {
+                failure = BlobStreamError(.closed, "closed while reading")
+                return -1
+            }
+            if let error = upstream.error {
+                failure = error
+                return -1
+            }
+            if upstream.isAtEnd {
+                sawEnd = true
+                return 0
+            }
+            if upstream.hasBytesAvailable || signal == nil { break }
+            // An asynchronous upstream with nothing yet: wait for its announcement.
+            if upstream.completionContext.isCurrent {
+                failure = BlobStreamError(
+                    .wouldDeadlock,
+                    "the upstream has no bytes yet and announces them on the very thread that would wait for them")
+                return -1
+            }
+            signal!.wait { self.upstream.hasBytesAvailable || self.upstream.isAtEnd || self.upstream.error != nil }
+        }
+        let n = upstream.read(buffer.assumingMemoryBound(to: UInt8.self), maxLength: Self.blockSize)
+        if n > 0 {
+            position += Int64(n)
+            return n
+        }
+        if n == 0 {
+            sawEnd = true
+            return 0
+        }
+        failure = upstream.error ?? BlobStreamError(.sourceFailed, "the upstream returned -1 without setting an error")
+        return -1
+    }
+
+    /// Moves forward by up to `request` bytes (never past the upstream's end); returns how
+    /// far it moved (0 makes libarchive read instead).
+    func skip(_ request: Int64) -> Int64 {
+        guard canSeek, failure == nil, request > 0, let length = upstream.length else { return 0 }
+        let target = min(position + request, length)
+        guard target > position, move(to: target) else { return 0 }
+        let moved = target - position
+        position = target
+        return moved
+    }
+
+    /// `lseek` semantics; nil when refused.
+    func seek(_ offset: Int64, whence: Int32) -> Int64? {
+        guard canSeek, failure == nil, let length = upstream.length else { return nil }
+        let target: Int64
+        switch whence {
+        case SEEK_SET: target = offset
+        case SEEK_CUR: target = position + offset
+        case SEEK_END: target = length + offset
+        default: return nil
+        }
+        guard target >= 0, target <= length, move(to: target) else { return nil }
+        position = target
+        return target
+    }
+
+    /// Moves the upstream back to offset 0 (for a restart); false when it refuses.
+    func rewind() -> Bool {
+        guard upstream.offsetCapability != .none, failure == nil,
+            upstream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey)
+        else { return false }
+        position = 0
+        return true
+    }
+
+    private func move(to offset: Int64) -> Bool {
+        upstream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
+    }
+}
+
+/// Wakes a thread waiting for an asynchronous upstream: observers of the upstream's state
+/// call `poke()`; `cancel()` ends every wait for good.
+final class UpstreamSignal: @unchecked Sendable {
+    // Unchecked Sendable: `wakeup` is a lock (thread-safe by design), the flag is atomic.
+    private let wakeup = NSCondition()
+    private let cancelledFlag = Atomic<Bool>(false)
+
+    var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+
+    /// Something changed upstream.
+    func poke() {
+        wakeup.lock()
+        wakeup.broadcast()
+        wakeup.unlock()
+    }
+
+    /// Ends every wait, now and later.
+    func cancel() {
+        cancelledFlag.store(true, ordering: .releasing)
+        poke()
+    }
+
+    /// Waits until `ready()` is true or the signal is cancelled. `ready` is checked under
+    /// the wakeup lock, so an announcement between the check and the wait is not lost.
+    func wait(until ready: () -> Bool) {
+        wakeup.lock()
+        defer { wakeup.unlock() }
+        while !ready() && !isCancelled {
+            wakeup.wait()
+        }
+    }
+
+    /// Observes the four values of `upstream`; hold the tokens as long as waits may happen.
+    func observe(_ upstream: any BlobDataSource) -> [BlobObservation] {
+        [
+            upstream.observe(\.isOpenCompleted) { [self] _ in poke() },
+            upstream.observe(\.hasBytesAvailable) { [self] _ in poke() },
+            upstream.observe(\.isAtEnd) { [self] _ in poke() },
+            upstream.observe(\.error) { [self] _ in poke() },
+        ]
+    }
+}

@@ -1,0 +1,181 @@
+import BlobStream
+import BlobStreamArchive
+import BlobStreamFiles
+import BlobStreamTestSupport
+import Crypto
+import Foundation
+import Synchronization
+
+// Helpers shared by the archive tests: running bsdtar / GNU tar / ar, a temporary folder,
+// deterministic bytes, draining a stream, pipes.
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What a command gave.
+struct Ran {
+    var status: Int32
+    var output: Data
+    var errors: String
+}
+
+/// Runs `/usr/bin/<tool>` (or an absolute path) with a UTF-8 locale, in `directory`.
+@discardableResult
+func run(_ tool: String, _ arguments: [String], in directory: String? = nil, check: Bool = true) throws -> Ran {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : "/usr/bin/\(tool)")
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    var environment = ProcessInfo.processInfo.environment
+    environment["LC_ALL"] = "C.UTF-8"
+    process.environment = environment
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read stderr on a thread of its own so that neither pipe can fill up and block.
+    final class Box: @unchecked Sendable { var data = Data() }  // Unchecked: written before `done`, read after.
+    let errBox = Box()
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        errBox.data = err.fileHandleForReading.readDataToEndOfFile()
+        done.signal()
+    }.start()
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    done.wait()
+    process.waitUntilExit()
+    let ran = Ran(status: process.terminationStatus, output: output, errors: String(decoding: errBox.data, as: UTF8.self))
+    if check && ran.status != 0 {
+        throw TestFailure("\(tool) \(arguments.joined(separator: " ")) failed with status \(ran.status): \(ran.errors)")
+    }
+    return ran
+}
+
+/// A fresh temporary folder.
+func makeTemporaryDirectory(_ label: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-archive-\(label)-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func write(_ data: Data, to path: String) throws {
+    try FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try data.write(to: URL(fileURLWithPath: path))
+}
+
+/// Deterministic pseudo-random bytes (SplitMix64).
+func randomBytes(_ count: Int, seed: UInt64) -> Data {
+    var state = seed
+    var bytes = [UInt8](repeating: 0, count: count)
+    bytes.withUnsafeMutableBufferPointer { raw in
+        var z: UInt64 = 0
+        for i in 0..<count {
+            if i % 8 == 0 {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                z ^= z >> 31
+            }
+            raw[i] = UInt8(truncatingIfNeeded: z >> ((i % 8) * 8))
+        }
+    }
+    return Data(bytes)
+}
+
+/// Text-like, compressible bytes.
+func textBytes(_ count: Int, seed: UInt64) -> Data {
+    let words = ["archive", "member", "tar", "zip", "offset", "blob", "header", "block", "the", "a"]
+    let noise = randomBytes(max(count / 2, 16), seed: seed)
+    var out = Data()
+    var i = 0
+    while out.count < count {
+        out.append(contentsOf: words[Int(noise[i % noise.count]) % words.count].utf8)
+        out.append(i % 11 == 10 ? 0x0A : 0x20)
+        i += 1
+    }
+    return out.prefix(count)
+}
+
+func sha256(_ data: Data) -> String {
+    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+/// What reading a stream to its end gave.
+struct Drained {
+    var data: Data
+    /// The last `read` result: 0 for a clean end, −1 for an error.
+    var last: Int
+    /// The source's error (`streamError`'s cause) when the stream failed.
+    var error: BlobStreamError?
+    var length: Int64?
+}
+
+/// Opens a synchronous stream over `source` and reads it to its end.
+func drain(_ source: any BlobDataSource, size: Int = 65_536, offset: Int? = nil) -> Drained {
+    let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+    if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
+    stream.open()
+    var out = Data()
+    var buffer = [UInt8](repeating: 0, count: size)
+    var n = 0
+    while true {
+        n = stream.read(&buffer, maxLength: size)
+        if n <= 0 { break }
+        out.append(buffer, count: n)
+    }
+    let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
+        ?? stream.streamError as? BlobStreamError
+    let length = source.length
+    stream.close()
+    return Drained(data: out, last: n, error: error, length: length)
+}
+
+/// A registry with files, gzip-less archives and archives.
+func makeRegistry() -> DataSourceRegistry {
+    let registry = DataSourceRegistry()
+    FileSources.register(in: registry)
+    ArchiveSources.register(in: registry)
+    return registry
+}
+
+/// A `FileHandleDataSource` over the read end of a pipe whose write end is fed `data` by a
+/// thread of its own: a sequential upstream that cannot seek.
+func pipeSource(_ data: Data, chunk: Int = 16 * 1024) -> FileHandleDataSource {
+    signal(SIGPIPE, SIG_IGN)  // a reader that stops early must not kill the test process
+    var fds: [Int32] = [0, 0]
+    precondition(pipe(&fds) == 0)
+    let writeEnd = fds[1]
+    Thread {
+        var offset = 0
+        data.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = Glibc.write(writeEnd, raw.baseAddress! + offset, min(chunk, raw.count - offset))
+                if n <= 0 { break }  // the reader closed its end
+                offset += n
+            }
+        }
+        close(writeEnd)
+    }.start()
+    return FileHandleDataSource(fileHandle: FileHandle(fileDescriptor: fds[0], closeOnDealloc: false), closeOnClose: true)
+}
+
+/// Folders removed when the test process exits (fixtures shared by every test).
+private let leftovers = Mutex<[String]>([])
+
+/// Removes `path` (recursively) when the process exits.
+func removeAtExit(_ path: String) {
+    let first = leftovers.withLock { list in
+        list.append(path)
+        return list.count == 1
+    }
+    if first {
+        atexit {
+            for path in leftovers.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }
+}

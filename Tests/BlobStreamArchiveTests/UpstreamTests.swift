@@ -1,0 +1,60 @@
+import BlobStream
+import BlobStreamArchive
+import BlobStreamFiles
+import BlobStreamTestSupport
+import Foundation
+import Testing
+
+@Suite("Upstreams: ownership, asynchronous upstreams, memory and speed")
+struct UpstreamTests {
+    @Test("the archive source opens and closes its upstream")
+    func ownership() throws {
+        let fixtures = try ArchiveFixtures.get()
+        let upstream = FileDataSource(path: fixtures.archives["pax.tar"]!)
+        let source = ArchiveMemberDataSource(archive: upstream, member: "a.txt")
+        #expect(!upstream.isOpenCompleted)
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        #expect(upstream.isOpenCompleted)
+        stream.close()
+        var byte: UInt8 = 0
+        #expect(upstream.read(&byte, maxLength: 1) == -1)  // closed
+    }
+
+    @Test("an upstream that opens late and hands out bytes late, in both stream modes")
+    func asynchronousUpstream() throws {
+        let fixtures = try ArchiveFixtures.get()
+        let data = try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["tar.gz"]!))
+        let bytes = fixtures.files["sub/big.bin"]!
+        let queue = DispatchQueue(label: "slow upstream")
+        @Sendable func make() -> ArchiveMemberDataSource {
+            ArchiveMemberDataSource(
+                archive: InMemoryDataSource(
+                    data: data, open: .async(queue: queue, delay: 0.05), chunkSize: 7_000,
+                    refillDelay: (queue: queue, delay: 0.0005)),
+                member: "sub/big.bin")
+        }
+        let source = make()
+        if case .caller = source.completionContext { Issue.record("an asynchronous upstream's context was hidden") }
+        let result = drain(source)
+        #expect(result.last == 0 && result.data == bytes, "\(String(describing: result.error))")
+        let findings = SourceConformance.check(expected: bytes, timeout: 60, makeSource: make)
+        #expect(findings.isEmpty, "\(findings)")
+    }
+
+    @Test("close while the open waits for a slow upstream ends it")
+    func closeWhileWaiting() throws {
+        let fixtures = try ArchiveFixtures.get()
+        let data = try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["pax.tar"]!))
+        let queue = DispatchQueue(label: "very slow upstream")
+        let source = ArchiveMemberDataSource(
+            archive: InMemoryDataSource(data: data, open: .async(queue: queue, delay: 0.01), chunkSize: 512, refillDelay: (queue: queue, delay: 0.2)),
+            member: "фото/été.jpg")
+        source.open()
+        Thread.sleep(forTimeInterval: 0.1)
+        let started = Date()
+        source.close()
+        #expect(Date().timeIntervalSince(started) < 1, "close waited for the upstream")
+        #expect(!source.isOpenCompleted)
+    }
+}
