@@ -1,0 +1,178 @@
+import BlobStream
+import BlobStreamAssets
+import BlobStreamTestSupport
+import Crypto
+import Foundation
+import Glibc
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Deterministic pseudo-random bytes (a 64-bit LCG), so every run reads the same data.
+func sampleBytes(_ count: Int, seed: UInt64 = 0xA55E7) -> Data {
+    var state = seed
+    var bytes = [UInt8](repeating: 0, count: count)
+    for i in 0..<count {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
+    }
+    return Data(bytes)
+}
+
+/// SHA-256 of some bytes, to compare what was read with what was written.
+func sha(_ data: Data) -> SHA256.Digest { SHA256.hash(data: data) }
+
+/// A directory of its own under the system's temporary directory; `remove()` deletes it.
+final class TempDir: Sendable {
+    let path: String
+
+    init() throws {
+        var base = NSTemporaryDirectory()
+        while base.count > 1, base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/BlobStreamAssetsTests.XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }),
+            let real = realpath(made, nil)
+        else {
+            throw TestFailure("mkdtemp failed: errno \(errno)")
+        }
+        path = String(cString: real)
+        free(real)
+    }
+
+    var url: URL { URL(fileURLWithPath: path) }
+
+    /// Writes `data` at `name` (creating folders) and returns its path.
+    @discardableResult
+    func file(_ name: String, _ data: Data) throws -> String {
+        let p = self.path(name)
+        try FileManager.default.createDirectory(
+            atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try data.write(to: URL(fileURLWithPath: p))
+        return p
+    }
+
+    /// Replaces the file at `name` by a new one (new inode) holding `data`: written aside,
+    /// then renamed over it.
+    func replace(_ name: String, _ data: Data) throws {
+        let p = self.path(name)
+        let aside = p + ".new"
+        try data.write(to: URL(fileURLWithPath: aside))
+        guard rename(aside, p) == 0 else { throw TestFailure("rename failed: errno \(errno)") }
+    }
+
+    func path(_ name: String) -> String { path + "/" + name }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A library folder with one asset at `originals/<name>` (and optionally an edited one);
+/// returns the library and the asset's URL.
+func makeLibrary(_ dir: TempDir, name: String = "IMG_0001.JPG", original: Data, edited: Data? = nil) throws -> (DirectoryAssetLibrary, String) {
+    try dir.file("originals/" + name, original)
+    if let edited { try dir.file("renders/" + name, edited) }
+    let library = DirectoryAssetLibrary(root: dir.url)
+    return (library, DirectoryAssetLibrary.assetURL(forRelativePath: name)!)
+}
+
+/// Waits until `condition` holds or `timeout` passes; returns whether it held.
+func waitUntil(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(2_000)
+    }
+    return true
+}
+
+/// Reads a stream to its end with reads of `size` bytes; `progress` runs after each read
+/// with the total so far. Returns the bytes and the last result (0 or −1).
+func drain(_ stream: InputStream, size: Int = 65_536, nextSize: ((Int) -> Int)? = nil, progress: (Int) -> Void = { _ in }) -> (Data, Int) {
+    var out = Data()
+    var buffer = [UInt8](repeating: 0, count: size)
+    while true {
+        let n = stream.read(&buffer, maxLength: max(1, min(size, nextSize?(out.count) ?? size)))
+        if n <= 0 { return (out, n) }
+        out.append(buffer, count: n)
+        progress(out.count)
+    }
+}
+
+/// Reads `source` through a synchronous stream (opened on this thread).
+func readSynchronously(
+    _ source: any BlobDataSource, size: Int = 65_536, nextSize: ((Int) -> Int)? = nil, progress: (Int) -> Void = { _ in }
+) -> (data: Data, last: Int, error: BlobStreamError?) {
+    let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+    stream.open()
+    let (data, last) = drain(stream, size: size, nextSize: nextSize, progress: progress)
+    let error = stream.streamError as? BlobStreamError
+    stream.close()
+    return (data, last, error)
+}
+
+/// The result of reading a stream in asynchronous mode.
+struct AsyncRead: Sendable {
+    var data = Data()
+    var events: [String] = []
+    var finished = false
+    var error: BlobStreamError?
+}
+
+/// A mutable box for a result produced on another thread (written before a semaphore is
+/// signalled, read after it was waited for).
+final class Box<T>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// A value handed to another thread once and used only there.
+struct Handoff<T>: @unchecked Sendable {
+    let value: T
+}
+
+/// Reads `source` through an asynchronous `BlobInputStream` scheduled on the run loop of a
+/// thread of its own: reads `size` bytes (or what `nextSize` says for the total so far) on each `.hasBytesAvailable` (then `progress` runs
+/// there with the total), closes on the end or an error.
+func readAsynchronously(
+    _ source: any BlobDataSource, size: Int = 65_536, timeout: TimeInterval = 30,
+    nextSize: (@Sendable (Int) -> Int)? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
+) -> AsyncRead {
+    let result = Box(AsyncRead())
+    let done = DispatchSemaphore(value: 0)
+    let handoff = Handoff(value: source)
+    let thread = Thread {
+        let stream = BlobInputStream(dataSource: handoff.value, mode: .asynchronous)
+        var buffer = [UInt8](repeating: 0, count: size)
+        let recorder = EventRecorder { s, event in
+            if event == .hasBytesAvailable {
+                let want = max(1, min(size, nextSize?(result.value.data.count) ?? size))
+                let n = (s as! InputStream).read(&buffer, maxLength: want)
+                if n > 0 {
+                    result.value.data.append(buffer, count: n)
+                    progress(result.value.data.count)
+                }
+            } else if event == .endEncountered || event == .errorOccurred {
+                result.value.error = s.streamError as? BlobStreamError
+                s.close()
+            }
+        }
+        stream.delegate = recorder
+        stream.schedule(in: .current, forMode: .default)
+        stream.open()
+        result.value.finished = BlobInputStream.runCurrentRunLoop(timeout: timeout) { stream.streamStatus == .closed }
+        result.value.events = recorder.names
+        stream.close()
+        done.signal()
+    }
+    thread.start()
+    if done.wait(timeout: .now() + timeout + 5) == .timedOut {
+        return AsyncRead(finished: false)
+    }
+    return result.value
+}
+
+/// The source's own error (the stream wraps it), as a `BlobStreamError`.
+func cause(_ error: BlobStreamError?) -> BlobStreamError? {
+    (error?.cause as? BlobStreamError) ?? error
+}
