@@ -10,7 +10,9 @@ public final class NginxTestServer: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
     public let port: Int
     public let folder: URL
-    private let process: Process
+    private let pid: pid_t
+    private var stopped = false
+    private let lock = NSLock()
 
     /// The stored files' root.
     public var root: URL { folder.appendingPathComponent("www") }
@@ -44,20 +46,18 @@ public final class NginxTestServer: @unchecked Sendable {
             }
             let conf = folder.appendingPathComponent("nginx.conf")
             try Self.config(folder: folder.path, port: port).write(to: conf, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = ["-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            if Self.waitForPort(port, process: process) {
+            // posix_spawn and waitpid rather than Foundation's Process, whose
+            // waitUntilExit can hang when called from a test's deinit.
+            let pid = try Self.spawn(nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
+            if Self.waitForPort(port, pid: pid) {
                 self.port = port
                 self.folder = folder
-                self.process = process
+                self.pid = pid
                 return
             }
-            process.terminate()
-            process.waitUntilExit()
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
             lastError = (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: folder)
         }
@@ -66,11 +66,31 @@ public final class NginxTestServer: @unchecked Sendable {
 
     /// Stops nginx and removes its folder.
     public func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        let first = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return !stopped
         }
+        guard first else { return }
+        // Every answer has been received by now, so the files are complete: no need for a
+        // graceful exit (which nginx without a master process is slow to make).
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
         try? FileManager.default.removeItem(at: folder)
+    }
+
+    static func spawn(_ path: String, _ argv: [String]) throws -> pid_t {
+        var pid: pid_t = 0
+        var cArgs = argv.map { strdup($0) } + [nil]
+        defer { for p in cArgs { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, environ)
+        guard rc == 0 else { throw Failure(description: "cannot start \(path): errno \(rc)") }
+        return pid
     }
 
     deinit { stop() }
@@ -111,7 +131,8 @@ public final class NginxTestServer: @unchecked Sendable {
         """
     }
 
-    static func freePort() throws -> Int {
+    /// A port on 127.0.0.1 that nothing listens on (free when asked).
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
@@ -127,10 +148,11 @@ public final class NginxTestServer: @unchecked Sendable {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    static func waitForPort(_ port: Int, process: Process) -> Bool {
+    static func waitForPort(_ port: Int, pid: pid_t) -> Bool {
         let deadline = Date(timeIntervalSinceNow: 10)
         while Date() < deadline {
-            if !process.isRunning { return false }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { return false }  // it exited
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var addr = sockaddr_in()
             addr.sin_family = sa_family_t(AF_INET)

@@ -1,0 +1,160 @@
+import BlobStream
+import Foundation
+
+/// An `InputStream` fit for `URLRequest.httpBodyStream` on Linux.
+///
+/// FoundationNetworking on Linux calls `open()` (perhaps twice), then `hasBytesAvailable`
+/// before every `read`, and ends the upload at the first `false` — with an answer of 200 and
+/// no error, even when the body is not finished. It never calls `close()`. So this stream:
+///
+/// - blocks in `hasBytesAvailable` until it knows: it reads ahead (into a buffer it then
+///   hands out) and answers `false` only at the real end;
+/// - after a source error answers `true`, so that the next `read` returns −1, which aborts
+///   the upload (the server sees a cut-off chunked body, never a complete-looking one);
+/// - releases the source at the end or on the error, without waiting for `close()`;
+/// - reports progress as bytes are read, the finishing report exactly once.
+///
+/// Blocking in `hasBytesAvailable` blocks the session's work queue while the source has no
+/// bytes (an asset being looked up): use one `URLSession` per concurrent upload, or the
+/// AsyncHTTPClient integration, when sources can be slow.
+public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
+    // Unchecked Sendable: URLSession calls from GCD worker threads one at a time; every
+    // mutable field is still guarded by `lock`.
+    private let lock = NSLock()
+    private let inner: BlobInputStream
+    private let total: Int64?
+    private let onProgress: (@Sendable (UploadProgress) -> Void)?
+    private let lookahead: UnsafeMutablePointer<UInt8>
+    private let lookaheadCapacity = 64 * 1024
+    private var lookaheadStart = 0, lookaheadCount = 0
+    private var opened = false, finished = false, failed = false
+    private var sent: Int64 = 0
+
+    /// A body stream over a fresh source (it opens and closes it itself).
+    ///
+    /// - Parameters:
+    ///   - dataSource: the body's bytes.
+    ///   - length: the body's length for progress, when known (defaults to the source's).
+    ///   - progress: called on URLSession's threads as the body is read.
+    public init(dataSource: any BlobDataSource, length: Int64? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil) {
+        inner = BlobInputStream(dataSource: dataSource, mode: .synchronous)
+        total = length ?? dataSource.length
+        onProgress = progress
+        lookahead = .allocate(capacity: lookaheadCapacity)
+        super.init(data: Data())
+    }
+
+    /// A body stream over a fresh source of `body`.
+    public convenience init(body: UploadBody, progress: (@Sendable (UploadProgress) -> Void)? = nil) throws {
+        self.init(dataSource: try body.makeSource(), length: body.length, progress: progress)
+    }
+
+    deinit {
+        inner.close()
+        lookahead.deallocate()
+    }
+
+    /// Bytes read so far.
+    public var bytesSent: Int64 { lock.withLock { sent } }
+
+    /// The error that stopped the body, if any.
+    public override var streamError: (any Error)? { inner.streamError }
+
+    public override var streamStatus: Stream.Status {
+        lock.withLock {
+            if failed { return .error }
+            if finished { return .atEnd }
+            return opened ? .open : .notOpen
+        }
+    }
+
+    /// Opens the source; a second call does nothing.
+    public override func open() {
+        lock.withLock {
+            guard !opened else { return }
+            opened = true
+            inner.open()
+            if inner.streamError != nil { failed = true }
+        }
+    }
+
+    /// Releases the source (URLSession never calls it; the end and errors release it too).
+    public override func close() {
+        lock.withLock { finish(failed: failed) }
+    }
+
+    /// Blocks until it knows: true while bytes remain or after an error (so `read` can
+    /// report it), false only at the real end.
+    public override var hasBytesAvailable: Bool {
+        lock.withLock {
+            if failed { return true }
+            if finished { return false }
+            if lookaheadCount > 0 { return true }
+            if !opened {
+                opened = true
+                inner.open()
+            }
+            let n = inner.read(lookahead, maxLength: lookaheadCapacity)
+            if n > 0 {
+                lookaheadStart = 0
+                lookaheadCount = n
+                return true
+            }
+            if n == 0 {
+                finish(failed: false)
+                return false
+            }
+            failed = true
+            return true
+        }
+    }
+
+    public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        lock.withLock {
+            if failed {
+                finish(failed: true)
+                return -1
+            }
+            if finished || len <= 0 { return 0 }
+            let n: Int
+            if lookaheadCount > 0 {
+                n = min(len, lookaheadCount)
+                buffer.update(from: lookahead + lookaheadStart, count: n)
+                lookaheadStart += n
+                lookaheadCount -= n
+            } else {
+                if !opened {
+                    opened = true
+                    inner.open()
+                }
+                n = inner.read(buffer, maxLength: len)
+                if n == 0 {
+                    finish(failed: false)
+                    return 0
+                }
+                if n < 0 {
+                    finish(failed: true)
+                    return -1
+                }
+            }
+            sent += Int64(n)
+            onProgress?(UploadProgress(sent: sent, total: total, isFinished: false))
+            return n
+        }
+    }
+
+    /// Called with `lock` held.
+    private func finish(failed: Bool) {
+        guard !finished else { return }
+        finished = true
+        self.failed = failed
+        inner.close()
+        if !failed { onProgress?(UploadProgress(sent: sent, total: total, isFinished: true)) }
+    }
+
+    public override func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length len: UnsafeMutablePointer<Int>) -> Bool { false }
+    public override func property(forKey key: Stream.PropertyKey) -> AnyObject? { nil }
+    public override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool { false }
+    public override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
+    public override func remove(from aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
+}

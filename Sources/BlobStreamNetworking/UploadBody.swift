@@ -1,0 +1,74 @@
+import BlobStream
+import Foundation
+
+/// What an upload sends: a factory of fresh sources (an upload that must start again, after
+/// a redirect or an authentication challenge, needs the bytes from the start) and the
+/// body's length when it is known (Content-Length, progress).
+public struct UploadBody: Sendable {
+    /// Makes a fresh, unopened source of the whole body.
+    public let makeSource: @Sendable () throws -> any BlobDataSource
+    /// The body's length in bytes, when known.
+    public let length: Int64?
+    /// The body's content type, when it has one of its own (multipart bodies do).
+    public let contentType: String?
+
+    /// A body of the sources `makeSource` makes. Give `length` when you know it; see
+    /// `probingLength(_:)` for sources that learn theirs when they open (files).
+    public init(length: Int64?, contentType: String? = nil, makeSource: @escaping @Sendable () throws -> any BlobDataSource) {
+        self.makeSource = makeSource
+        self.length = length
+        self.contentType = contentType
+    }
+
+    /// A body whose length is read from a source opened once for the purpose (a file's
+    /// size comes from `fstat` at open); nil for sources that cannot tell (gzip, pipes).
+    ///
+    /// - Throws: the source's error when it cannot be opened.
+    public static func probingLength(
+        contentType: String? = nil, _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
+    ) throws -> UploadBody {
+        let stream = BlobInputStream(dataSource: try makeSource(), mode: .synchronous)
+        stream.open()
+        defer { stream.close() }
+        if let error = stream.streamError { throw error }
+        return UploadBody(length: stream.dataSource.length, contentType: contentType, makeSource: makeSource)
+    }
+
+    /// The same body starting at `offset` (a resumed upload): the length shrinks by the
+    /// offset, each fresh source starts there.
+    ///
+    /// - Throws: `.invalidOffset` when `offset` is past a known length.
+    public func starting(at offset: Int64) throws -> UploadBody {
+        guard offset > 0 else { return self }
+        if let length, offset > length {
+            throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of the body (\(length) bytes)")
+        }
+        let make = makeSource
+        return UploadBody(length: length.map { $0 - offset }, contentType: contentType) {
+            try OffsetSource.make(make(), offset: offset)
+        }
+    }
+}
+
+/// Starts a source at an offset by way of the stream's offset property.
+enum OffsetSource {
+    static func make(_ source: any BlobDataSource, offset: Int64) throws -> any BlobDataSource {
+        guard source.offsetCapability != .none,
+            source.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
+        else {
+            throw BlobStreamError(.offsetUnsupported, "the source cannot start at offset \(offset)")
+        }
+        return source
+    }
+}
+
+/// Progress of an upload body as it is read: bytes handed to the client so far, and the
+/// total when known. The report with `isFinished` comes exactly once, after the last byte.
+public struct UploadProgress: Sendable, Equatable {
+    /// Bytes read from the body so far.
+    public var sent: Int64
+    /// The body's length, when known.
+    public var total: Int64?
+    /// True on the last report: the body was read to its end.
+    public var isFinished: Bool
+}
