@@ -1,7 +1,7 @@
 # BlobStream: the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmarks need.
-DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip tar
+DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip tar binutils nginx python3
 BENCH_PACKAGES := pigz
 
 .PHONY: all deps build demo test bench fixtures clean
@@ -11,6 +11,7 @@ all: build
 ## deps: install the Debian packages that are missing (nothing when all are there).
 deps:
 	@scripts/install-deps $(DEBIAN_PACKAGES)
+	@python3 -c 'import werkzeug' 2>/dev/null || python3 -m pip install --quiet werkzeug
 
 build: deps
 	$(SWIFT) build
