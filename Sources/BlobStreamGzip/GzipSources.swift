@@ -1,0 +1,19 @@
+import BlobStream
+
+/// Registers the `gzip:` scheme: `gzip:<url>` inflates the source of any registered URL.
+public enum GzipSources {
+    /// The scheme this module serves.
+    public static let scheme = GzipDataSource.scheme
+
+    /// Registers `gzip:` in `registry`. The inner URL, handed on undecoded, is made by the
+    /// same registry: `gzip:file:///data/a.gz`, `gzip:archive:file:///x.tar!/y.gz`.
+    public static func register(in registry: DataSourceRegistry) {
+        registry.register(scheme: scheme) { url, registry in
+            let inner = BlobURL.removingScheme(url)
+            guard !inner.isEmpty else {
+                throw BlobStreamError(.malformedURL, "'\(url)' names no inner URL (expected gzip:<url>)")
+            }
+            return GzipDataSource(upstream: try registry.makeSource(url: inner), name: inner)
+        }
+    }
+}
