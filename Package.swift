@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "BlobStreamArchive", targets: ["BlobStreamArchive"]),
         .library(name: "BlobStreamAssets", targets: ["BlobStreamAssets"]),
         .library(name: "BlobStreamNetworking", targets: ["BlobStreamNetworking"]),
+        .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
         .plugin(name: "GenerateFixtures", targets: ["GenerateFixtures"]),
@@ -23,6 +24,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Core: the contract, the stream, observation, registry, errors. Foundation only.
@@ -38,6 +41,15 @@ let package = Package(
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
         // Integrations: upload bodies.
         .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),
+        .target(
+            name: "BlobStreamHTTPClient",
+            dependencies: [
+                "BlobStream", "BlobStreamNetworking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
         .target(name: "NginxTestServer", path: "Tests/NginxTestServer"),
         // Helpers for tests, usable by any source author.
@@ -92,6 +104,14 @@ let package = Package(
             name: "BlobStreamNetworkingTests",
             dependencies: [
                 "BlobStream", "BlobStreamNetworking", "BlobStreamFiles", "BlobStreamTestSupport", "NginxTestServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "BlobStreamHTTPClientTests",
+            dependencies: [
+                "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
+                "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

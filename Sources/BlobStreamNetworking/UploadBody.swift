@@ -71,4 +71,11 @@ public struct UploadProgress: Sendable, Equatable {
     public var total: Int64?
     /// True on the last report: the body was read to its end.
     public var isFinished: Bool
+
+    /// Makes a report (for other integrations that read upload bodies).
+    public init(sent: Int64, total: Int64?, isFinished: Bool) {
+        self.sent = sent
+        self.total = total
+        self.isFinished = isFinished
+    }
 }
