@@ -16,10 +16,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## demo: the main job on the bundled samples.
+## demo: the main job on the bundled samples (streams them, uploads them to nginx on
+## 127.0.0.1, checks the server's copies).
 demo: deps
 	$(SWIFT) build --product blobstream
-	$$($(SWIFT) build --show-bin-path)/blobstream demo --fixtures Fixtures
+	scripts/demo "$$($(SWIFT) build --show-bin-path)/blobstream"
 
 ## test: install what is missing, build everything, run every test.
 test: deps

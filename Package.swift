@@ -58,7 +58,10 @@ let package = Package(
         .executableTarget(
             name: "blobstream",
             dependencies: [
-                "BlobStream", "BlobStreamFiles",
+                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamNetworking", "BlobStreamHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -68,7 +71,7 @@ let package = Package(
         // Regenerates Fixtures/: a thin plugin over a tested executable.
         .executableTarget(
             name: "blobstream-fixtures",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["BlobStreamAssets", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .plugin(
             name: "GenerateFixtures",
@@ -118,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "blobstream", "blobstream-fixtures",
+                "blobstream", "blobstream-fixtures", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

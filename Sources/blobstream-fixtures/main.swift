@@ -2,10 +2,14 @@
 //
 // Usage: blobstream-fixtures FIXTURES_DIR
 //
-// Writes FIXTURES_DIR/files/* (plain sample files),
+// Writes FIXTURES_DIR/files/* (plain sample files), FIXTURES_DIR/library/ (a sample photo
+// library: originals/ and renders/), FIXTURES_DIR/archives/* (a tar, a tar.gz and a .gz made
+// from the samples with GNU tar and gzip, with fixed names, times and owners, so the bytes
+// are the same for the same tool versions),
 // then FIXTURES_DIR/README.md listing every fixture it owns with how it is made and its
 // SHA-256 (a test checks the committed files against that list). Run through the package plugin:
 // `swift package --allow-writing-to-package-directory generate-fixtures`.
+import BlobStreamAssets
 import Crypto
 import Foundation
 
@@ -44,6 +48,49 @@ let fixtures: [Fixture] = [
     }),
 ]
 
+/// Runs a tool with a working folder; fails loudly.
+func run(_ arguments: [String], in folder: URL, stdout: URL? = nil) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["LC_ALL=C", "TZ=UTC"] + arguments
+    process.currentDirectoryURL = folder
+    if let stdout {
+        FileManager.default.createFile(atPath: stdout.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: stdout)
+    }
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw NSError(domain: "blobstream-fixtures", code: 1,
+                      userInfo: [NSLocalizedDescriptionKey: "\(arguments.joined(separator: " ")) failed"])
+    }
+}
+
+/// The archives: made from a staging tree with GNU tar (ustar, sorted, time 0, owner 0)
+/// and gzip -n.
+func makeArchives(_ root: URL) throws -> [Fixture] {
+    let stage = FileManager.default.temporaryDirectory.appendingPathComponent("fixtures-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: stage) }
+    try FileManager.default.createDirectory(at: stage.appendingPathComponent("DCIM/100TEST"), withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(at: stage.appendingPathComponent("notes"), withIntermediateDirectories: true)
+    try Data(contentsOf: root.appendingPathComponent("files/photo.jpg")).write(to: stage.appendingPathComponent("DCIM/100TEST/IMG_0001.JPG"))
+    try pseudoRandom(48_000, seed: 0xA11CE).write(to: stage.appendingPathComponent("DCIM/100TEST/IMG_0002.JPG"))
+    try text().write(to: stage.appendingPathComponent("notes/sample.txt"))
+    let out = root.appendingPathComponent("archives")
+    try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+    try run(["tar", "--format=ustar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
+             "--mode=u=rwX,go=rX", "-cf", out.appendingPathComponent("photos.tar").path, "DCIM", "notes"], in: stage)
+    try run(["gzip", "-n", "-6", "-c", "photos.tar"], in: out, stdout: out.appendingPathComponent("photos.tar.gz"))
+    try run(["gzip", "-n", "-6", "-c", root.appendingPathComponent("files/sample.txt").path], in: out,
+            stdout: out.appendingPathComponent("sample.txt.gz"))
+    let how = "GNU tar --format=ustar --sort=name --mtime=@0 --owner=0 --group=0 of DCIM/100TEST/IMG_0001.JPG (= files/photo.jpg), IMG_0002.JPG (48,000 pseudo-random bytes, seed 0xA11CE), notes/sample.txt (= files/sample.txt)"
+    return [
+        Fixture(path: "archives/photos.tar", how: how, make: { try Data(contentsOf: out.appendingPathComponent("photos.tar")) }),
+        Fixture(path: "archives/photos.tar.gz", how: "gzip -n -6 of archives/photos.tar", make: { try Data(contentsOf: out.appendingPathComponent("photos.tar.gz")) }),
+        Fixture(path: "archives/sample.txt.gz", how: "gzip -n -6 of files/sample.txt", make: { try Data(contentsOf: out.appendingPathComponent("sample.txt.gz")) }),
+    ]
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count == 2 else {
     FileHandle.standardError.write(Data("usage: blobstream-fixtures FIXTURES_DIR\n".utf8))
@@ -60,6 +107,22 @@ do {
         let hex = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
         rows.append("| `\(fixture.path)` | \(data.count) | \(fixture.how) | `\(hex)` |")
         print("wrote \(fixture.path) (\(data.count) bytes): \(fixture.how)")
+    }
+    // The sample photo library.
+    let library = root.appendingPathComponent("library")
+    try? FileManager.default.removeItem(at: library)
+    try DirectoryAssetLibrary.writeSampleLibrary(at: library)
+    for file in DirectoryAssetLibrary.sampleLibraryFiles {
+        let hex = SHA256.hash(data: Data(file.bytes)).map { String(format: "%02x", $0) }.joined()
+        rows.append("| `library/\(file.path)` | \(file.bytes.count) | \(file.summary) (DirectoryAssetLibrary.writeSampleLibrary) | `\(hex)` |")
+        print("wrote library/\(file.path)")
+    }
+    // Archives made from the samples.
+    for fixture in try makeArchives(root) {
+        let data = try fixture.make()
+        let hex = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        rows.append("| `\(fixture.path)` | \(data.count) | \(fixture.how) | `\(hex)` |")
+        print("wrote \(fixture.path) (\(data.count) bytes)")
     }
     let readme = """
         # Fixtures

@@ -11,11 +11,12 @@ struct Blobstream: AsyncParsableCommand {
         commandName: "blobstream",
         abstract: "Stream files, gzip streams and other sources through BlobStream.",
         discussion: """
-            SOURCE is a URL (file:///path, gzip:file:///path.gz, any registered scheme), a plain \
-            path, or - for standard input.
+            SOURCE is a URL (file:///p, gzip:<url>, archive:<url>!/member, \
+            assets-library://asset/asset.JPG?id=ID&ext=JPG with --library), a plain path, \
+            PATH!/member for a member of an archive, or - for standard input.
             Exit status: 0 on success, 1 when the work failed, 2 for a usage error.
             """,
-        subcommands: [Cat.self, Checksum.self, Info.self, Demo.self]
+        subcommands: [Cat.self, Checksum.self, Info.self, List.self, Upload.self, Demo.self]
     )
 
     /// Parses, runs, and maps failures to the exit statuses of the tool: 1 for work that
@@ -64,6 +65,9 @@ struct StdoutClosed: Error {}
 struct SourceOptions: ParsableArguments {
     @Option(name: .long, help: "Start reading each source at this byte offset.")
     var offset: Int64?
+
+    @Option(name: .long, help: "The photo library (a folder with originals/ and renders/) that resolves asset URLs.")
+    var library: String?
 
     func validate() throws {
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more, not \(offset)") }

@@ -12,7 +12,7 @@ struct Cat: ParsableCommand {
     var sources: [String] = ["-"]
 
     func run() throws {
-        let registry = makeRegistry()
+        let registry = makeRegistry(library: options.library)
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: options.offset)
             defer { stream.close() }

@@ -1,5 +1,9 @@
 import ArgumentParser
+import AsyncHTTPClient
 import BlobStream
+import BlobStreamAssets
+import BlobStreamHTTPClient
+import BlobStreamNetworking
 import Crypto
 import Foundation
 
@@ -12,8 +16,11 @@ struct Demo: ParsableCommand {
     @Option(help: "The fixtures folder of the BlobStream repository.")
     var fixtures = "Fixtures"
 
+    @Option(help: "Also upload every sample under this http:// URL (a WebDAV folder), read each copy back and compare SHA-256.")
+    var uploadTo: String?
+
     func run() throws {
-        let registry = makeRegistry()
+        let registry = makeRegistry(library: fixtures + "/library")
         let samples = try sampleSources()
         try Console.print("BlobStream demo: \(samples.count) sources from \(fixtures), each read in both modes\n\n")
         try Console.print("source\tmode\tbytes\tsha256\tevents\n")
@@ -33,16 +40,71 @@ struct Demo: ParsableCommand {
         }
         if failed { throw ToolFailure(message: "the demo failed", alreadyReported: false) }
         try Console.print("\nBoth modes delivered the same bytes for every source.\n")
+        if let uploadTo { try upload(samples, to: uploadTo, registry: registry) }
     }
 
-    /// The sample sources: every file under `fixtures/files`, and the gzip samples through
-    /// the `gzip:` scheme when that module is linked.
+    /// Uploads each sample with AsyncHTTPClient, reads the server's copy back, and compares.
+    func upload(_ samples: [String], to base: String, registry: DataSourceRegistry) throws {
+        try Console.print("\nUploads to \(base) (AsyncHTTPClient, streamed):\n")
+        try Console.print("source\tbytes\tsha256 sent\tserver copy\n")
+        let report = UploadReport()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                for (i, sample) in samples.enumerated() {
+                    let url = sourceURL(sample, registry: registry)
+                    let target = base.hasSuffix("/") ? base + "sample-\(i)" : base + "/sample-\(i)"
+                    let body = try UploadBody.probingLength { try registry.makeSource(url: url) }
+                    _ = try await HTTPClientUpload.upload(body, to: target)
+                    let sent = try Self.sha256(of: url, registry: registry)
+                    var request = HTTPClientRequest(url: target)
+                    request.method = .GET
+                    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+                    var copy = try await response.body.collect(upTo: 64 << 20)
+                    let bytes = copy.readBytes(length: copy.readableBytes) ?? []
+                    let stored = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+                    report.add("\(sample)\t\(bytes.count)\t\(sent.hex)\t\(stored == sent.hex ? "identical" : "DIFFERENT: \(stored)")", ok: stored == sent.hex)
+                }
+            } catch {
+                report.fail(error)
+            }
+            done.signal()
+        }
+        done.wait()
+        for line in report.lines { try Console.print(line + "\n") }
+        if let error = report.error { throw ToolFailure(message: "the demo's upload failed: \(error)") }
+        guard report.allIdentical else { throw ToolFailure(message: "a server copy differs from its source") }
+        try Console.print("\nThe server holds byte-identical copies of all \(report.lines.count) samples.\n")
+    }
+
+    static func sha256(of url: String, registry: DataSourceRegistry) throws -> (hex: String, bytes: Int) {
+        let stream = try BlobInputStream(url: url, registry: registry)
+        stream.open()
+        defer { stream.close() }
+        var hasher = SHA256()
+        var count = 0
+        try pump(stream, name: url) {
+            hasher.update(bufferPointer: $0)
+            count += $0.count
+        }
+        return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), count)
+    }
+
+    /// The sample sources: every file under `fixtures/files`, a gzip file, archive members
+    /// (plain path syntax and URL syntax), and the photo library's assets.
     func sampleSources() throws -> [String] {
         let folder = fixtures + "/files"
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder), !names.isEmpty else {
             throw ToolFailure(message: "no samples in '\(folder)': run the demo from the repository's root or pass --fixtures")
         }
-        return names.sorted().map { "\(folder)/\($0)" }
+        let absolute = fixtures.hasPrefix("/") ? fixtures : FileManager.default.currentDirectoryPath + "/" + fixtures
+        var samples = names.sorted().map { "\(folder)/\($0)" }
+        samples.append("gzip:" + BlobURL.fileURL(path: absolute + "/archives/sample.txt.gz"))
+        samples.append(fixtures + "/archives/photos.tar!/DCIM/100TEST/IMG_0002.JPG")
+        samples.append("archive:gzip:" + BlobURL.fileURL(path: absolute + "/archives/photos.tar.gz") + "!/DCIM/100TEST/IMG_0001.JPG")
+        let library = DirectoryAssetLibrary(root: URL(fileURLWithPath: fixtures + "/library"))
+        samples += try library.assets().map(\.url)
+        return samples
     }
 
     struct Outcome {
@@ -129,4 +191,18 @@ struct Demo: ParsableCommand {
 /// signalled, read after it is waited for).
 private final class OutcomeBox: @unchecked Sendable {
     var result: Result<Demo.Outcome, any Error>?
+}
+
+/// The demo's upload lines, gathered on the upload task. Unchecked Sendable: guarded by
+/// `lock`.
+private final class UploadReport: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _lines: [String] = []
+    private var _error: (any Error)?
+    private var _allIdentical = true
+    var lines: [String] { lock.withLock { _lines } }
+    var error: (any Error)? { lock.withLock { _error } }
+    var allIdentical: Bool { lock.withLock { _allIdentical } }
+    func add(_ line: String, ok: Bool) { lock.withLock { _lines.append(line); _allIdentical = _allIdentical && ok } }
+    func fail(_ error: any Error) { lock.withLock { _error = error } }
 }

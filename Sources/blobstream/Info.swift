@@ -7,11 +7,14 @@ struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print each SOURCE's length, kind and how it reaches an offset (tab-separated).")
 
+    @Option(name: .long, help: "The photo library that resolves asset URLs.")
+    var library: String?
+
     @Argument(help: "Sources: URLs, paths, or - for standard input.")
     var sources: [String]
 
     func run() throws {
-        let registry = makeRegistry()
+        let registry = makeRegistry(library: library)
         try Console.print("name\turl\tkind\tlength\toffset\n")
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: nil)

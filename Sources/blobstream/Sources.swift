@@ -1,22 +1,44 @@
 import BlobStream
+import BlobStreamArchive
+import BlobStreamAssets
 import BlobStreamFiles
+import BlobStreamGzip
 import Foundation
 
-/// The registry the tool reads through: every scheme of the modules it links.
-func makeRegistry() -> DataSourceRegistry {
+/// The registry the tool reads through: every scheme of the modules it links. Asset URLs
+/// are resolved by the photo library given with `--library`.
+func makeRegistry(library: String? = nil) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     FileSources.register(in: registry)
+    GzipSources.register(in: registry)
+    ArchiveSources.register(in: registry)
+    if let library {
+        AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
+    } else {
+        registry.register(scheme: AssetSources.scheme) { url, _ in
+            throw BlobStreamError(.notFound, "\(url): asset URLs need the photo library: pass --library DIR")
+        }
+    }
     return registry
 }
 
 /// Turns a command-line SOURCE into a URL of the registry: a URL of a registered scheme
-/// stays as it is; `-` is standard input; anything else is a path.
+/// stays as it is; `-` is standard input; an existing path is a file; `PATH!/member` is a
+/// member of the archive at PATH (split at the last `!/`, nesting allowed:
+/// `x.deb!/data.tar.xz!/usr/bin/hello`); anything else is a path (its open names it).
 func sourceURL(_ argument: String, registry: DataSourceRegistry) -> String {
     if argument == "-" { return BlobURL.fileURL(path: "/dev/stdin") }
     if let scheme = BlobURL.scheme(of: argument),
         registry.handles(scheme: scheme) || !FileManager.default.fileExists(atPath: argument)
     {
         return argument  // an unregistered scheme is reported by the registry, by name
+    }
+    if !FileManager.default.fileExists(atPath: argument), let split = argument.range(of: "!/", options: .backwards),
+        split.lowerBound > argument.startIndex
+    {
+        let archive = sourceURL(String(argument[..<split.lowerBound]), registry: registry)
+        let member = String(argument[split.upperBound...])
+        return "archive:" + archive + "!/" + BlobURL.percentEncodedPath(member)
     }
     let path = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
     return BlobURL.fileURL(path: path)

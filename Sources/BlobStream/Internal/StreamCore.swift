@@ -24,6 +24,7 @@ final class StreamCore: @unchecked Sendable {
     var pending: [Stream.Event] = []
     var armedTimers: [Timer] = []
     var reportedOpen = false, reportedEnd = false, reportedError = false
+    var delivering = false
 
     init(source: any BlobDataSource, mode: BlobInputStream.Mode) {
         self.source = source
@@ -357,38 +358,52 @@ final class StreamCore: @unchecked Sendable {
     }
 
     /// Runs on a scheduled run loop: hands the pending events, in order, to the delegate and
-    /// to the closure clients whose mask includes them.
+    /// to the closure clients whose mask includes them. One delivery runs at a time: a timer
+    /// that fires on another run loop meanwhile leaves the events to the running delivery,
+    /// which takes them before it stops, so events never overtake each other.
     func deliver() {
         condition.lock()
         let current = RunLoop.current
-        guard status != .closed, schedules.contains(where: { $0.runLoop === current }) else {
+        guard status != .closed, !delivering, schedules.contains(where: { $0.runLoop === current }) else {
             condition.unlock()
             return
         }
-        armedTimers = []
-        var events = pending
-        pending.removeAll(keepingCapacity: true)
-        condition.unlock()
-
-        while !events.isEmpty {
-            let event = events.removeFirst()
+        delivering = true
+        defer {
             condition.lock()
-            let stop = status == .closed
-            let skip = event == .hasBytesAvailable && status != .open && status != .reading
-            let stream = owner
-            let delegate = self.delegate
-            let clients = handlers.sorted { $0.key < $1.key }.map(\.value).filter { $0.mask.contains(event) }
+            delivering = false
+            let stale = armedTimers
+            armedTimers = []
+            armLocked()  // events that arrived as the last handler returned
             condition.unlock()
-            guard !stop, let stream else { return }
-            if skip { continue }
-            delegate?.stream(stream, handle: event)
-            for client in clients {
+            for timer in stale { timer.invalidate() }
+        }
+        while true {
+            var events = pending
+            pending.removeAll(keepingCapacity: true)
+            condition.unlock()
+            if events.isEmpty { return }
+            while !events.isEmpty {
+                let event = events.removeFirst()
                 condition.lock()
-                let closed = status == .closed
+                let stop = status == .closed
+                let skip = event == .hasBytesAvailable && status != .open && status != .reading
+                let stream = owner
+                let delegate = self.delegate
+                let clients = handlers.sorted { $0.key < $1.key }.map(\.value).filter { $0.mask.contains(event) }
                 condition.unlock()
-                if closed { return }
-                client.handler(stream, event)
+                guard !stop, let stream else { return }
+                if skip { continue }
+                delegate?.stream(stream, handle: event)
+                for client in clients {
+                    condition.lock()
+                    let closed = status == .closed
+                    condition.unlock()
+                    if closed { return }
+                    client.handler(stream, event)
+                }
             }
+            condition.lock()
         }
     }
 }

@@ -1,0 +1,49 @@
+import ArgumentParser
+import BlobStream
+import BlobStreamArchive
+import BlobStreamAssets
+import Foundation
+
+/// `blobstream ls ARCHIVE...` or `blobstream ls --library DIR`: members or assets,
+/// tab-separated with a header line, times in ISO 8601 UTC.
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List the members of archives, or the assets of a photo library (--library).")
+
+    @Option(name: .long, help: "List the assets of this photo library.")
+    var library: String?
+
+    @Argument(help: "Archives: paths or URLs (any source libarchive reads).")
+    var archives: [String] = []
+
+    func validate() throws {
+        if library == nil && archives.isEmpty { throw ValidationError("name an archive to list, or --library DIR") }
+    }
+
+    func run() throws {
+        if let library, archives.isEmpty {
+            let entries = try DirectoryAssetLibrary(root: URL(fileURLWithPath: library)).assets()
+            try Console.print("url\tsize\tedited\tmtime\tpath\n")
+            for e in entries {
+                try Console.print("\(e.url)\t\(e.size)\t\(e.isEdited ? "yes" : "no")\t\(Self.iso(e.modificationDate))\t\(e.relativePath)\n")
+            }
+            return
+        }
+        let registry = makeRegistry(library: library)
+        try Console.print("path\tsize\ttype\tmtime\n")
+        try forEachSource(archives) { archive in
+            let url = sourceURL(archive, registry: registry)
+            let entries = try ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
+            for e in entries {
+                try Console.print("\(e.path)\t\(e.size.map(String.init) ?? "-")\t\(e.type)\t\(e.mtime.map(Self.iso) ?? "-")\n")
+            }
+        }
+    }
+
+    static func iso(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+}
