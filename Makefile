@@ -2,7 +2,7 @@
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmarks need.
 DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip tar binutils nginx python3
-BENCH_PACKAGES := pigz
+BENCH_PACKAGES := pigz curl libarchive-tools nginx time
 
 .PHONY: all deps build demo test bench fixtures clean
 
@@ -31,6 +31,7 @@ test: deps
 bench: deps
 	@scripts/install-deps $(BENCH_PACKAGES)
 	$(SWIFT) build -c release --product blobstream
+	$(SWIFT) build -c release --product blobstream-bench
 	scripts/bench
 
 ## fixtures: regenerate Fixtures/ (deterministic).

@@ -67,7 +67,7 @@ let package = Package(
             ]
         ),
         // Baseline programs for `make bench` (Foundation's own streams).
-        .executableTarget(name: "blobstream-bench"),
+        .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
         // Regenerates Fixtures/: a thin plugin over a tested executable.
         .executableTarget(
             name: "blobstream-fixtures",

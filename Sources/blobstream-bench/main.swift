@@ -1,9 +1,22 @@
-// blobstream-bench: baseline programs for `make bench`, so that BlobStream is compared with
-// Foundation's own streams in the same run.
+// blobstream-bench: baseline and probe programs for `make bench`, so that BlobStream is
+// compared with Foundation's own streams and URLSession in the same run.
 //
-//   blobstream-bench foundation-read FILE...   read each FILE with InputStream(fileAtPath:),
-//                                              64 KiB reads; prints the byte count
+//   blobstream-bench foundation-read FILE...          InputStream(fileAtPath:), 64 KiB reads
+//   blobstream-bench asset-read ROOT URL SIZE TIMES   an asset of a DirectoryAssetLibrary read
+//                                                      TIMES times through BlobInputStream with
+//                                                      SIZE-byte reads; prints getBytes calls
+//   blobstream-bench urlsession-fromfile FILE URL     URLSession uploadTask(fromFile:), PUT
+import BlobStream
+import BlobStreamAssets
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("blobstream-bench: \(message)\n".utf8))
+    exit(1)
+}
 
 func foundationRead(_ paths: [String]) -> Int {
     var total = 0
@@ -11,17 +24,11 @@ func foundationRead(_ paths: [String]) -> Int {
     let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
     defer { buffer.deallocate() }
     for path in paths {
-        guard let stream = InputStream(fileAtPath: path) else {
-            FileHandle.standardError.write(Data("blobstream-bench: cannot open \(path)\n".utf8))
-            exit(1)
-        }
+        guard let stream = InputStream(fileAtPath: path) else { fail("cannot open \(path)") }
         stream.open()
         while true {
             let n = stream.read(buffer, maxLength: size)
-            if n < 0 {
-                FileHandle.standardError.write(Data("blobstream-bench: read error in \(path)\n".utf8))
-                exit(1)
-            }
+            if n < 0 { fail("read error in \(path)") }
             if n == 0 { break }
             total += n
         }
@@ -30,11 +37,51 @@ func foundationRead(_ paths: [String]) -> Int {
     return total
 }
 
+func assetRead(root: String, url: String, readSize: Int, times: Int) -> String {
+    let library = DirectoryAssetLibrary(root: URL(fileURLWithPath: root))
+    let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: readSize)
+    defer { buffer.deallocate() }
+    var total = 0, getBytes = 0
+    for _ in 0..<times {
+        let source = AssetDataSource(url: url, library: library)
+        let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+        stream.open()
+        while true {
+            let n = stream.read(buffer, maxLength: readSize)
+            if n < 0 { fail("\(url): \(stream.streamError.map { "\($0)" } ?? "read failed")") }
+            if n == 0 { break }
+            total += n
+        }
+        getBytes += source.statistics.getBytesCalls
+        stream.close()
+    }
+    return "bytes=\(total) getBytes=\(getBytes)"
+}
+
+func uploadFromFile(_ path: String, to url: String) -> String {
+    var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = "PUT"
+    let done = DispatchSemaphore(value: 0)
+    final class Result: @unchecked Sendable { var text = "" }
+    let result = Result()
+    let task = URLSession.shared.uploadTask(with: request, fromFile: URL(fileURLWithPath: path)) { _, response, error in
+        if let error { result.text = "error: \(error)" } else { result.text = "status=\((response as? HTTPURLResponse)?.statusCode ?? 0)" }
+        done.signal()
+    }
+    task.resume()
+    done.wait()
+    if !result.text.hasPrefix("status=2") { fail(result.text) }
+    return result.text
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "foundation-read":
     print(foundationRead(Array(arguments.dropFirst())))
+case "asset-read" where arguments.count == 5:
+    print(assetRead(root: arguments[1], url: arguments[2], readSize: Int(arguments[3])!, times: Int(arguments[4])!))
+case "urlsession-fromfile" where arguments.count == 3:
+    print(uploadFromFile(arguments[1], to: arguments[2]))
 default:
-    FileHandle.standardError.write(Data("usage: blobstream-bench foundation-read FILE...\n".utf8))
-    exit(2)
+    fail("usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES | urlsession-fromfile FILE URL")
 }

@@ -80,7 +80,7 @@ func pump(
     _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil,
     _ body: (UnsafeRawBufferPointer) throws -> Void
 ) throws {
-    let size = 256 * 1024
+    let size = 128 * 1024
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
     defer { buffer.deallocate() }
     let bytes = buffer.assumingMemoryBound(to: UInt8.self)

@@ -10,62 +10,14 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Deterministic pseudo-random bytes (a 64-bit LCG), so every run reads the same data.
-func sampleBytes(_ count: Int, seed: UInt64 = 0xA55E7) -> Data {
-    var state = seed
-    var bytes = [UInt8](repeating: 0, count: count)
-    for i in 0..<count {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
-    }
-    return Data(bytes)
-}
+/// Deterministic pseudo-random bytes, so every run reads the same data.
+func sampleBytes(_ count: Int, seed: UInt64 = 0xA55E7) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
 /// SHA-256 of some bytes, to compare what was read with what was written.
 func sha(_ data: Data) -> SHA256.Digest { SHA256.hash(data: data) }
 
-/// A directory of its own under the system's temporary directory; `remove()` deletes it.
-final class TempDir: Sendable {
-    let path: String
-
-    init() throws {
-        var base = NSTemporaryDirectory()
-        while base.count > 1, base.hasSuffix("/") { base.removeLast() }
-        var template = Array((base + "/BlobStreamAssetsTests.XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }),
-            let real = realpath(made, nil)
-        else {
-            throw TestFailure("mkdtemp failed: errno \(errno)")
-        }
-        path = String(cString: real)
-        free(real)
-    }
-
-    var url: URL { URL(fileURLWithPath: path) }
-
-    /// Writes `data` at `name` (creating folders) and returns its path.
-    @discardableResult
-    func file(_ name: String, _ data: Data) throws -> String {
-        let p = self.path(name)
-        try FileManager.default.createDirectory(
-            atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try data.write(to: URL(fileURLWithPath: p))
-        return p
-    }
-
-    /// Replaces the file at `name` by a new one (new inode) holding `data`: written aside,
-    /// then renamed over it.
-    func replace(_ name: String, _ data: Data) throws {
-        let p = self.path(name)
-        let aside = p + ".new"
-        try data.write(to: URL(fileURLWithPath: aside))
-        guard rename(aside, p) == 0 else { throw TestFailure("rename failed: errno \(errno)") }
-    }
-
-    func path(_ name: String) -> String { path + "/" + name }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
+/// A folder of its own for each test (see `TemporaryDirectory`).
+typealias TempDir = TemporaryDirectory
 
 /// A library folder with one asset at `originals/<name>` (and optionally an edited one);
 /// returns the library and the asset's URL.

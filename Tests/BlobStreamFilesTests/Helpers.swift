@@ -9,67 +9,17 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Deterministic pseudo-random bytes (a 64-bit LCG), so every run reads the same data.
-func sampleBytes(_ count: Int, seed: UInt64 = 0xF11E5) -> Data {
-    var state = seed
-    var bytes = [UInt8](repeating: 0, count: count)
-    for i in 0..<count {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
-    }
-    return Data(bytes)
-}
+/// Deterministic pseudo-random bytes, so every run reads the same data.
+func sampleBytes(_ count: Int, seed: UInt64 = 0xF11E5) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
 /// SHA-256 of some bytes, to compare what was read with what was written.
 func sha(_ data: Data) -> SHA256.Digest { SHA256.hash(data: data) }
 
-/// A directory of its own under the system's temporary directory; `remove()` deletes it
-/// with everything in it (call it from a `defer`).
-final class TempDir: Sendable {
-    let path: String
+/// A folder of its own for each test (see `TemporaryDirectory`).
+typealias TempDir = TemporaryDirectory
 
-    init() throws {
-        // Canonical (no "//", no symlinks), so that it matches what /proc/self/fd shows.
-        var base = NSTemporaryDirectory()
-        while base.count > 1, base.hasSuffix("/") { base.removeLast() }
-        var template = Array((base + "/BlobStreamFilesTests.XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }),
-            let real = realpath(made, nil)
-        else {
-            throw TestFailure("mkdtemp failed: errno \(errno)")
-        }
-        path = String(cString: real)
-        free(real)
-    }
-
-    /// Writes `data` to `name` in the directory and returns its path.
-    @discardableResult
-    func file(_ name: String, _ data: Data) throws -> String {
-        let p = self.path(name)
-        try data.write(to: URL(fileURLWithPath: p))
-        return p
-    }
-
-    /// The path of `name` in the directory.
-    func path(_ name: String) -> String { path + "/" + name }
-
-    func remove() {
-        _ = chmod(path, 0o700)
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}
-
-/// Reads a stream to its end with reads of `size` bytes; returns the bytes and the last
-/// result (0 for a clean end, −1 for an error).
-func drain(_ stream: InputStream, size: Int = 65_536) -> (Data, Int) {
-    var out = Data()
-    var buffer = [UInt8](repeating: 0, count: size)
-    while true {
-        let n = stream.read(&buffer, maxLength: size)
-        if n <= 0 { return (out, n) }
-        out.append(buffer, count: n)
-    }
-}
+/// Reads a stream to its end; returns the bytes and the last result (0 or −1).
+func drain(_ stream: InputStream, size: Int = 65_536) -> (Data, Int) { stream.readToEnd(chunkSize: size) }
 
 /// Reads a source directly (no stream) with reads of `size` bytes until 0 or −1.
 func drainSource(_ source: any BlobDataSource, size: Int = 65_536) -> (Data, Int) {

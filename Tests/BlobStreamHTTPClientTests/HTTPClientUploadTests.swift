@@ -16,24 +16,13 @@ func sha256(_ data: Data) -> String {
     SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
 }
 
-func sampleBytes(_ count: Int, seed: UInt64 = 11) -> Data {
-    var state = seed
-    return Data((0..<count).map { _ in
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        return UInt8(truncatingIfNeeded: state >> 33)
-    })
-}
+func sampleBytes(_ count: Int, seed: UInt64 = 11) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
 struct SampleError: Error, CustomStringConvertible {
     var description: String { "the sample source broke" }
 }
 
-final class ProgressLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var reports: [UploadProgress] = []
-    func add(_ p: UploadProgress) { lock.withLock { reports.append(p) } }
-    var all: [UploadProgress] { lock.withLock { reports } }
-}
+typealias ProgressLog = ConcurrentLog<UploadProgress>
 
 /// Runs a command and fails the test when it fails.
 func run(_ arguments: [String], in folder: URL) throws {

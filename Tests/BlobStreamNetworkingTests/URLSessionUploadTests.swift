@@ -15,25 +15,14 @@ func sha256(_ data: Data) -> String {
     SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
 }
 
-func sampleBytes(_ count: Int, seed: UInt64 = 7) -> Data {
-    var state = seed
-    return Data((0..<count).map { _ in
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        return UInt8(truncatingIfNeeded: state >> 33)
-    })
-}
+func sampleBytes(_ count: Int, seed: UInt64 = 7) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
 struct SampleError: Error, CustomStringConvertible {
     var description: String { "the sample source broke" }
 }
 
-/// Collects progress reports from URLSession's threads.
-final class ProgressLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var reports: [UploadProgress] = []
-    func add(_ p: UploadProgress) { lock.withLock { reports.append(p) } }
-    var all: [UploadProgress] { lock.withLock { reports } }
-}
+
+typealias ProgressLog = ConcurrentLog<UploadProgress>
 
 @Suite("URLSession uploads to nginx on 127.0.0.1", .serialized)
 final class URLSessionUploadTests {

@@ -7,16 +7,8 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Deterministic pseudo-random bytes (a 64-bit LCG), so every run reads the same data.
-func sampleBytes(_ count: Int, seed: UInt64 = 0x5EED) -> Data {
-    var state = seed
-    var bytes = [UInt8](repeating: 0, count: count)
-    for i in 0..<count {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
-    }
-    return Data(bytes)
-}
+/// Deterministic pseudo-random bytes, so every run reads the same data.
+func sampleBytes(_ count: Int, seed: UInt64 = 0x5EED) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
 /// A tiny FNV-1a digest, enough to compare byte streams in the core tests (the source
 /// modules' tests use SHA-256 from swift-crypto; the core has no dependencies).
@@ -24,17 +16,8 @@ func digest(_ data: Data) -> UInt64 {
     data.reduce(0xcbf29ce484222325) { ($0 ^ UInt64($1)) &* 0x100000001b3 }
 }
 
-/// Reads a stream to its end with reads of `size` bytes; returns the bytes and the last
-/// result (0 for a clean end, −1 for an error).
-func drain(_ stream: InputStream, size: Int) -> (Data, Int) {
-    var out = Data()
-    var buffer = [UInt8](repeating: 0, count: size)
-    while true {
-        let n = stream.read(&buffer, maxLength: size)
-        if n <= 0 { return (out, n) }
-        out.append(buffer, count: n)
-    }
-}
+/// Reads a stream to its end; returns the bytes and the last result (0 or −1).
+func drain(_ stream: InputStream, size: Int) -> (Data, Int) { stream.readToEnd(chunkSize: size) }
 
 struct SampleError: Error, Equatable, CustomStringConvertible {
     let tag: String

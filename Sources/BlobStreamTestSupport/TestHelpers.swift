@@ -1,0 +1,101 @@
+import Foundation
+import Glibc
+
+/// Deterministic data for tests: the same bytes on every run and every machine.
+public enum TestData {
+    /// `count` pseudo-random bytes from a 64-bit linear congruential generator seeded with
+    /// `seed` (Knuth's MMIX constants; the high bits of each state).
+    public static func pseudoRandom(_ count: Int, seed: UInt64) -> Data {
+        var state = seed
+        var bytes = [UInt8](repeating: 0, count: count)
+        for i in 0..<count {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
+        }
+        return Data(bytes)
+    }
+}
+
+/// A folder of its own under the system's temporary folder, with a canonical path (no
+/// `//`, no symbolic links, so it matches what `/proc/self/fd` shows). Call `remove()` from
+/// a `defer`.
+public final class TemporaryDirectory: Sendable {
+    /// The folder's absolute path.
+    public let path: String
+
+    /// Makes a fresh folder named `<prefix>.XXXXXX`.
+    public init(prefix: String = "BlobStreamTests") throws {
+        var base = NSTemporaryDirectory()
+        while base.count > 1, base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/\(prefix).XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }),
+            let real = realpath(made, nil)
+        else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mkdtemp failed: errno \(errno)"])
+        }
+        path = String(cString: real)
+        free(real)
+    }
+
+    /// The folder as a file URL.
+    public var url: URL { URL(fileURLWithPath: path) }
+
+    /// The path of `name` inside the folder.
+    public func path(_ name: String) -> String { path + "/" + name }
+
+    /// Writes `data` at `name` (making the folders on the way) and returns its path.
+    @discardableResult
+    public func file(_ name: String, _ data: Data) throws -> String {
+        let p = path(name)
+        try FileManager.default.createDirectory(
+            atPath: (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try data.write(to: URL(fileURLWithPath: p))
+        return p
+    }
+
+    /// Replaces the file at `name` with a new one (a new inode) holding `data`: written
+    /// aside, then renamed over it.
+    public func replace(_ name: String, _ data: Data) throws {
+        let p = path(name)
+        try data.write(to: URL(fileURLWithPath: p + ".new"))
+        guard rename(p + ".new", p) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename failed: errno \(errno)"])
+        }
+    }
+
+    /// Deletes the folder and everything in it (making it writable first).
+    public func remove() {
+        _ = chmod(path, 0o700)
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// A list that several threads append to (progress reports, callbacks), read after.
+public final class ConcurrentLog<Element: Sendable>: @unchecked Sendable {
+    // Unchecked Sendable: `items` is guarded by `lock`.
+    private let lock = NSLock()
+    private var items: [Element] = []
+
+    /// An empty log.
+    public init() {}
+
+    /// Appends one element.
+    public func add(_ element: Element) { lock.withLock { items.append(element) } }
+
+    /// Everything appended so far, in order.
+    public var all: [Element] { lock.withLock { items } }
+}
+
+extension InputStream {
+    /// Reads to the end with reads of `chunkSize` bytes; returns the bytes and the last
+    /// result (0 for a clean end, −1 for an error).
+    public func readToEnd(chunkSize: Int = 65_536) -> (data: Data, last: Int) {
+        var out = Data()
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        while true {
+            let n = read(&buffer, maxLength: chunkSize)
+            if n <= 0 { return (out, n) }
+            out.append(buffer, count: n)
+        }
+    }
+}
