@@ -7,7 +7,8 @@ import Foundation
 /// ```
 ///
 /// Blocking reads run on a serial dispatch queue of the sequence's own, never on the
-/// cooperative thread pool. Cancelling the task closes the stream, which wakes a read
+/// cooperative thread pool, one chunk ahead of the consumer (so reading overlaps with
+/// whatever the consumer does with the previous chunk: at most two chunks are in memory). Cancelling the task closes the stream, which wakes a read
 /// waiting for the source, and the iteration throws `CancellationError`. A source error is
 /// thrown as the stream's `BlobStreamError`; the end of the bytes ends the sequence.
 public struct BlobChunks: AsyncSequence, Sendable {
@@ -41,9 +42,7 @@ public struct BlobChunks: AsyncSequence, Sendable {
             try Task.checkCancellation()
             let box = self.box, size = chunkSize
             let result: Result<Data?, any Error> = await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    box.queue.async { continuation.resume(returning: box.readChunk(size)) }
-                }
+                await withCheckedContinuation { continuation in box.take(size, continuation) }
             } onCancel: {
                 box.cancel()
             }
@@ -56,15 +55,68 @@ public struct BlobChunks: AsyncSequence, Sendable {
     }
 }
 
-/// Holds the stream for `BlobChunks`. Unchecked Sendable: the stream is used only on
-/// `queue`, except `close()`, which `BlobInputStream` allows from any thread.
+/// Holds the stream for `BlobChunks` and reads one chunk ahead: while the consumer works on
+/// chunk N (sends it, hashes it), chunk N+1 is read on the queue.
+///
+/// Unchecked Sendable: the stream is used only on `queue` (one read at a time), except
+/// `close()`, which `BlobInputStream` allows from any thread; `ready` and `waiter` are
+/// guarded by `lock`.
 final class StreamBox: @unchecked Sendable {
     let stream: BlobInputStream
     let queue = DispatchQueue(label: "BlobStream.BlobChunks")
     private var opened = false
+    private let lock = NSLock()
+    private var inFlight = false
+    private var ready: Result<Data?, any Error>?
+    private var waiter: CheckedContinuation<Result<Data?, any Error>, Never>?
 
     init(_ stream: BlobInputStream) { self.stream = stream }
 
+    /// Hands the next chunk to `continuation`: the one read ahead, or the one being read.
+    func take(_ size: Int, _ continuation: CheckedContinuation<Result<Data?, any Error>, Never>) {
+        lock.lock()
+        if let result = ready {
+            ready = nil
+            lock.unlock()
+            continuation.resume(returning: result)
+            readAhead(size, after: result)
+            return
+        }
+        waiter = continuation
+        let start = !inFlight
+        inFlight = true
+        lock.unlock()
+        if start { read(size) }
+    }
+
+    /// Starts reading the chunk after `result`, unless `result` ended the sequence.
+    private func readAhead(_ size: Int, after result: Result<Data?, any Error>) {
+        guard case .success(.some) = result else { return }
+        lock.lock()
+        let start = !inFlight
+        inFlight = true
+        lock.unlock()
+        if start { read(size) }
+    }
+
+    private func read(_ size: Int) {
+        queue.async {
+            let result = self.readChunk(size)
+            self.lock.lock()
+            self.inFlight = false
+            if let waiter = self.waiter {
+                self.waiter = nil
+                self.lock.unlock()
+                waiter.resume(returning: result)
+                self.readAhead(size, after: result)
+            } else {
+                self.ready = result
+                self.lock.unlock()
+            }
+        }
+    }
+
+    /// Runs on `queue`.
     func readChunk(_ size: Int) -> Result<Data?, any Error> {
         if !opened {
             opened = true
