@@ -24,6 +24,7 @@ demo: deps
 
 ## test: install what is missing, build everything, run every test.
 test: deps
+	cd Fixtures/ConsumerPackage && $(SWIFT) run PhotoExport ..
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

@@ -128,6 +128,10 @@ struct FixtureTests {
         var rows: [(String, String)] = []
         let enumerator = FileManager.default.enumerator(atPath: Tool.fixtures.path)
         while let name = enumerator?.nextObject() as? String {
+            if (name as NSString).lastPathComponent == ".build" {
+                enumerator?.skipDescendants()  // the consumer package's build folder
+                continue
+            }
             guard name.hasSuffix("README.md") else { continue }
             let folder = (name as NSString).deletingLastPathComponent
             let text = try String(contentsOf: Tool.fixtures.appendingPathComponent(name), encoding: .utf8)
