@@ -99,3 +99,22 @@ extension InputStream {
         }
     }
 }
+
+/// A mutable box for a result made on another thread: written there before a semaphore is
+/// signalled (or a thread ends), read after it was waited for. Unchecked Sendable: that
+/// hand-over is the caller's to keep.
+public final class TestBox<T>: @unchecked Sendable {
+    /// The value.
+    public var value: T
+    /// A box holding `value`.
+    public init(_ value: T) { self.value = value }
+}
+
+/// A value handed to another thread once and used only there. Unchecked Sendable: the
+/// creating thread does not touch it afterwards.
+public struct Handoff<T>: @unchecked Sendable {
+    /// The value handed over.
+    public let value: T
+    /// Wraps `value` for the hand-over.
+    public init(value: T) { self.value = value }
+}

@@ -120,14 +120,7 @@ func drain(_ source: any BlobDataSource, size: Int = 65_536, offset: Int? = nil)
     let stream = BlobInputStream(dataSource: source, mode: .synchronous)
     if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
     stream.open()
-    var out = Data()
-    var buffer = [UInt8](repeating: 0, count: size)
-    var n = 0
-    while true {
-        n = stream.read(&buffer, maxLength: size)
-        if n <= 0 { break }
-        out.append(buffer, count: n)
-    }
+    let (out, n) = stream.readToEnd(chunkSize: size)
     let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
         ?? stream.streamError as? BlobStreamError
     let length = source.length

@@ -71,17 +71,8 @@ struct AsyncRead: Sendable {
     var error: BlobStreamError?
 }
 
-/// A mutable box for a result produced on another thread (written before a semaphore is
-/// signalled, read after it was waited for).
-final class Box<T>: @unchecked Sendable {
-    var value: T
-    init(_ value: T) { self.value = value }
-}
+typealias Box<T> = TestBox<T>
 
-/// A value handed to another thread once and used only there.
-struct Handoff<T>: @unchecked Sendable {
-    let value: T
-}
 
 /// Reads `source` through an asynchronous `BlobInputStream` scheduled on the run loop of a
 /// thread of its own: reads `size` bytes (or what `nextSize` says for the total so far) on each `.hasBytesAvailable` (then `progress` runs

@@ -40,18 +40,8 @@ struct AsyncRead: Sendable {
     var errorDescription: String?
 }
 
-/// A mutable box for a result produced on another thread (written before the semaphore is
-/// signalled, read after it was waited for).
-final class Box<T>: @unchecked Sendable {
-    var value: T
-    init(_ value: T) { self.value = value }
-}
+typealias Box<T> = TestBox<T>
 
-/// A value handed to another thread once and used only there. Unchecked: the creating
-/// thread does not touch it afterwards.
-struct Handoff<T>: @unchecked Sendable {
-    let value: T
-}
 
 /// Reads `source` through an asynchronous `BlobInputStream` scheduled on the run loop of a
 /// thread of its own: reads on `.hasBytesAvailable`, closes on the end or an error.

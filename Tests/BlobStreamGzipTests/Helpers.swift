@@ -107,14 +107,7 @@ func drainSync(_ source: any BlobDataSource, size: Int = 65_536, offset: Int? = 
     let stream = BlobInputStream(dataSource: source, mode: .synchronous)
     if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
     stream.open()
-    var out = Data()
-    var buffer = [UInt8](repeating: 0, count: size)
-    var n = 0
-    while true {
-        n = stream.read(&buffer, maxLength: size)
-        if n <= 0 { break }
-        out.append(buffer, count: n)
-    }
+    let (out, n) = stream.readToEnd(chunkSize: size)
     let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
     stream.close()
     return Drained(data: out, last: n, error: error)

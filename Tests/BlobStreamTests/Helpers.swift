@@ -36,9 +36,4 @@ func onRunLoopThread(timeout: TimeInterval = 20, _ body: @escaping @Sendable () 
     return done.wait(timeout: .now() + timeout) == .success
 }
 
-/// A mutable box for results produced on another thread (set before the semaphore is
-/// signalled, read after it is waited for).
-final class Box<T>: @unchecked Sendable {
-    var value: T
-    init(_ value: T) { self.value = value }
-}
+typealias Box<T> = TestBox<T>
