@@ -21,13 +21,22 @@ public struct UploadBody: Sendable {
     }
 
     /// A body whose length is read from a source opened once for the purpose (a file's
-    /// size comes from `fstat` at open); nil for sources that cannot tell (gzip, pipes).
+    /// size comes from `fstat` at open). Only a source that can seek is opened to find out:
+    /// opening one that reads and discards (a gzip stream, an archive member, a pipe) could
+    /// consume bytes that a fresh source over the same pipe would then miss, so such a body
+    /// gets the length the source knows before opening (usually none: it goes chunked).
     ///
     /// - Throws: the source's error when it cannot be opened.
     public static func probingLength(
         contentType: String? = nil, _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
     ) throws -> UploadBody {
-        let stream = BlobInputStream(dataSource: try makeSource(), mode: .synchronous)
+        let source = try makeSource()
+        guard source.offsetCapability == .seek else {
+            let length = source.length
+            source.close()
+            return UploadBody(length: length, contentType: contentType, makeSource: makeSource)
+        }
+        let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()
         defer { stream.close() }
         if let error = stream.streamError { throw error }

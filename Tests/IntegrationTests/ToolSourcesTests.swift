@@ -74,6 +74,13 @@ struct ToolSourcesTests {
         #expect(offset.status == 0, "\(offset.stderr)")
         #expect(server.stored("tail.jpg") == reference.stdout.suffix(from: 1000))
 
+        // A gzip stream read from a pipe: the upload must not open it twice (a probe for
+        // its length would eat the bytes a second reader needs).
+        let sample = Tool.fixtures.appendingPathComponent("files/sample.txt").path
+        let piped = try Tool.shell("gzip -c '\(sample)' | \"$BLOBSTREAM\" upload gzip:file:///dev/stdin --to \(server.baseURL)/files/piped.txt")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(server.stored("piped.txt") == FileManager.default.contents(atPath: sample))
+
         let denied = try Tool.blobstream(["upload", member, "--to", "\(server.baseURL)/deny/x"])
         #expect(denied.status == 1)
         #expect(denied.stderr.contains("403"))
