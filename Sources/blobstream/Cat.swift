@@ -12,12 +12,6 @@ struct Cat: ParsableCommand {
     var sources: [String] = ["-"]
 
     func run() throws {
-        let registry = makeRegistry(library: options.library)
-        try forEachSource(sources) { source in
-            let stream = try openStream(source, registry: registry, offset: options.offset)
-            defer { stream.close() }
-            let progress = ProgressLine(label: source, total: stream.dataSource.length)
-            try pump(stream, name: source, progress: progress) { try Console.writeOut($0) }
-        }
+        try options.forEachStream(sources) { _, pumpBytes in try pumpBytes { try Console.writeOut($0) } }
     }
 }

@@ -13,13 +13,9 @@ struct Checksum: ParsableCommand {
     var sources: [String] = ["-"]
 
     func run() throws {
-        let registry = makeRegistry(library: options.library)
-        try forEachSource(sources) { source in
-            let stream = try openStream(source, registry: registry, offset: options.offset)
-            defer { stream.close() }
+        try options.forEachStream(sources) { source, pumpBytes in
             var hasher = SHA256()
-            let progress = ProgressLine(label: source, total: stream.dataSource.length)
-            try pump(stream, name: source, progress: progress) { hasher.update(bufferPointer: $0) }
+            try pumpBytes { hasher.update(bufferPointer: $0) }
             let hex = hasher.finalize().map { String(format: "%02x", $0) }.joined()
             try Console.print("\(hex)  \(source)\n")
         }

@@ -117,3 +117,21 @@ func forEachSource(_ sources: [String], _ body: (String) throws -> Void) throws 
     }
     if failed { throw ToolFailure(message: "", alreadyReported: true) }
 }
+
+extension SourceOptions {
+    /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
+    /// asset URLs resolved through `--library`, and hands `body` its name and a function
+    /// that pumps its bytes to a consumer, with a progress line on a terminal.
+    func forEachStream(
+        _ sources: [String],
+        _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
+    ) throws {
+        let registry = makeRegistry(library: library)
+        try forEachSource(sources) { source in
+            let stream = try openStream(source, registry: registry, offset: offset)
+            defer { stream.close() }
+            let progress = ProgressLine(label: source, total: stream.dataSource.length)
+            try body(source) { consume in try pump(stream, name: source, progress: progress, consume) }
+        }
+    }
+}
