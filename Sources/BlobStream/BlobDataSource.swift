@@ -108,7 +108,11 @@ public protocol BlobDataSource: AnyObject {
     /// end, −1 after setting `state.error`.
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int
 
-    /// Lends the source's own buffer when it has one; `false` otherwise (the default).
+    /// Lends the source's own buffer when it has bytes there: on true, `buffer` points at
+    /// `length` (> 0) bytes that are consumed (as `read` would have returned them) and stay
+    /// valid until the next call on the source. `false` (the default) when nothing is lent,
+    /// and then nothing is consumed: the owner calls `read`, which also reports the end and
+    /// errors.
     func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool
 
     /// A property value; at least `.fileCurrentOffsetKey` (an `NSNumber` of the next byte's
@@ -174,4 +178,17 @@ public enum BlobOffset {
         default: return nil
         }
     }
+}
+
+extension Stream.PropertyKey {
+    /// A key a source may answer with an opaque `String` that identifies the bytes it
+    /// delivers: two sources that answer the same value deliver the same bytes. Files
+    /// answer it once open (device, inode, size and change times); most sources answer
+    /// nil.
+    ///
+    /// It lets a reader remember what it learned about a source's bytes for as long as the
+    /// value stays the same (`ArchiveMemberDataSource` remembers where the members of an
+    /// uncompressed tar start). Whoever uses it must still check what it reads: the value
+    /// is a hint, not a checksum.
+    public static let blobContentIdentityKey = Stream.PropertyKey("BlobStreamContentIdentity")
 }

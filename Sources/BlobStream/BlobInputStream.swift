@@ -125,13 +125,16 @@ open class BlobInputStream: InputStream {
         core.read(buffer, maxLength: len)
     }
 
-    /// Lends the source's buffer when it has one.
+    /// Lends the source's own buffer instead of copying, when the source has one (archive
+    /// members lend libarchive's blocks): on true, `buffer` points at `len` (> 0) bytes that
+    /// are consumed (as `read` would have returned them) and stay valid until the next
+    /// call on the stream. Waits for bytes like `read`. False when nothing is lent (the
+    /// source has no buffer, or not here, or the end or an error came): nothing was
+    /// consumed, and `read` gives the bytes, the end or the error.
     open override func getBuffer(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length len: UnsafeMutablePointer<Int>
     ) -> Bool {
-        core.sourceLock.lock()
-        defer { core.sourceLock.unlock() }
-        return core.source.getBuffer(buffer, length: len)
+        core.getBuffer(buffer, length: len)
     }
 
     /// In asynchronous mode, whether a `read` would return at once with bytes. In

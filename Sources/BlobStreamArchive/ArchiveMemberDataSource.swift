@@ -249,6 +249,41 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         return n
     }
 
+    /// Lends the rest of libarchive's current data block (for an uncompressed tar, the
+    /// block read from the upstream) instead of copying it: the bytes are consumed and stay
+    /// valid until the next call. False, consuming nothing, where `read` has work to do
+    /// (a hole of a sparse member, the end, an error, before the open completed).
+    ///
+    /// The end is confirmed by the next call, not with the last bytes lent (confirming
+    /// it means asking libarchive for more, which would end the loan early), so a check
+    /// that fails there (a zip CRC) fails that next call.
+    public func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard failure == nil, pending == nil, !closed, handle != nil, state.isOpenCompleted else { return false }
+        while true {
+            if let current = block {
+                let end = current.offset + Int64(current.size)
+                // Before the block's data: a hole of a sparse member, which `read` fills.
+                if produced < current.offset || current.pointer == nil { return false }
+                if target > produced { produced = min(target, end) }  // skip to the target
+                if produced < end {
+                    buffer.pointee = UnsafeMutablePointer(mutating: current.pointer!.assumingMemoryBound(to: UInt8.self)) + Int(produced - current.offset)
+                    length.pointee = Int(end - produced)
+                    produced = end
+                    target = produced
+                    return true
+                }
+                block = nil
+            }
+            if dataEnded { return false }
+            if let problem = fetchBlock() {
+                fail(problem)
+                return false
+            }
+        }
+    }
+
     /// `.fileCurrentOffsetKey`: the member offset of the next byte.
     public func property(forKey key: Stream.PropertyKey) -> Any? {
         guard key == .fileCurrentOffsetKey else { return nil }
@@ -364,40 +399,88 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         state.hasBytesAvailable = true
     }
 
-    /// Opens a fresh libarchive handle from the upstream's current offset (0) and reads
-    /// headers up to the member, following hard links. Resets the data cursor.
+    /// Opens a fresh libarchive handle and reads headers up to the member, following hard
+    /// links. Resets the data cursor. Reading starts at offset 0 of the upstream, or, for an
+    /// uncompressed tar searched before (see `TarHeaderIndex`), at the member's header or
+    /// where the last search stopped. `rewind`: the upstream is not at offset 0.
     private func locate(rewind: Bool) throws(BlobStreamError) {
         var wanted = self.wanted
         var links: [String] = []
-        var needsRewind = rewind
+        var atStart = !rewind
+        let identity = UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
+        var useIndex = identity != nil
         while true {
-            if needsRewind && !rewindUpstream() {
-                throw makeError(
-                    .unsupported,
-                    "it is a hard link to '\(links.last ?? "")', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: upstream))) cannot do")
+            let wantedHash = wanted.withUnsafeBufferPointer { TarHeaderIndex.hash($0) }
+            let plan: TarHeaderIndex.Plan = useIndex ? TarHeaderIndex.plan(identity: identity!, hash: wantedHash) : .scan
+            var start: Int64 = 0
+            var recorded: TarHeaderIndex.Snapshot?
+            switch plan {
+            case .scan: recorded = identity != nil ? TarHeaderIndex.Snapshot() : nil
+            case .jump(let position): start = position
+            case .resume(let snapshot):
+                start = snapshot.last
+                recorded = snapshot
             }
+            if start != 0 || !atStart {
+                let moved = start != 0
+                    ? upstream.setProperty(NSNumber(value: start), forKey: .fileCurrentOffsetKey)
+                    : rewindUpstream()
+                if !moved && links.isEmpty {
+                    throw makeError(.sourceFailed, "the upstream (\(type(of: upstream))) refused to move to offset \(start)")
+                }
+                if !moved {
+                    throw makeError(
+                        .unsupported,
+                        "it is a hard link to '\(links.last ?? "")', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: upstream))) cannot do")
+                }
+            }
+            atStart = start == 0
             handle?.free()
             handle = nil
             block = nil
-            let input = UpstreamInput(upstream: upstream, signal: signal)
-            let fresh: ArchiveHandle
-            do {
-                fresh = try ArchiveHandle(input: input)
-            } catch {
-                throw translate(error, input: input, while: "opening the archive")
-            }
-            handle = fresh
+            let input = UpstreamInput(upstream: upstream, signal: signal, start: start)
             var found: ArchiveHandle.Header?
+            var stale = false  // a remembered position did not hold the expected header
+            var first = true
             do {
-                while let header = try fresh.nextHeader() {
-                    if Self.normalized(header.pathBytes) == wanted {
-                        found = header
+                let fresh = try ArchiveHandle(input: input)
+                handle = fresh
+                while try fresh.advance() {
+                    let (matches, hash) = fresh.withCurrentPath { path in
+                        let name = UnsafeBufferPointer(rebasing: path[Self.normalizedBounds(path)])
+                        return (name.elementsEqual(wanted), TarHeaderIndex.hash(name))
+                    }
+                    if first, case .resume(let snapshot) = plan, hash != snapshot.lastHash || !fresh.isUncompressedTar {
+                        stale = true
+                        break
+                    }
+                    if case .jump = plan, !matches || !fresh.isUncompressedTar {
+                        stale = true
+                        break
+                    }
+                    if recorded != nil {
+                        if first, case .scan = plan, !fresh.isUncompressedTar { recorded = nil }
+                        recorded?.record(hash, at: start + fresh.headerPosition)
+                    }
+                    first = false
+                    if matches {
+                        found = fresh.currentHeader()
                         break
                     }
                 }
             } catch {
-                throw translate(error, input: input, while: "reading the headers")
+                if first, start != 0, input.failure == nil {
+                    stale = true  // no archive, or no header, where one was remembered
+                } else {
+                    throw translate(error, input: input, while: first && handle == nil ? "opening the archive" : "reading the headers")
+                }
             }
+            if stale {
+                TarHeaderIndex.forget(identity: identity!)
+                useIndex = false
+                continue
+            }
+            if let recorded { TarHeaderIndex.store(recorded, identity: identity!) }
             guard let header = found else {
                 if let target = links.last {
                     throw makeError(.notFound, "it is a hard link to '\(target)', which is not in the archive")
@@ -416,7 +499,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                     throw makeError(.corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
                 }
                 wanted = Self.normalized(Array(target.utf8))
-                needsRewind = true
+                atStart = false
                 continue
             case .file, .hardLink:
                 memberHeader = entry
@@ -593,14 +676,20 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
 
     /// A leading `./` (repeated) and a trailing `/` do not count.
     static func normalized(_ name: [UInt8]) -> [UInt8] {
-        var slice = name[...]
-        while slice.count >= 2, slice[slice.startIndex] == UInt8(ascii: "."), slice[slice.startIndex + 1] == UInt8(ascii: "/") {
-            slice = slice.dropFirst(2)
-            while slice.first == UInt8(ascii: "/") { slice = slice.dropFirst() }
+        name.withUnsafeBufferPointer { Array($0[normalizedBounds($0)]) }
+    }
+
+    /// The part of `name` that counts (see `normalized`).
+    static func normalizedBounds(_ name: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+        let dot = UInt8(ascii: "."), slash = UInt8(ascii: "/")
+        var lo = 0, hi = name.count
+        while hi - lo >= 2, name[lo] == dot, name[lo + 1] == slash {
+            lo += 2
+            while lo < hi, name[lo] == slash { lo += 1 }
         }
-        while slice.count > 1, slice.last == UInt8(ascii: "/") { slice = slice.dropLast() }
-        if slice == [UInt8(ascii: ".")] { return [] }
-        return Array(slice)
+        while hi - lo > 1, name[hi - 1] == slash { hi -= 1 }
+        if hi - lo == 1, name[lo] == dot { return lo..<lo }
+        return lo..<hi
     }
 
     static func describe(_ upstream: any BlobDataSource) -> String {

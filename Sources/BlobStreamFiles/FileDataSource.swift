@@ -44,6 +44,8 @@ public final class FileDataSource: BlobDataSource {
     private var startOffset: Int64 = 0
     private var opened = false, closed = false
     private var fd: Int32 = -1
+    /// What `.blobContentIdentityKey` answers once open.
+    private var identity: String?
 
     /// Makes a source for the file at `path`; nothing is opened until `open()`.
     public init(path: String) {
@@ -95,6 +97,7 @@ public final class FileDataSource: BlobDataSource {
         guard offset <= status.size else {
             return fail(FileErrors.pastEnd(name, offset: offset, length: status.size))
         }
+        identity = status.identity
         reader = PositionalReader(fd: fd, length: status.size, offset: offset, name: name, state: state)
     }
 
@@ -121,8 +124,10 @@ public final class FileDataSource: BlobDataSource {
     }
 
     /// `.fileCurrentOffsetKey`: an `NSNumber` of the offset of the next byte (before
-    /// `open()`, the offset reading will start at).
+    /// `open()`, the offset reading will start at). `.blobContentIdentityKey`: once open, a
+    /// `String` made of the file's device, inode, size and modification and change times.
     public func property(forKey key: Stream.PropertyKey) -> Any? {
+        if key == .blobContentIdentityKey { return reader != nil ? identity : nil }
         guard key == .fileCurrentOffsetKey else { return nil }
         if let reader { return NSNumber(value: reader.position) }
         return opened || closed ? nil : NSNumber(value: startOffset)

@@ -85,7 +85,16 @@ func pump(
     defer { buffer.deallocate() }
     let bytes = buffer.assumingMemoryBound(to: UInt8.self)
     var total: Int64 = 0
+    var lent: UnsafeMutablePointer<UInt8>?
+    var lentCount = 0
     while true {
+        // A source that has a buffer of its own (an archive member) lends it: no copy.
+        if stream.getBuffer(&lent, length: &lentCount), let lent {
+            try body(UnsafeRawBufferPointer(start: lent, count: lentCount))
+            total += Int64(lentCount)
+            progress?.update(total)
+            continue
+        }
         let n = stream.read(bytes, maxLength: size)
         if n == 0 { break }
         if n < 0 {

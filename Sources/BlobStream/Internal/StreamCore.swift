@@ -108,25 +108,8 @@ final class StreamCore: @unchecked Sendable {
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard maxLength > 0 else { return 0 }
         while true {
-            condition.lock()
-            waiting: while true {
-                switch status {
-                case .atEnd:
-                    condition.unlock()
-                    return 0
-                case .opening, .open, .reading:
-                    // Opening: the source is not open yet. Open: wait until it announces bytes,
-                    // its end or its error (rule 2: the source's read never waits itself).
-                    if status != .opening && !needsWait() { break waiting }
-                    _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns -1
-                default:  // notOpen, closed, error
-                    condition.unlock()
-                    return -1
-                }
-            }
-            if status == .open { status = .reading }
-            condition.unlock()
-
+            guard let ready = awaitReadable() else { return -1 }
+            if !ready { return 0 }
             sourceLock.lock()
             let n = source.read(buffer, maxLength: maxLength)
             sourceLock.unlock()
@@ -150,6 +133,48 @@ final class StreamCore: @unchecked Sendable {
                     ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
             }
             return n
+        }
+    }
+
+    /// Lends the source's buffer when it has bytes to lend now: waits like `read` for
+    /// bytes, then asks the source. False (nothing consumed) when the source lends none
+    /// here, at the end, or after an error: `read` then tells which.
+    func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool {
+        guard awaitReadable() == true else { return false }
+        sourceLock.lock()
+        let lent = source.getBuffer(buffer, length: length)
+        sourceLock.unlock()
+        if lent && length.pointee > 0 {
+            afterRead()
+            return true
+        }
+        condition.lock()
+        if status == .reading { status = .open }
+        condition.unlock()
+        return false
+    }
+
+    /// Waits (in both modes) until the source has bytes, its end or its error to hand out,
+    /// and marks the stream reading: true then; false at the end; nil when the stream
+    /// failed, is closed or not open.
+    private func awaitReadable() -> Bool? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            switch status {
+            case .atEnd:
+                return false
+            case .opening, .open, .reading:
+                // Opening: the source is not open yet. Open: wait until it announces bytes,
+                // its end or its error (rule 2: the source's read never waits itself).
+                if status != .opening && !needsWait() {
+                    if status == .open { status = .reading }
+                    return true
+                }
+                _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns nil
+            default:  // notOpen, closed, error
+                return nil
+            }
         }
     }
 

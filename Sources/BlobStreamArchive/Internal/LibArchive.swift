@@ -74,19 +74,61 @@ final class ArchiveHandle {
     func free() {
         guard let a = archive else { return }
         archive = nil
+        current = nil
         _ = UTF8Locale.run { archive_read_free(a) }
     }
 
+    /// The entry of the current header (libarchive's, valid until the next call).
+    private var current: OpaquePointer?
+
     /// The next header; nil at the end of the archive.
     func nextHeader() throws(Failure) -> Header? {
+        guard try advance() else { return nil }
+        return currentHeader()
+    }
+
+    /// Moves to the next header without copying it out; false at the end of the archive.
+    func advance() throws(Failure) -> Bool {
+        current = nil
         guard let a = archive else { throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0) }
         var entryPointer: OpaquePointer?
         let rc = UTF8Locale.run { archive_read_next_header(a, &entryPointer) }
-        if rc == ARCHIVE_EOF { return nil }
+        if rc == ARCHIVE_EOF { return false }
         // RETRY (a damaged header libarchive could skip) and FAILED are errors here: the
         // member asked for may be the damaged one.
         guard rc == ARCHIVE_OK || rc == ARCHIVE_WARN, let e = entryPointer else { throw failure(rc) }
-        return UTF8Locale.run { Self.header(e) }
+        current = e
+        return true
+    }
+
+    /// The current header, copied out (call after `advance()` returned true).
+    func currentHeader() -> Header {
+        UTF8Locale.run { Self.header(current!) }
+    }
+
+    /// Calls `body` with the current header's stored name, without copying it (the bytes
+    /// are valid only inside `body`).
+    func withCurrentPath<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        UTF8Locale.run {
+            let raw = archive_entry_pathname(current!) ?? archive_entry_pathname_utf8(current!)
+            guard let raw else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+            return body(UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)))
+        }
+    }
+
+    /// Where the current header starts, counted in the bytes this handle read (its first
+    /// byte is 0), including the extension headers (pax, GNU long names) that precede it.
+    var headerPosition: Int64 {
+        guard let a = archive else { return 0 }
+        return archive_read_header_position(a)
+    }
+
+    /// The archive is a tar (any variant) read with no filter: each header sits at a fixed
+    /// place in the upstream, and reading can start at one.
+    var isUncompressedTar: Bool {
+        guard let a = archive else { return false }
+        return archive_format(a) & ARCHIVE_FORMAT_BASE_MASK == ARCHIVE_FORMAT_TAR && archive_filter_count(a) == 1
+            && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE
     }
 
     /// The next data block of the current entry; nil at its end.

@@ -13,6 +13,7 @@ final class PathUpstream: BlobDataSource {
     private var fd: Int32 = -1
     private var size: Int64?
     private var position: Int64 = 0
+    private var identity: String?
 
     init(path: String) { self.path = path }
 
@@ -47,6 +48,7 @@ final class PathUpstream: BlobDataSource {
             return
         }
         size = Int64(info.st_size)
+        identity = "file:\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):\(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)"
         state.isOpenCompleted = true
         if size == 0 { state.isAtEnd = true } else { state.hasBytesAvailable = true }
     }
@@ -78,7 +80,11 @@ final class PathUpstream: BlobDataSource {
     }
 
     func property(forKey key: Stream.PropertyKey) -> Any? {
-        key == .fileCurrentOffsetKey ? NSNumber(value: position) : nil
+        switch key {
+        case .fileCurrentOffsetKey: NSNumber(value: position)
+        case .blobContentIdentityKey: fd >= 0 ? identity : nil
+        default: nil
+        }
     }
 
     func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {

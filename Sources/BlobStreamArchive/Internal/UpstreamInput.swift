@@ -2,9 +2,15 @@ import BlobStream
 import Foundation
 import Synchronization
 
-/// What libarchive's callbacks read from: an upstream `BlobDataSource`, read in blocks of
-/// `blockSize` into a buffer of its own (handed to libarchive, valid until the next read).
+/// What libarchive's callbacks read from: an upstream `BlobDataSource`, read into a buffer
+/// of its own (handed to libarchive, valid until the next read).
 ///
+/// - Read sizes adapt: a read right after a skip or a seek asks for `minimumReadSize`
+///   bytes (libarchive typically wants a header of a few hundred bytes there, then skips
+///   the member's body), and each read that follows one without a skip asks for twice as
+///   much, up to `blockSize`. Listing or locating a member among thousands of small ones
+///   then reads a few KiB per member instead of whole blocks, while a member's body is
+///   read in full blocks.
 /// - Seeking: when the upstream can seek (`offsetCapability == .seek` and a known length),
 ///   skip and seek move it with `.fileCurrentOffsetKey`; the input keeps its own position
 ///   for `SEEK_CUR` and uses `length` for `SEEK_END`.
@@ -17,7 +23,10 @@ import Synchronization
 /// Used by one owner at a time (the callbacks run inside the owner's libarchive calls);
 /// `cancel()` and the observers may come from any thread and touch only `signal`.
 final class UpstreamInput {
+    /// The largest read, and the buffer's size.
     static let blockSize = 256 * 1024
+    /// The first read, and the first read after each skip or seek.
+    static let minimumReadSize = 8 * 1024
 
     let upstream: any BlobDataSource
     let buffer: UnsafeMutableRawPointer
@@ -25,6 +34,8 @@ final class UpstreamInput {
     let canSeek: Bool
     /// The upstream's offset of the next byte `read()` returns.
     private(set) var position: Int64 = 0
+    /// How much the next read asks for.
+    private var readSize = minimumReadSize
     /// A read met the upstream's end (libarchive failing after that, without saying why,
     /// means the archive ended early).
     private(set) var sawEnd = false
@@ -36,11 +47,18 @@ final class UpstreamInput {
     ///   - upstream: an upstream that is open (`isOpenCompleted`) and at offset 0.
     ///   - signal: the waiter fed by observers of an asynchronous upstream; nil for a
     ///     synchronous one.
-    init(upstream: any BlobDataSource, signal: UpstreamSignal?) {
+    ///   - start: the upstream's offset (where it was moved before this input was made).
+    init(upstream: any BlobDataSource, signal: UpstreamSignal?, start: Int64 = 0) {
         self.upstream = upstream
         self.signal = signal
-        self.canSeek = upstream.offsetCapability == .seek && upstream.length != nil
+        self.canSeek = Self.canSeek(upstream)
+        self.position = start
         self.buffer = .allocate(byteCount: Self.blockSize, alignment: 64)
+    }
+
+    /// Whether skip and seek callbacks can be installed for `upstream`.
+    static func canSeek(_ upstream: any BlobDataSource) -> Bool {
+        upstream.offsetCapability == .seek && upstream.length != nil
     }
 
     deinit { buffer.deallocate() }
@@ -74,9 +92,10 @@ final class UpstreamInput {
             }
             signal!.wait { self.upstream.hasBytesAvailable || self.upstream.isAtEnd || self.upstream.error != nil }
         }
-        let n = upstream.read(buffer.assumingMemoryBound(to: UInt8.self), maxLength: Self.blockSize)
+        let n = upstream.read(buffer.assumingMemoryBound(to: UInt8.self), maxLength: readSize)
         if n > 0 {
             position += Int64(n)
+            readSize = min(readSize * 2, Self.blockSize)
             return n
         }
         if n == 0 {
@@ -95,6 +114,7 @@ final class UpstreamInput {
         guard target > position, move(to: target) else { return 0 }
         let moved = target - position
         position = target
+        readSize = Self.minimumReadSize
         return moved
     }
 
@@ -109,6 +129,7 @@ final class UpstreamInput {
         default: return nil
         }
         guard target >= 0, target <= length, move(to: target) else { return nil }
+        if target != position { readSize = Self.minimumReadSize }
         position = target
         return target
     }
@@ -119,6 +140,7 @@ final class UpstreamInput {
             upstream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey)
         else { return false }
         position = 0
+        readSize = Self.minimumReadSize
         return true
     }
 
