@@ -41,8 +41,9 @@ import Foundation
 /// zip CRC-32s, bzip2/xz/zstd block checks, deflate and LZMA streams that do not decode,
 /// sizes (the source itself checks that the bytes delivered match the header's size).
 /// libarchive 3.6 does not check a gzip trailer's CRC-32 and ISIZE (bsdtar does not
-/// either), and checks that sit after the member (an xz block check, a gzip trailer) are
-/// never reached when reading stops with the member. For a verified .tar.gz, read it
+/// either), and checks that sit after the member (an xz block check, a gzip trailer, the
+/// CRC of a garbled bzip2 block that decodes to more bytes than it held and so covers the
+/// member's end) are never reached when reading stops with the member. For a verified .tar.gz, read it
 /// through a `GzipDataSource` upstream (which checks every CRC-32 and ISIZE) with
 /// `verifyingToEnd: true`, which reads on to the end before announcing the member's end.
 ///
