@@ -20,6 +20,7 @@ build: deps
 ## 127.0.0.1, checks the server's copies).
 demo: deps
 	$(SWIFT) build --product blobstream
+	$(SWIFT) build --product blobstream-net
 	scripts/demo "$$($(SWIFT) build --show-bin-path)/blobstream"
 
 ## test: install what is missing, build everything, run every test.
@@ -32,6 +33,7 @@ test: deps
 bench: deps
 	@scripts/install-deps $(BENCH_PACKAGES)
 	$(SWIFT) build -c release --product blobstream
+	$(SWIFT) build -c release --product blobstream-net
 	$(SWIFT) build -c release --product blobstream-bench
 	scripts/bench
 

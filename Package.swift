@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
+        .executable(name: "blobstream-net", targets: ["blobstream-net"]),
         .plugin(name: "GenerateFixtures", targets: ["GenerateFixtures"]),
     ],
     dependencies: [
@@ -54,12 +55,28 @@ let package = Package(
         .target(name: "NginxTestServer", path: "Tests/NginxTestServer"),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
-        // The command-line tool.
+        // The command-line tool: what its two programs share (registry, pump, console,
+        // exit statuses), the reading commands, and the commands that need an HTTP client
+        // (`blobstream upload` and `blobstream demo` hand over to `blobstream-net`).
+        .target(
+            name: "BlobstreamCLI",
+            dependencies: [
+                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "blobstream",
             dependencies: [
-                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
-                "BlobStreamNetworking", "BlobStreamHTTPClient",
+                "BlobstreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "blobstream-net",
+            dependencies: [
+                "BlobstreamCLI", "BlobStream", "BlobStreamAssets", "BlobStreamNetworking", "BlobStreamHTTPClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -121,7 +138,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "blobstream", "blobstream-fixtures", "NginxTestServer",
+                "blobstream", "blobstream-net", "blobstream-fixtures", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

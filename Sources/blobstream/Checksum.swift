@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobStream
+import BlobstreamCLI
 import Crypto
 import Foundation
 

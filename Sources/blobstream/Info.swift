@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobStream
+import BlobstreamCLI
 import Foundation
 
 /// `blobstream info SOURCE...`: what each source is, tab-separated with a header line.

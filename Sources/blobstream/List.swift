@@ -2,6 +2,7 @@ import ArgumentParser
 import BlobStream
 import BlobStreamArchive
 import BlobStreamAssets
+import BlobstreamCLI
 import Foundation
 
 /// `blobstream ls ARCHIVE...` or `blobstream ls --library DIR`: members or assets,

@@ -95,6 +95,24 @@ struct ToolTests {
         #expect(help.text.contains("checksum"))
     }
 
+    @Test("upload and demo hand over to blobstream-net: its usage, its exit statuses; a clear error without it")
+    func handOver() throws {
+        let help = try Tool.blobstream(["help", "upload"])
+        #expect(help.status == 0 && help.text.contains("--client"), "\(help.text)\(help.stderr)")
+        let missing = try Tool.blobstream(["upload", "x"])
+        #expect(missing.status == 2 && missing.stderr.contains("--to"), "\(missing.stderr)")
+        // A copy of blobstream alone in a folder: the hand-over fails and says why.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-alone-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let alone = folder.appendingPathComponent("blobstream")
+        try FileManager.default.copyItem(at: Tool.binDirectory.appendingPathComponent("blobstream"), to: alone)
+        let result = try Tool.run(alone.path, ["upload", "x", "--to", "http://127.0.0.1:9/"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("blobstream-net") && result.stderr.contains(folder.path), "\(result.stderr)")
+        #expect(try Tool.run(alone.path, ["checksum", Tool.fixtures.appendingPathComponent("files/empty.bin").path]).status == 0)
+    }
+
     @Test("a closed stdout ends quietly")
     func closedStdout() throws {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path

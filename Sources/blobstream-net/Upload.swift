@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import BlobStream
+import BlobstreamCLI
 import BlobStreamHTTPClient
 import BlobStreamNetworking
 import Foundation

@@ -7,7 +7,7 @@ import Foundation
 
 /// The registry the tool reads through: every scheme of the modules it links. Asset URLs
 /// are resolved by the photo library given with `--library`.
-func makeRegistry(library: String? = nil) -> DataSourceRegistry {
+package func makeRegistry(library: String? = nil) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     FileSources.register(in: registry)
     GzipSources.register(in: registry)
@@ -26,7 +26,7 @@ func makeRegistry(library: String? = nil) -> DataSourceRegistry {
 /// stays as it is; `-` is standard input; an existing path is a file; `PATH!/member` is a
 /// member of the archive at PATH (split at the last `!/`, nesting allowed:
 /// `x.deb!/data.tar.xz!/usr/bin/hello`); anything else is a path (its open names it).
-func sourceURL(_ argument: String, registry: DataSourceRegistry) -> String {
+package func sourceURL(_ argument: String, registry: DataSourceRegistry) -> String {
     if argument == "-" { return BlobURL.fileURL(path: "/dev/stdin") }
     if let scheme = BlobURL.scheme(of: argument),
         registry.handles(scheme: scheme) || !FileManager.default.fileExists(atPath: argument)
@@ -45,7 +45,7 @@ func sourceURL(_ argument: String, registry: DataSourceRegistry) -> String {
 }
 
 /// Opens a synchronous stream on SOURCE, at `offset` when given.
-func openStream(_ argument: String, registry: DataSourceRegistry, offset: Int64?) throws -> BlobInputStream {
+package func openStream(_ argument: String, registry: DataSourceRegistry, offset: Int64?) throws -> BlobInputStream {
     let url = sourceURL(argument, registry: registry)
     let stream = try BlobInputStream(url: url, registry: registry, mode: .synchronous)
     if let offset, offset > 0 {
@@ -64,7 +64,7 @@ func openStream(_ argument: String, registry: DataSourceRegistry, offset: Int64?
 }
 
 /// A failure message that names the SOURCE as given when the error does not already.
-func failure(_ argument: String, _ error: any Error) -> ToolFailure {
+package func failure(_ argument: String, _ error: any Error) -> ToolFailure {
     let text: String
     if let error = error as? BlobStreamError, error.code == .sourceFailed, let cause = error.cause {
         text = String(describing: cause)
@@ -76,7 +76,7 @@ func failure(_ argument: String, _ error: any Error) -> ToolFailure {
 
 /// Reads a stream to its end in large chunks, handing each to `body`; throws the stream's
 /// error (never ends quietly on a failure).
-func pump(
+package func pump(
     _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil,
     _ body: (UnsafeRawBufferPointer) throws -> Void
 ) throws {
@@ -109,7 +109,7 @@ func pump(
 
 /// Runs `body` for each SOURCE like cat does: a failure is reported on stderr (one line)
 /// and the others still run; the command then fails. A closed stdout stops everything.
-func forEachSource(_ sources: [String], _ body: (String) throws -> Void) throws {
+package func forEachSource(_ sources: [String], _ body: (String) throws -> Void) throws {
     var failed = false
     for source in sources {
         do {
@@ -131,7 +131,7 @@ extension SourceOptions {
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
     /// that pumps its bytes to a consumer, with a progress line on a terminal.
-    func forEachStream(
+    package func forEachStream(
         _ sources: [String],
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import BlobStream
 import BlobStreamAssets
+import BlobstreamCLI
 import BlobStreamHTTPClient
 import BlobStreamNetworking
 import Crypto

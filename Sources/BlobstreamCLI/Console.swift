@@ -2,14 +2,14 @@ import Foundation
 import Glibc
 
 /// Writes to the standard streams without buffering surprises.
-enum Console {
+package enum Console {
     /// One line on stderr, prefixed with the tool's name.
-    static func error(_ message: String) {
+    package static func error(_ message: String) {
         FileHandle.standardError.write(Data("blobstream: \(message)\n".utf8))
     }
 
     /// Writes all of `buffer` to stdout; throws `StdoutClosed` when the reader went away.
-    static func writeOut(_ buffer: UnsafeRawBufferPointer) throws {
+    package static func writeOut(_ buffer: UnsafeRawBufferPointer) throws {
         var done = 0
         while done < buffer.count {
             let n = Glibc.write(1, buffer.baseAddress! + done, buffer.count - done)
@@ -23,17 +23,17 @@ enum Console {
     }
 
     /// Writes a string to stdout.
-    static func print(_ text: String) throws {
+    package static func print(_ text: String) throws {
         var text = text
         try text.withUTF8 { try writeOut(UnsafeRawBufferPointer($0)) }
     }
 
-    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+    package static var stderrIsTerminal: Bool { isatty(2) == 1 }
 }
 
 /// A progress line on stderr, only when stderr is a terminal and the work has lasted a
 /// moment; redrawn at most ten times a second, erased at the end.
-final class ProgressLine {
+package final class ProgressLine {
     private let label: String
     private let total: Int64?
     private let start = Date()
@@ -41,12 +41,12 @@ final class ProgressLine {
     private var shown = false
     private let enabled = Console.stderrIsTerminal
 
-    init(label: String, total: Int64?) {
+    package init(label: String, total: Int64?) {
         self.label = label
         self.total = total
     }
 
-    func update(_ done: Int64) {
+    package func update(_ done: Int64) {
         guard enabled else { return }
         let now = Date()
         guard now.timeIntervalSince(start) > 0.5, now.timeIntervalSince(last) > 0.1 else { return }
@@ -64,11 +64,11 @@ final class ProgressLine {
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
     }
 
-    func finish() {
+    package func finish() {
         if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 
-    static func size(_ bytes: Int64) -> String {
+    package static func size(_ bytes: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes), unit = 0
         while value >= 1024, unit < units.count - 1 {
