@@ -17,6 +17,11 @@ public enum HTTPClientUpload {
         public let body: Data
     }
 
+    /// The bytes read at a time: 1 MiB. Each chunk crosses from the reading queue to the
+    /// event loop once, so larger chunks mean fewer hand-offs between threads; at most two
+    /// are in memory (one being sent, one read ahead).
+    public static let defaultChunkSize = 1 << 20
+
     /// An AsyncHTTPClient request body that streams a fresh source of `body`.
     ///
     /// Reads run on a dispatch queue of their own (never on the cooperative pool or an
@@ -27,7 +32,7 @@ public enum HTTPClientUpload {
     /// `mode` is the mode of the `BlobInputStream` the chunks are read through; both read
     /// the same bytes.
     public static func requestBody(
-        _ body: UploadBody, chunkSize: Int = 256 * 1024, mode: BlobInputStream.Mode = .synchronous,
+        _ body: UploadBody, chunkSize: Int = defaultChunkSize, mode: BlobInputStream.Mode = .synchronous,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) throws -> HTTPClientRequest.Body {
         try requestBody(body, chunkSize: chunkSize, mode: mode, progress: progress, failure: nil)
@@ -38,9 +43,15 @@ public enum HTTPClientUpload {
         progress: (@Sendable (UploadProgress) -> Void)?, failure: SourceFailure?
     ) throws -> HTTPClientRequest.Body {
         let stream = BlobInputStream(dataSource: try body.makeSource(), mode: mode)
-        let chunks = ByteBufferChunks(
-            chunks: BlobChunks(stream: stream, chunkSize: chunkSize),
-            total: body.length, progress: progress, failure: failure)
+        // The stream reads straight into each ByteBuffer's memory: no copy between the
+        // read and the socket write.
+        let allocator = ByteBufferAllocator()
+        let buffers = BlobChunkBuffers(stream: stream, chunkSize: chunkSize) { capacity, fill in
+            var buffer = allocator.buffer(capacity: capacity)
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { fill($0) }
+            return buffer
+        }
+        let chunks = ByteBufferChunks(chunks: buffers, total: body.length, progress: progress, failure: failure)
         return .stream(chunks, length: body.length.map { .known($0) } ?? .unknown)
     }
 
@@ -60,7 +71,7 @@ public enum HTTPClientUpload {
             request.headers.add(name: "Content-Type", value: contentType)
         }
         let failure = SourceFailure()
-        request.body = try requestBody(body, chunkSize: 256 * 1024, mode: mode, progress: progress, failure: failure)
+        request.body = try requestBody(body, chunkSize: defaultChunkSize, mode: mode, progress: progress, failure: failure)
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, timeout: timeout)
@@ -89,10 +100,11 @@ final class SourceFailure: @unchecked Sendable {
     func record(_ error: any Error) { lock.withLock { if _error == nil { _error = error } } }
 }
 
-/// `BlobChunks` as `ByteBuffer`s, with progress: the finishing report comes exactly once.
+/// The stream's chunks as `ByteBuffer`s, with progress: the finishing report comes exactly
+/// once.
 struct ByteBufferChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let chunks: BlobChunks
+    let chunks: BlobChunkBuffers<ByteBuffer>
     let total: Int64?
     let progress: (@Sendable (UploadProgress) -> Void)?
     let failure: SourceFailure?
@@ -102,7 +114,7 @@ struct ByteBufferChunks: AsyncSequence, Sendable {
     }
 
     struct Iterator: AsyncIteratorProtocol {
-        var inner: BlobChunks.Iterator
+        var inner: BlobChunkBuffers<ByteBuffer>.Iterator
         let total: Int64?
         let progress: (@Sendable (UploadProgress) -> Void)?
         let failure: SourceFailure?
@@ -111,21 +123,21 @@ struct ByteBufferChunks: AsyncSequence, Sendable {
 
         mutating func next() async throws -> ByteBuffer? {
             guard !done else { return nil }
-            let chunk: Data?
+            let chunk: ByteBuffer?
             do {
                 chunk = try await inner.next()
             } catch {
                 failure?.record(error)
                 throw error
             }
-            guard let data = chunk else {
+            guard let buffer = chunk else {
                 done = true
                 progress?(UploadProgress(sent: sent, total: total, isFinished: true))
                 return nil
             }
-            sent += Int64(data.count)
+            sent += Int64(buffer.readableBytes)
             progress?(UploadProgress(sent: sent, total: total, isFinished: false))
-            return ByteBuffer(bytes: data)
+            return buffer
         }
     }
 }

@@ -16,6 +16,30 @@ struct ChunksAndConformanceTests {
         #expect(out == bytes)
     }
 
+    @Test("chunk buffers of the caller's type are filled in place: every byte, then an error as an error")
+    func chunkBuffers() async throws {
+        let bytes = sampleBytes(300_000)
+        func arrays(_ source: InMemoryDataSource) -> BlobChunkBuffers<[UInt8]> {
+            BlobChunkBuffers(stream: BlobInputStream(dataSource: source, mode: .synchronous), chunkSize: 65_536) { capacity, fill in
+                [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in count = fill(UnsafeMutableRawBufferPointer(buffer)) }
+            }
+        }
+        var out: [UInt8] = []
+        for try await chunk in arrays(InMemoryDataSource(data: bytes, chunkSize: 50_000)) {
+            #expect(!chunk.isEmpty && chunk.count <= 50_000)
+            out += chunk
+        }
+        #expect(Data(out) == bytes)
+        var got = 0
+        do {
+            for try await chunk in arrays(InMemoryDataSource(data: bytes, failAt: (123_456, SampleError(tag: "buffers")))) { got += chunk.count }
+            Issue.record("the sequence ended cleanly")
+        } catch let error as BlobStreamError {
+            #expect(error.cause as? SampleError == SampleError(tag: "buffers"))
+        }
+        #expect(got == 123_456)
+    }
+
     @Test("a source error is thrown as the stream's error")
     func chunkError() async {
         let source = InMemoryDataSource(data: sampleBytes(1000), failAt: (500, SampleError(tag: "chunks")))
