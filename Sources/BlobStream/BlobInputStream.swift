@@ -145,7 +145,7 @@ open class BlobInputStream: InputStream {
         core.condition.unlock()
         switch status {
         case .open, .reading, .opening:
-            return mode == .synchronous ? true : core.source.state.hasBytesAvailable
+            return mode == .synchronous ? true : core.sourceState.hasBytesAvailable
         default:
             return false
         }

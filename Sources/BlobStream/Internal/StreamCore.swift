@@ -8,6 +8,9 @@ import Foundation
 final class StreamCore: @unchecked Sendable {
     let mode: BlobInputStream.Mode
     let source: any BlobDataSource
+    /// `source.state`, kept: reading it through the existential costs a retain and a
+    /// release on every read (slow ones, as the state is observed through weak references).
+    let sourceState: BlobDataSourceState
     let condition = NSCondition()
     let sourceLock = NSLock()
 
@@ -28,6 +31,7 @@ final class StreamCore: @unchecked Sendable {
 
     init(source: any BlobDataSource, mode: BlobInputStream.Mode) {
         self.source = source
+        self.sourceState = source.state
         self.mode = mode
         pending.reserveCapacity(4)
     }
@@ -117,7 +121,7 @@ final class StreamCore: @unchecked Sendable {
             if n > 0 {
                 afterRead()
             } else if n == 0 {
-                let s = source.state
+                let s = sourceState
                 if !s.isAtEnd && !s.hasBytesAvailable && s.error == nil {
                     // "Nothing yet": the source went quiet within the call (its next part
                     // opens later, an asset is looked up again). Wait for its announcement.
@@ -128,7 +132,7 @@ final class StreamCore: @unchecked Sendable {
                 }
                 reachedEnd()
             } else {
-                let cause = source.state.error
+                let cause = sourceState.error
                 fail(cause.map { wrap($0) }
                     ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
             }
@@ -180,7 +184,7 @@ final class StreamCore: @unchecked Sendable {
 
     /// True while neither bytes, end nor error have been announced: the read must wait.
     private func needsWait() -> Bool {
-        let s = source.state
+        let s = sourceState
         return !(s.hasBytesAvailable || s.isAtEnd || s.error != nil)
     }
 
@@ -201,7 +205,7 @@ final class StreamCore: @unchecked Sendable {
 
     private func afterRead() {
         condition.lock()
-        let s = source.state
+        let s = sourceState
         if s.isAtEnd {
             endLocked()
         } else if s.hasBytesAvailable, status == .reading || status == .open {
@@ -261,7 +265,7 @@ final class StreamCore: @unchecked Sendable {
         case .opening, .open, .reading: break
         default: return
         }
-        let s = source.state.status
+        let s = sourceState.status
         if let cause = s.error {
             failLocked(wrap(cause))
             return
@@ -309,7 +313,7 @@ final class StreamCore: @unchecked Sendable {
         if ok {
             // A seek may move the stream off its end, or onto it.
             condition.lock()
-            let s = source.state
+            let s = sourceState
             if status == .atEnd, !s.isAtEnd {
                 status = .open
                 reportedEnd = false
