@@ -35,6 +35,7 @@ bench: deps
 	$(SWIFT) build -c release --product blobstream
 	$(SWIFT) build -c release --product blobstream-net
 	$(SWIFT) build -c release --product blobstream-bench
+	$(SWIFT) build -c release --product blobstream-bench-urlsession
 	scripts/bench
 
 ## fixtures: regenerate Fixtures/ (deterministic).

@@ -85,6 +85,7 @@ let package = Package(
         ),
         // Baseline programs for `make bench` (Foundation's own streams).
         .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
+        .executableTarget(name: "blobstream-bench-urlsession"),
         // Regenerates Fixtures/: a thin plugin over a tested executable.
         .executableTarget(
             name: "blobstream-fixtures",

@@ -5,13 +5,11 @@
 //   blobstream-bench asset-read ROOT URL SIZE TIMES   an asset of a DirectoryAssetLibrary read
 //                                                      TIMES times through BlobInputStream with
 //                                                      SIZE-byte reads; prints getBytes calls
-//   blobstream-bench urlsession-fromfile FILE URL     URLSession uploadTask(fromFile:), PUT
+//   (URLSession's uploadTask(fromFile:) is blobstream-bench-urlsession: linking
+//   FoundationNetworking here would load libcurl into every asset row's process.)
 import BlobStream
 import BlobStreamAssets
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("blobstream-bench: \(message)\n".utf8))
@@ -58,30 +56,12 @@ func assetRead(root: String, url: String, readSize: Int, times: Int) -> String {
     return "bytes=\(total) getBytes=\(getBytes)"
 }
 
-func uploadFromFile(_ path: String, to url: String) -> String {
-    var request = URLRequest(url: URL(string: url)!)
-    request.httpMethod = "PUT"
-    let done = DispatchSemaphore(value: 0)
-    final class Result: @unchecked Sendable { var text = "" }
-    let result = Result()
-    let task = URLSession.shared.uploadTask(with: request, fromFile: URL(fileURLWithPath: path)) { _, response, error in
-        if let error { result.text = "error: \(error)" } else { result.text = "status=\((response as? HTTPURLResponse)?.statusCode ?? 0)" }
-        done.signal()
-    }
-    task.resume()
-    done.wait()
-    if !result.text.hasPrefix("status=2") { fail(result.text) }
-    return result.text
-}
-
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "foundation-read":
     print(foundationRead(Array(arguments.dropFirst())))
 case "asset-read" where arguments.count == 5:
     print(assetRead(root: arguments[1], url: arguments[2], readSize: Int(arguments[3])!, times: Int(arguments[4])!))
-case "urlsession-fromfile" where arguments.count == 3:
-    print(uploadFromFile(arguments[1], to: arguments[2]))
 default:
-    fail("usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES | urlsession-fromfile FILE URL")
+    fail("usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES")
 }
