@@ -58,6 +58,18 @@ import Foundation
 /// archives, which keep their index at the end, fail with `.unsupported` saying that the
 /// upstream must be able to seek.
 ///
+/// Locating a member reads a few KiB after each skip, not whole blocks. In an uncompressed
+/// tar whose upstream names its bytes (`.blobContentIdentityKey`: files do), the process
+/// remembers where each name's first header starts, so another source for the same archive
+/// jumps to its member, or resumes where the last search stopped, instead of reading every
+/// header again (`blobstream cat A!/x A!/y` reads A's headers once). A remembered position
+/// is checked (the header there must carry the name) and forgotten when it does not hold.
+///
+/// ## Lending blocks
+/// `getBuffer` lends the rest of libarchive's current data block (for an uncompressed tar,
+/// the bytes as read from the upstream): a consumer that takes it (`blobstream cat` does)
+/// skips a copy. See `getBuffer(_:length:)` for when the end is confirmed.
+///
 /// ## Length and offsets
 /// `length` is the size in the member's header, once open (nil before, and for a zip
 /// entry whose header leaves the size to a data descriptor). `.fileCurrentOffsetKey` is
