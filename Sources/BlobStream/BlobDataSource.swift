@@ -125,6 +125,14 @@ public protocol BlobDataSource: AnyObject {
 
     /// Releases resources. Further reads return −1.
     func close()
+
+    /// Makes a `read` blocked in I/O on another thread (a pipe whose writer sends nothing)
+    /// return soon with −1 and the error `.closed`, and every later one too. The one call
+    /// that may come from any thread, at any time: `BlobInputStream.close()` makes it before
+    /// it closes the source, so that closing a stream ends a read that waits on the kernel
+    /// (contract rule 4). It must not wait for the read. Sources that wrap others pass it
+    /// on. The default does nothing: most reads end on their own.
+    func interrupt()
 }
 
 extension BlobDataSource {
@@ -140,6 +148,8 @@ extension BlobDataSource {
     public func property(forKey key: Stream.PropertyKey) -> Any? { nil }
     /// Refuses every key.
     public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { false }
+    /// Does nothing: the source's reads end on their own.
+    public func interrupt() {}
 
     /// `state.isOpenCompleted`.
     public var isOpenCompleted: Bool { state.isOpenCompleted }

@@ -162,6 +162,12 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         return true
     }
 
+    /// Passes the interruption on to every part (only the one being read is in a read).
+    public func interrupt() {
+        for part in parts { part.source.interrupt() }
+    }
+
+    /// Closes the part that is open; later reads return −1.
     public func close() {
         observations = []
         if opened, index < parts.count { parts[index].source.close() }

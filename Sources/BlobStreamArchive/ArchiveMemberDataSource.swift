@@ -339,6 +339,13 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         return true
     }
 
+    /// Ends a wait for an asynchronous upstream and passes the interruption on to the
+    /// upstream, where a read may be blocked.
+    public func interrupt() {
+        signal?.cancel()
+        upstream.interrupt()
+    }
+
     /// Frees libarchive's state and closes the upstream. Ends a wait for an asynchronous
     /// upstream at once, from any thread. Further reads return −1.
     public func close() {

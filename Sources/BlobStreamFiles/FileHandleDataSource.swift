@@ -24,8 +24,10 @@ import Glibc
 ///   (into one buffer reused) at the next read. Moving back before bytes already read is
 ///   refused (`setProperty` returns false). An offset past the end is an error at the read
 ///   that finds the end (`.invalidOffset`, naming the offset). A read blocks until the
-///   writer sends bytes or closes its end; a non-blocking descriptor is waited on with
-///   `poll`. Interrupted calls (`EINTR`) are retried.
+///   writer sends bytes or closes its end (each read polls the descriptor, so
+///   `interrupt()`, which `BlobInputStream.close()` calls from any thread, ends the wait);
+///   a non-blocking descriptor is waited on the same way. Interrupted system calls
+///   (`EINTR`) are retried.
 /// - A directory, or a descriptor that is not open, fails at `open()` (`.unsupported`,
 ///   `.ioFailed`).
 ///
@@ -61,6 +63,9 @@ public final class FileHandleDataSource: BlobDataSource {
     }
 
     private let fd: Int32
+    /// A pipe that `interrupt()` writes to, to end a `read` blocked in the kernel (nil for a
+    /// regular file, whose reads end on their own, or when the system refused a pipe).
+    private let wake: (read: Int32, write: Int32)?
     private let kind: Kind
     private let name: String
     private var positional: PositionalReader?
@@ -93,10 +98,15 @@ public final class FileHandleDataSource: BlobDataSource {
             default: kind = .sequential
             }
         }
+        if case .sequential = kind { wake = Syscalls.makeWakeup() } else { wake = nil }
     }
 
     deinit {
         sequential?.deallocate()
+        if let wake {
+            Syscalls.close(wake.read)
+            Syscalls.close(wake.write)
+        }
     }
 
     /// The file's size at `open()` for a regular file; `nil` before `open()` and for
@@ -125,7 +135,7 @@ public final class FileHandleDataSource: BlobDataSource {
         case .refused(let error):
             state.error = error
         case .sequential:
-            sequential = SequentialReader(fd: fd, offset: startOffset, name: name, state: state)
+            sequential = SequentialReader(fd: fd, wake: wake?.read ?? -1, offset: startOffset, name: name, state: state)
         case .positional:
             switch Syscalls.status(fd) {
             case .failure(let cause):
@@ -178,6 +188,13 @@ public final class FileHandleDataSource: BlobDataSource {
         guard !opened, !closed, offsetCapability != .none else { return false }
         startOffset = offset
         return true
+    }
+
+    /// Ends a `read` waiting for a pipe, FIFO, socket or device on another thread: it
+    /// returns −1 with `.closed`, as does every later read. Safe from any thread; signals an
+    /// pipe that each such read polls beside the descriptor.
+    public func interrupt() {
+        if let wake { Syscalls.signal(wakeup: wake.write) }
     }
 
     /// Stops reading; closes `fileHandle` only when made with `closeOnClose: true`. Later

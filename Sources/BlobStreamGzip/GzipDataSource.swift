@@ -284,6 +284,9 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         return true
     }
 
+    /// Passes the interruption on to the upstream, where a read may be blocked.
+    public func interrupt() { upstream.interrupt() }
+
     /// Closes the upstream and frees zlib's state and the buffers. Further reads return −1.
     public func close() {
         lock.lock()

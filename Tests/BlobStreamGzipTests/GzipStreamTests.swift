@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamFiles
 import BlobStreamGzip
 import BlobStreamTestSupport
 import Foundation
@@ -152,5 +153,30 @@ struct GzipStreamTests {
             GzipDataSource(upstream: Self.slowUpstream(gz, chunk: 4096))
         }
         #expect(findings.isEmpty, "\(findings)")
+    }
+
+    @Test("closing the stream from another thread ends a read blocked on the upstream's silent pipe")
+    func closeWakesBlockedUpstream() throws {
+        let pipe = Pipe()  // the writer stays open and silent
+        let source = GzipDataSource(upstream: FileHandleDataSource(fileHandle: pipe.fileHandleForReading))
+        let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+        let done = DispatchSemaphore(value: 0)
+        let result = TestBox(0)
+        let reader = Handoff(value: stream)
+        Thread {
+            reader.value.open()  // reads the gzip header: blocks in read(2)
+            var byte: UInt8 = 0
+            result.value = reader.value.read(&byte, maxLength: 1)
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(done.wait(timeout: .now()) == .timedOut, "the read did not block")
+        let closer = Handoff(value: stream)
+        Thread { closer.value.close() }.start()  // without the interruption, close() waits too
+        // A responsiveness check, not a benchmark: without the interruption it never returns.
+        #expect(done.wait(timeout: .now() + 5) == .success, "close() did not end the blocked read")
+        #expect(result.value == -1)
+        try pipe.fileHandleForWriting.close()
+        try pipe.fileHandleForReading.close()
     }
 }

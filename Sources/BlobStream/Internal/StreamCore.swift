@@ -102,6 +102,7 @@ final class StreamCore: @unchecked Sendable {
 
         for timer in timers { timer.invalidate() }
         for token in tokens { token.invalidate() }
+        source.interrupt()  // a read blocked in I/O holds `sourceLock`: end it first
         sourceLock.lock()
         source.close()
         sourceLock.unlock()

@@ -59,6 +59,10 @@ enum FileErrors {
         BlobStreamError(.closed, "\(name) was closed")
     }
 
+    static func interrupted(_ name: String, offset: Int64) -> BlobStreamError {
+        BlobStreamError(.closed, "\(name) was closed while a read waited for bytes at offset \(offset)")
+    }
+
     /// A read before `open()`.
     static func notOpen(_ name: String) -> BlobStreamError {
         BlobStreamError(.notOpen, "\(name) is not open")

@@ -11,6 +11,8 @@ struct SequentialReader {
     static let discardSize = 64 * 1024
 
     let fd: Int32
+    /// The read end of the pipe that `interrupt()` signals (−1: reads are not interruptible).
+    let wake: Int32
     /// Quoted name for messages.
     let name: String
     /// Bytes taken from the descriptor so far (delivered or discarded).
@@ -24,8 +26,9 @@ struct SequentialReader {
 
     /// Starts with `offset` bytes to skip, and announces `isOpenCompleted` and
     /// `hasBytesAvailable` (a read may block on I/O, never on a callback: rule 2).
-    init(fd: Int32, offset: Int64, name: String, state: BlobDataSourceState) {
+    init(fd: Int32, wake: Int32, offset: Int64, name: String, state: BlobDataSourceState) {
         self.fd = fd
+        self.wake = wake
         self.target = offset
         self.name = name
         state.isOpenCompleted = true
@@ -41,7 +44,7 @@ struct SequentialReader {
             return 0
         }
         if consumed < target, !discard(state: state) { return -1 }
-        switch Syscalls.read(fd, buffer, maxLength) {
+        switch readSome(buffer, maxLength) {
         case .success(let n) where n > 0:
             consumed += Int64(n)
             target = consumed
@@ -50,6 +53,9 @@ struct SequentialReader {
             ended = true
             state.isAtEnd = true
             return 0
+        case .failure(let cause) where cause.code == ECANCELED:
+            state.error = FileErrors.interrupted(name, offset: consumed)
+            return -1
         case .failure(let cause):
             state.error = FileErrors.read(cause, name, offset: consumed)
             return -1
@@ -68,12 +74,15 @@ struct SequentialReader {
         }
         while consumed < target {
             let want = Int(min(Int64(Self.discardSize), target - consumed))
-            switch Syscalls.read(fd, scratch, want) {
+            switch readSome(scratch, want) {
             case .success(let n) where n > 0:
                 consumed += Int64(n)
             case .success:
                 ended = true
                 state.error = FileErrors.streamEndedBefore(name, offset: target, end: consumed)
+                return false
+            case .failure(let cause) where cause.code == ECANCELED:
+                state.error = FileErrors.interrupted(name, offset: consumed)
                 return false
             case .failure(let cause):
                 state.error = FileErrors.read(cause, name, offset: consumed)
@@ -90,6 +99,12 @@ struct SequentialReader {
         if ended, offset > consumed { return false }
         target = offset
         return true
+    }
+
+    /// One `read`, interruptible through `wake` when there is one.
+    @inline(__always)
+    private func readSome(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Result<Int, ErrnoError> {
+        wake >= 0 ? Syscalls.read(fd, buffer, count, wake: wake) : Syscalls.read(fd, buffer, count)
     }
 
     /// Frees the discard buffer.

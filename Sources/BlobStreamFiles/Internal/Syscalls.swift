@@ -104,6 +104,43 @@ enum Syscalls {
         }
     }
 
+    /// `read` that can be interrupted: waits with `poll` until `fd` is readable or `wake`
+    /// (the read end of a wake-up pipe) is signalled, and fails with `ECANCELED` in the second case. Retried on
+    /// `EINTR`; a non-blocking descriptor is waited on the same way.
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, wake: Int32) -> Result<Int, ErrnoError> {
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let r = poll(&fds, 2, -1)
+            if r < 0 {
+                if errno == EINTR { continue }
+                return .failure(ErrnoError(errno))
+            }
+            if fds[1].revents != 0 { return .failure(ErrnoError(ECANCELED)) }
+            let n = Glibc.read(fd, buffer, count)
+            if n >= 0 { return .success(n) }
+            let e = errno
+            if e == EINTR || e == EAGAIN || e == EWOULDBLOCK { continue }
+            return .failure(ErrnoError(e))
+        }
+    }
+
+    /// A wake-up pipe (both ends close-on-exec, the write end non-blocking): `(read end,
+    /// write end)`, or nil when the system refuses one.
+    static func makeWakeup() -> (read: Int32, write: Int32)? {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+        return (ends[0], ends[1])
+    }
+
+    /// Signals a wake-up pipe through its write end: every `poll` on its read end, now and
+    /// later, sees it readable (nothing ever reads the byte).
+    static func signal(wakeup writeEnd: Int32) {
+        var one: UInt8 = 1
+        _ = Glibc.write(writeEnd, &one, 1)
+    }
+
     /// `close`; the descriptor is gone afterwards whatever it returns (Linux), so `EINTR`
     /// is not retried.
     static func close(_ fd: Int32) {
