@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 import Glibc
 
@@ -117,4 +118,36 @@ public struct Handoff<T>: @unchecked Sendable {
     public let value: T
     /// Wraps `value` for the hand-over.
     public init(value: T) { self.value = value }
+}
+
+/// What `BlobInputStream.closeWhileReading` saw.
+public struct ClosedWhileReading: Sendable {
+    /// The read was still waiting when `close()` was called.
+    public var blocked: Bool
+    /// What the read returned after `close()`; nil when it had not returned by the deadline.
+    public var result: Int?
+}
+
+extension BlobInputStream {
+    /// Starts a 1-byte `read` on a thread of its own (opening the stream there first when
+    /// `opening` is true), checks after `settle` seconds that it is still waiting, then calls
+    /// `close()` from another thread and waits up to `deadline` seconds for the read to
+    /// return. Neither the read nor the close runs on the calling thread, so a close that
+    /// cannot end the read shows up as a nil `result` rather than as a hung test.
+    public func closeWhileReading(opening: Bool = false, settle: TimeInterval = 0.2, deadline: TimeInterval = 5) -> ClosedWhileReading {
+        let done = DispatchSemaphore(value: 0)
+        let result = TestBox<Int?>(nil)
+        let stream = Handoff(value: self)
+        Thread {
+            if opening { stream.value.open() }
+            var byte: UInt8 = 0
+            result.value = stream.value.read(&byte, maxLength: 1)
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: settle)
+        let blocked = done.wait(timeout: .now()) == .timedOut
+        Thread { stream.value.close() }.start()
+        guard done.wait(timeout: .now() + deadline) == .success else { return ClosedWhileReading(blocked: blocked, result: nil) }
+        return ClosedWhileReading(blocked: blocked, result: result.value)
+    }
 }

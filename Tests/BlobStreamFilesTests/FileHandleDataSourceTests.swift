@@ -157,21 +157,10 @@ struct FileHandleDataSourceTests {
         writeAll(pipe.fileHandleForWriting.fileDescriptor, first)
         var buffer = [UInt8](repeating: 0, count: 64)
         #expect(stream.read(&buffer, maxLength: 64) == first.count)
-        let done = DispatchSemaphore(value: 0)
-        let result = TestBox(0)
-        let reader = Handoff(value: stream)
-        Thread {
-            var byte: UInt8 = 0
-            result.value = reader.value.read(&byte, maxLength: 1)  // blocks in read(2)
-            done.signal()
-        }.start()
-        Thread.sleep(forTimeInterval: 0.2)
-        #expect(done.wait(timeout: .now()) == .timedOut, "the read did not block")
-        let closer = Handoff(value: stream)
-        Thread { closer.value.close() }.start()  // without the interruption, close() waits too
         // A responsiveness check, not a benchmark: without the interruption it never returns.
-        #expect(done.wait(timeout: .now() + 5) == .success, "close() did not end the blocked read")
-        #expect(result.value == -1)
+        let outcome = stream.closeWhileReading()
+        #expect(outcome.blocked, "the read did not block")
+        #expect(outcome.result == -1, "close() did not end the blocked read: \(String(describing: outcome.result))")
         #expect(sourceError(source)?.code == .closed, "\(String(describing: sourceError(source)))")
         #expect(sourceError(source)?.message.contains("was closed while a read waited") == true)
         try pipe.fileHandleForWriting.close()
