@@ -236,30 +236,14 @@ public enum SourceConformance {
     }
 
     static func checkAsync(_ expected: Data, _ make: () -> any BlobDataSource, _ r: Recorder) {
-        let stream = BlobInputStream(dataSource: make(), mode: .asynchronous)
-        var received = Data()
-        var events: [String] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        let recorder = EventRecorder { s, event in
-            events.append(EventRecorder.name(event))
-            if event == .hasBytesAvailable {
-                let n = (s as! InputStream).read(&buffer, maxLength: buffer.count)
-                if n > 0 { received.append(buffer, count: n) }
-            } else if event == .endEncountered || event == .errorOccurred {
-                s.close()
-            }
-        }
-        stream.delegate = recorder
-        stream.schedule(in: .current, forMode: .default)
-        stream.open()
-        let finished = BlobInputStream.runCurrentRunLoop(timeout: 20) { stream.streamStatus == .closed }
-        r.expect(finished, "asynchronous mode did not reach its end; events: \(events)")
+        let result = AsynchronousRead(readingHere: make(), timeout: 20)
+        let events = result.events
+        r.expect(result.finished, "asynchronous mode did not reach its end; events: \(events)")
         r.expect(events.first == "open", "the first event is \(events.first ?? "none"), not openCompleted")
         r.expect(events.last == "end", "the last event is \(events.last ?? "none"), not endEncountered")
         r.expect(!expected.isEmpty ? events.count > 1 && events[1] == "bytes" : true,
                  "hasBytesAvailable did not follow openCompleted: \(events)")
-        r.expect(received == expected, "asynchronous mode: \(describe(received, against: expected))")
-        withExtendedLifetime(recorder) {}
+        r.expect(result.data == expected, "asynchronous mode: \(describe(result.data, against: expected))")
     }
 
     static func checkError(_ make: () -> any BlobDataSource, _ r: Recorder) {

@@ -27,7 +27,7 @@ struct AssetDataSourceTests {
             #expect(source.length == entry.size)
             #expect(source.filename == (entry.relativePath as NSString).lastPathComponent)
 
-            let async = readAsynchronously(AssetDataSource(url: entry.url, library: library))
+            let async = AsynchronousRead(reading: AssetDataSource(url: entry.url, library: library))
             #expect(async.finished && async.error == nil)
             #expect(async.data == sync.data, "both modes read the same bytes: \(entry.relativePath)")
 
@@ -44,7 +44,7 @@ struct AssetDataSourceTests {
         defer { dir.remove() }
         let bytes = sampleBytes(300_001)
         let (library, url) = try makeLibrary(dir, original: bytes)
-        let result = readAsynchronously(AssetDataSource(url: url, library: library, blockSize: 65_536))
+        let result = AsynchronousRead(reading: AssetDataSource(url: url, library: library, blockSize: 65_536))
         #expect(result.finished)
         #expect(result.error == nil)
         #expect(sha(result.data) == sha(bytes))
@@ -96,7 +96,7 @@ struct AssetDataSourceTests {
         #expect(stream.read(&byte, maxLength: 1) == 0)
         #expect(source.length == 0)
         stream.close()
-        let async = readAsynchronously(AssetDataSource(url: url, library: library))
+        let async = AsynchronousRead(reading: AssetDataSource(url: url, library: library))
         #expect(async.finished && async.error == nil && async.data.isEmpty)
         #expect(async.events == ["open", "end"], "\(async.events)")
     }
@@ -113,7 +113,7 @@ struct AssetDataSourceTests {
             #expect(sync.last == -1)
             #expect(cause(sync.error)?.code == .notFound, "\(String(describing: sync.error))")
             #expect(sync.error?.description.contains(u) == true, "\(String(describing: sync.error))")
-            let async = readAsynchronously(AssetDataSource(url: u, library: lib))
+            let async = AsynchronousRead(reading: AssetDataSource(url: u, library: lib))
             #expect(async.finished && async.events == ["error"], "\(async.events)")
             #expect(cause(async.error)?.code == .notFound)
         }
@@ -125,7 +125,7 @@ struct AssetDataSourceTests {
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: sampleBytes(1000))
         let done = DispatchSemaphore(value: 0)
-        let code = Box<BlobStreamError.Code?>(nil)
+        let code = TestBox<BlobStreamError.Code?>(nil)
         library.callbackQueue.async {
             let stream = BlobInputStream(dataSource: AssetDataSource(url: url, library: library))
             stream.open()
@@ -147,7 +147,7 @@ struct AssetDataSourceTests {
         let read = readSynchronously(AssetDataSource(url: url, library: library, openQueue: openQueue))
         #expect(sha(read.data) == sha(bytes))
         let done = DispatchSemaphore(value: 0)
-        let code = Box<BlobStreamError.Code?>(nil)
+        let code = TestBox<BlobStreamError.Code?>(nil)
         openQueue.async {
             let stream = BlobInputStream(dataSource: AssetDataSource(url: url, library: library, openQueue: openQueue))
             stream.open()

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamAssets
+import BlobStreamTestSupport
 import Crypto
 import Foundation
 import Glibc
@@ -121,7 +122,7 @@ struct DirectoryLibraryTests {
         let library = DirectoryAssetLibrary(root: dir.url, callbackQueue: queue)
         let url = DirectoryAssetLibrary.assetURL(forRelativePath: "A.JPG")!
         let done = DispatchSemaphore(value: 0)
-        let onQueue = Box(false), size = Box<Int64>(0)
+        let onQueue = TestBox(false), size = TestBox<Int64>(0)
         queue.setSpecific(key: Self.key, value: 1)
         library.asset(for: url) { result in
             onQueue.value = DispatchQueue.getSpecific(key: Self.key) == 1

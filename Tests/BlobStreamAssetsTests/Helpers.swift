@@ -63,58 +63,6 @@ func readSynchronously(
     return (data, last, error)
 }
 
-/// The result of reading a stream in asynchronous mode.
-struct AsyncRead: Sendable {
-    var data = Data()
-    var events: [String] = []
-    var finished = false
-    var error: BlobStreamError?
-}
-
-typealias Box<T> = TestBox<T>
-
-
-/// Reads `source` through an asynchronous `BlobInputStream` scheduled on the run loop of a
-/// thread of its own: reads `size` bytes (or what `nextSize` says for the total so far) on each `.hasBytesAvailable` (then `progress` runs
-/// there with the total), closes on the end or an error.
-func readAsynchronously(
-    _ source: any BlobDataSource, size: Int = 65_536, timeout: TimeInterval = 30,
-    nextSize: (@Sendable (Int) -> Int)? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
-) -> AsyncRead {
-    let result = Box(AsyncRead())
-    let done = DispatchSemaphore(value: 0)
-    let handoff = Handoff(value: source)
-    let thread = Thread {
-        let stream = BlobInputStream(dataSource: handoff.value, mode: .asynchronous)
-        var buffer = [UInt8](repeating: 0, count: size)
-        let recorder = EventRecorder { s, event in
-            if event == .hasBytesAvailable {
-                let want = max(1, min(size, nextSize?(result.value.data.count) ?? size))
-                let n = (s as! InputStream).read(&buffer, maxLength: want)
-                if n > 0 {
-                    result.value.data.append(buffer, count: n)
-                    progress(result.value.data.count)
-                }
-            } else if event == .endEncountered || event == .errorOccurred {
-                result.value.error = s.streamError as? BlobStreamError
-                s.close()
-            }
-        }
-        stream.delegate = recorder
-        stream.schedule(in: .current, forMode: .default)
-        stream.open()
-        result.value.finished = BlobInputStream.runCurrentRunLoop(timeout: timeout) { stream.streamStatus == .closed }
-        result.value.events = recorder.names
-        stream.close()
-        done.signal()
-    }
-    thread.start()
-    if done.wait(timeout: .now() + timeout + 5) == .timedOut {
-        return AsyncRead(finished: false)
-    }
-    return result.value
-}
-
 /// The source's own error (the stream wraps it), as a `BlobStreamError`.
 func cause(_ error: BlobStreamError?) -> BlobStreamError? {
     (error?.cause as? BlobStreamError) ?? error

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamAssets
+import BlobStreamTestSupport
 import Crypto
 import Foundation
 import Glibc
@@ -24,7 +25,7 @@ struct InvalidationTests {
             let r = readSynchronously(source, size: size, nextSize: nextSize, progress: progress)
             return (r.data, r.error, r.last == 0)
         case .asynchronous:
-            let r = readAsynchronously(source, size: size, nextSize: nextSize, progress: progress)
+            let r = AsynchronousRead(reading: source, size: size, nextSize: nextSize, progress: progress)
             return (r.data, r.error, r.finished && r.error == nil && r.events.last == "end")
         }
     }
@@ -49,7 +50,7 @@ struct InvalidationTests {
         let library = TestLibrary()
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block)
-        let fired = Box(false)
+        let fired = TestBox(false)
         // Reads that stop exactly at the point, then a 1-byte read, then larger ones.
         let r = Self.read(source, mode, size: 7_919, nextSize: { total in total < after ? after - total : total == after ? 1 : 7_919 }) { total in
             if total == after, !fired.value {
@@ -90,7 +91,7 @@ struct InvalidationTests {
         let edited = sampleBytes(Self.bytes.count, seed: 77)
         let url = library.add(id: "A", original: Self.bytes, edited: change == "rendition" ? edited : nil)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block)
-        let fired = Box(false)
+        let fired = TestBox(false)
         let r = Self.read(source, mode, progress: { total in
             guard total >= 100_000, !fired.value else { return }
             fired.value = true
@@ -113,7 +114,7 @@ struct InvalidationTests {
         let library = TestLibrary()
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block)
-        let fired = Box(false)
+        let fired = TestBox(false)
         let r = Self.read(source, mode, progress: { total in
             if !fired.value { fired.value = true; library.invalidateForever() }
         })
@@ -138,7 +139,7 @@ struct InvalidationTests {
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         #expect(library.isWatching)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block)
-        let fired = Box(false), sawGeneration = Box(true)
+        let fired = TestBox(false), sawGeneration = TestBox(true)
         let r = Self.read(source, mode, progress: { total in
             guard total >= 100_000, !fired.value else { return }
             fired.value = true
@@ -170,7 +171,7 @@ struct InvalidationTests {
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block)
-        let fired = Box(false)
+        let fired = TestBox(false)
         let r = Self.read(source, mode, progress: { total in
             guard total >= 100_000, !fired.value else { return }
             fired.value = true

@@ -35,9 +35,9 @@ struct FileDataSourceTests {
         let dir = try TempDir()
         defer { dir.remove() }
         let path = try dir.file("whole.bin", Self.bytes)
-        let result = readAsynchronously(FileDataSource(path: path))
+        let result = AsynchronousRead(reading: FileDataSource(path: path))
         #expect(result.finished)
-        #expect(result.errorDescription == nil)
+        #expect(result.error == nil)
         #expect(sha(result.data) == sha(Self.bytes))
         #expect(result.events.first == "open")
         #expect(result.events.dropFirst().first == "bytes")

@@ -32,51 +32,6 @@ func drainSource(_ source: any BlobDataSource, size: Int = 65_536) -> (Data, Int
     }
 }
 
-/// The result of reading a stream in asynchronous mode.
-struct AsyncRead: Sendable {
-    var data = Data()
-    var events: [String] = []
-    var finished = false
-    var errorDescription: String?
-}
-
-typealias Box<T> = TestBox<T>
-
-
-/// Reads `source` through an asynchronous `BlobInputStream` scheduled on the run loop of a
-/// thread of its own: reads on `.hasBytesAvailable`, closes on the end or an error.
-func readAsynchronously(_ source: any BlobDataSource, offset: Int64? = nil, timeout: TimeInterval = 30) -> AsyncRead {
-    let result = Box(AsyncRead())
-    let done = DispatchSemaphore(value: 0)
-    let handoff = Handoff(value: source)
-    let thread = Thread {
-        let stream = BlobInputStream(dataSource: handoff.value, mode: .asynchronous)
-        if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        let recorder = EventRecorder { s, event in
-            if event == .hasBytesAvailable {
-                let n = (s as! InputStream).read(&buffer, maxLength: buffer.count)
-                if n > 0 { result.value.data.append(buffer, count: n) }
-            } else if event == .endEncountered || event == .errorOccurred {
-                result.value.errorDescription = s.streamError.map { String(describing: $0) }
-                s.close()
-            }
-        }
-        stream.delegate = recorder
-        stream.schedule(in: .current, forMode: .default)
-        stream.open()
-        result.value.finished = BlobInputStream.runCurrentRunLoop(timeout: timeout) { stream.streamStatus == .closed }
-        result.value.events = recorder.names
-        stream.close()
-        done.signal()
-    }
-    thread.start()
-    if done.wait(timeout: .now() + timeout + 5) == .timedOut {
-        return AsyncRead(finished: false, errorDescription: "the run-loop thread did not finish")
-    }
-    return result.value
-}
-
 /// Writes all of `data` to `fd` with write(2) (stops quietly on an error such as EPIPE,
 /// when the reader went away).
 func writeAll(_ fd: Int32, _ data: Data) {

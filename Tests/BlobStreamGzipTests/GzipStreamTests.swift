@@ -47,7 +47,7 @@ struct GzipStreamTests {
 
     @Test("asynchronous stream mode over a synchronous upstream")
     func asyncMode() {
-        let result = drainAsync(gzipSource(Self.gz))
+        let result = AsynchronousRead(reading: gzipSource(Self.gz))
         #expect(result.last == 0, "events: \(result.events)")
         #expect(result.events.first == "open")
         #expect(result.events.last == "end")
@@ -58,11 +58,11 @@ struct GzipStreamTests {
     func asyncModeError() {
         var bad = Self.gz
         bad[bad.count / 3] ^= 0x55
-        let result = drainAsync(gzipSource(bad))
+        let result = AsynchronousRead(reading: gzipSource(bad))
         #expect(result.last == -1, "events: \(result.events)")
         #expect(result.events.filter { $0 == "error" }.count == 1)
         #expect(!result.events.contains("end"))
-        #expect(result.error?.code == .corrupt)
+        #expect(result.sourceError?.code == .corrupt)
     }
 
     /// An upstream that opens later on a queue and hands out a few bytes at a time, each
@@ -87,7 +87,7 @@ struct GzipStreamTests {
     func asyncUpstreamAsync() {
         let small = textBytes(20_000, seed: 32)
         let gz = try! Gzip.compress(small)
-        let result = drainAsync(GzipDataSource(upstream: Self.slowUpstream(gz, chunk: 3)))
+        let result = AsynchronousRead(reading: GzipDataSource(upstream: Self.slowUpstream(gz, chunk: 3)))
         #expect(result.last == 0, "events: \(result.events.suffix(5))")
         #expect(result.data == small)
         #expect(result.events.first == "open")

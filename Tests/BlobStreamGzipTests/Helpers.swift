@@ -99,7 +99,6 @@ struct Drained {
     var last: Int
     /// The source's error (`streamError`'s cause) when the stream failed.
     var error: BlobStreamError?
-    var events: [String] = []
 }
 
 /// Opens a synchronous stream over `source` and reads it to its end with reads of `size`.
@@ -111,67 +110,6 @@ func drainSync(_ source: any BlobDataSource, size: Int = 65_536, offset: Int? = 
     let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
     stream.close()
     return Drained(data: out, last: n, error: error)
-}
-
-/// Runs `body` on a thread of its own (with a run loop of its own) and waits for it.
-/// Carries a closure to a thread and its result back. Unchecked Sendable: `value` is written
-/// before the semaphore is signalled and read after the wait.
-private final class ThreadBox<T>: @unchecked Sendable {
-    var value: T?
-    let body: () -> T
-    init(_ body: @escaping () -> T) { self.body = body }
-}
-
-func onThread<T>(_ body: @escaping () -> T) -> T {
-    let box = ThreadBox(body)
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        box.value = box.body()
-        done.signal()
-    }
-    thread.stackSize = 4 << 20
-    thread.start()
-    done.wait()
-    return box.value!
-}
-
-/// Opens an asynchronous stream over `source`, scheduled on a run loop of a thread of its
-/// own, reads on each `.hasBytesAvailable` and stops at the end or the error.
-func drainAsync(_ source: any BlobDataSource, timeout: TimeInterval = 30) -> Drained {
-    let box = SourceBox(source)
-    return onThread {
-        let stream = BlobInputStream(dataSource: box.source, mode: .asynchronous)
-        var received = Data()
-        var last = 1
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        let recorder = EventRecorder { s, event in
-            if event == .hasBytesAvailable {
-                let n = (s as! InputStream).read(&buffer, maxLength: buffer.count)
-                if n > 0 { received.append(buffer, count: n) } else { last = n }
-            } else if event == .endEncountered {
-                last = 0
-                s.close()
-            } else if event == .errorOccurred {
-                last = -1
-                s.close()
-            }
-        }
-        stream.delegate = recorder
-        stream.schedule(in: .current, forMode: .default)
-        stream.open()
-        let finished = BlobInputStream.runCurrentRunLoop(timeout: timeout) { stream.streamStatus == .closed }
-        let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
-        if !finished { stream.close() }
-        return withExtendedLifetime(recorder) {
-            Drained(data: received, last: finished ? last : 99, error: error, events: recorder.names)
-        }
-    }
-}
-
-/// Hands a source to one other thread, which alone uses it. Unchecked Sendable for that reason.
-private final class SourceBox: @unchecked Sendable {
-    let source: any BlobDataSource
-    init(_ source: any BlobDataSource) { self.source = source }
 }
 
 /// A minimal source over the read end of a pipe: blocking `read(2)`, never seekable
