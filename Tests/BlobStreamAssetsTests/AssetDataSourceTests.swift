@@ -119,22 +119,31 @@ struct AssetDataSourceTests {
         }
     }
 
-    @Test("a synchronous open on the library's callback queue fails at once, never deadlocks")
-    func openOnCallbackQueue() throws {
-        let dir = try TempDir()
-        defer { dir.remove() }
-        let (library, url) = try makeLibrary(dir, original: sampleBytes(1000))
+    /// Opens a synchronous stream over `make()` on `queue`: the error code the open gave
+    /// (`.some(nil)` for none), or nil when it had not returned after 10 s (a deadlock).
+    static func synchronousOpen(
+        on queue: DispatchQueue, _ make: @escaping @Sendable () -> any BlobDataSource
+    ) -> BlobStreamError.Code?? {
         let done = DispatchSemaphore(value: 0)
         let code = TestBox<BlobStreamError.Code?>(nil)
-        library.callbackQueue.async {
-            let stream = BlobInputStream(dataSource: AssetDataSource(url: url, library: library))
+        queue.async {
+            let stream = BlobInputStream(dataSource: make())
             stream.open()
             code.value = (stream.streamError as? BlobStreamError)?.code
             stream.close()
             done.signal()
         }
-        #expect(done.wait(timeout: .now() + 10) == .success, "the open deadlocked")
-        #expect(code.value == .wouldDeadlock)
+        return done.wait(timeout: .now() + 10) == .success ? .some(code.value) : nil
+    }
+
+    @Test("a synchronous open on the library's callback queue fails at once, never deadlocks")
+    func openOnCallbackQueue() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: sampleBytes(1000))
+        let code = Self.synchronousOpen(on: library.callbackQueue) { AssetDataSource(url: url, library: library) }
+        #expect(code != nil, "the open deadlocked")
+        #expect(code == .wouldDeadlock)
     }
 
     @Test("with an openQueue: opening from another thread works; a synchronous open on it fails at once")
@@ -146,17 +155,9 @@ struct AssetDataSourceTests {
         let openQueue = DispatchQueue(label: "test.open")
         let read = readSynchronously(AssetDataSource(url: url, library: library, openQueue: openQueue))
         #expect(sha(read.data) == sha(bytes))
-        let done = DispatchSemaphore(value: 0)
-        let code = TestBox<BlobStreamError.Code?>(nil)
-        openQueue.async {
-            let stream = BlobInputStream(dataSource: AssetDataSource(url: url, library: library, openQueue: openQueue))
-            stream.open()
-            code.value = (stream.streamError as? BlobStreamError)?.code
-            stream.close()
-            done.signal()
-        }
-        #expect(done.wait(timeout: .now() + 10) == .success, "the open deadlocked")
-        #expect(code.value == .wouldDeadlock)
+        let code = Self.synchronousOpen(on: openQueue) { AssetDataSource(url: url, library: library, openQueue: openQueue) }
+        #expect(code != nil, "the open deadlocked")
+        #expect(code == .wouldDeadlock)
     }
 
     @Test("offsets: before open, after open across blocks, the property reads back; past the end fails")
