@@ -322,7 +322,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             // Bytes before `offset` were already taken from libarchive: start again.
             guard rewindUpstream() else { return false }
             do {
-                try locate(rewind: false)
+                try locate()
             } catch {
                 fail(error)
                 return false
@@ -395,7 +395,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// The upstream is open: find the member, apply a pending offset, announce.
     private func finishOpen() {
         do {
-            try locate(rewind: false)
+            try locate()
         } catch {
             if !closed { fail(error) }
             return
@@ -422,11 +422,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// Opens a fresh libarchive handle and reads headers up to the member, following hard
     /// links. Resets the data cursor. Reading starts at offset 0 of the upstream, or, for an
     /// uncompressed tar searched before (see `TarHeaderIndex`), at the member's header or
-    /// where the last search stopped. `rewind`: the upstream is not at offset 0.
-    private func locate(rewind: Bool) throws(BlobStreamError) {
+    /// where the last search stopped. The upstream is at offset 0 when it is called.
+    private func locate() throws(BlobStreamError) {
         var wanted = self.wanted
         var links: [String] = []
-        var atStart = !rewind
+        var atStart = true
         let identity = UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
         var useIndex = identity != nil
         while true {

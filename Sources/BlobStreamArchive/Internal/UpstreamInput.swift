@@ -134,16 +134,6 @@ final class UpstreamInput {
         return target
     }
 
-    /// Moves the upstream back to offset 0 (for a restart); false when it refuses.
-    func rewind() -> Bool {
-        guard upstream.offsetCapability != .none, failure == nil,
-            upstream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey)
-        else { return false }
-        position = 0
-        readSize = Self.minimumReadSize
-        return true
-    }
-
     private func move(to offset: Int64) -> Bool {
         upstream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
     }
