@@ -24,6 +24,13 @@ enum NetworkCommands {
             arguments = [arguments[1], "--help"]
         }
         guard let command = arguments.first, commands.contains(command) else { return }
+        handOver(arguments)
+    }
+
+    /// Replaces this process with `blobstream-net COMMAND ARGUMENTS…`; on failure, one line
+    /// on stderr and exit status 1.
+    static func handOver(_ arguments: [String]) -> Never {
+        let command = arguments.first ?? ""
         let path = siblingPath()
         let argv = [program] + arguments
         var cArguments = argv.map { strdup($0) } + [nil]
@@ -48,7 +55,7 @@ struct Upload: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upload SOURCE to an HTTP server (PUT by default), streamed, with no temporary files.")
     @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
-    func run() throws { NetworkCommands.handOverIfAsked() }
+    func run() throws { NetworkCommands.handOver(["upload"] + arguments) }
 }
 
 /// `blobstream demo`: listed here for `blobstream --help`; runs in `blobstream-net`.
@@ -56,5 +63,5 @@ struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stream the bundled samples through BlobInputStream in both modes and report.")
     @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
-    func run() throws { NetworkCommands.handOverIfAsked() }
+    func run() throws { NetworkCommands.handOver(["demo"] + arguments) }
 }
