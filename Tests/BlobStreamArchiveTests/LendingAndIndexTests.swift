@@ -47,7 +47,13 @@ final class IdentifiedBytes: BlobDataSource, @unchecked Sendable {
     var length: Int64? { inner.length }
     var offsetCapability: BlobOffsetCapability { inner.offsetCapability }
     func open() { inner.open() }
-    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int { inner.read(buffer, maxLength: maxLength) }
+    /// Bytes handed to the archive reader so far.
+    private(set) var bytesRead = 0
+    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        let n = inner.read(buffer, maxLength: maxLength)
+        if n > 0 { bytesRead += n }
+        return n
+    }
     func property(forKey key: Stream.PropertyKey) -> Any? {
         key == .blobContentIdentityKey ? identity : inner.property(forKey: key)
     }
@@ -142,6 +148,28 @@ struct LendingAndIndexTests {
             let result = drain(ArchiveMemberDataSource(archive: path, member: name))
             #expect(result.last == 0 && result.data == Data(name.utf8), "\(name) after the rewrite: \(String(describing: result.error))")
         }
+    }
+
+    @Test("a second member of the same tar is found without reading the headers before it again")
+    func rememberedHeadersSaveReads() throws {
+        let dir = try makeTemporaryDirectory("saved")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let names = (0..<2_000).map { String(format: "small/%04d.bin", $0) } + ["big/a.bin", "big/b.bin"]
+        for name in names { try write(randomBytes(name.hasPrefix("big") ? 100_000 : 1 + names.count % 3_000, seed: 9), to: dir + "/tree/" + name) }
+        try run("tar", ["--format=ustar", "-cf", dir + "/s.tar", "-C", dir + "/tree"] + names)
+        let tar = try Data(contentsOf: URL(fileURLWithPath: dir + "/s.tar"))
+        let identity = "test:\(UUID())"
+        var reads: [Int] = []
+        for name in ["big/a.bin", "big/b.bin"] {
+            let upstream = IdentifiedBytes(tar, identity: identity)
+            let r = drain(ArchiveMemberDataSource(archive: upstream, member: name))
+            #expect(r.last == 0 && r.data == randomBytes(100_000, seed: 9), "\(name): \(String(describing: r.error))")
+            reads.append(upstream.bytesRead)
+        }
+        // The first search reads a few KiB for each of the 2,000 headers before a.bin; the
+        // second resumes at a.bin's header and skips its body.
+        #expect(reads[0] > 2_000 * 512, "\(reads)")
+        #expect(reads[1] < reads[0] / 10, "the second search read \(reads[1]) bytes, the first \(reads[0])")
     }
 
     @Test("a remembered position that no longer holds the member is noticed, and the search starts over")
