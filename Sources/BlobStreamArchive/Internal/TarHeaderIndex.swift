@@ -75,12 +75,11 @@ enum TarHeaderIndex {
         cache.withLock { entries in entries.removeAll { $0.identity == identity } }
     }
 
-    /// FNV-1a, 64 bits.
+    /// The standard library's hash of the bytes (seeded per process, which is all an
+    /// in-process index needs).
     static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            h = (h ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return h
+        var hasher = Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 }
