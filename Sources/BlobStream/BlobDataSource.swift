@@ -82,7 +82,7 @@ public enum BlobCompletionContext: Sendable {
 ///    One exception: a source that finds within a `read` that it has nothing to hand out
 ///    yet (its next part opens later, an asset must be looked up again) clears
 ///    `hasBytesAvailable` and returns 0 with `isAtEnd` false; the stream then waits for its
-///    next announcement instead of ending.
+///    next announcement instead of ending (one made before the read returned counts).
 /// 3. A source that completes work asynchronously says where in `completionContext`.
 /// 4. `close` releases resources; the stream wakes its own waiters.
 /// 5. A truncated or corrupt input sets an error; it never ends cleanly.

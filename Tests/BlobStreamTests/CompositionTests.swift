@@ -75,3 +75,78 @@ struct CompositionTests {
         #expect(data == expected.suffix(from: 12_345))
     }
 }
+
+/// Rule 2's "nothing yet", racing its own re-announcement: every `quietEvery`-th read drops
+/// `hasBytesAvailable`, has it announced true again from another queue (as a lookup that
+/// answers at once would), waits until it was, and only then returns 0. A stream that reads
+/// the state after the 0 sees bytes available, not a quiet source.
+final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
+    // Unchecked Sendable: `position` and `reads` are touched only by the owner's calls.
+    let state = BlobDataSourceState()
+    let data: Data
+    let quietEvery: Int
+    private let queue = DispatchQueue(label: "QuietThenBackSource")
+    private var position = 0
+    private var reads = 0
+
+    init(_ data: Data, quietEvery: Int) {
+        self.data = data
+        self.quietEvery = quietEvery
+    }
+
+    var length: Int64? { Int64(data.count) }
+    var offsetCapability: BlobOffsetCapability { .none }
+    var completionContext: BlobCompletionContext { .queue(queue) }
+
+    func open() {
+        state.isOpenCompleted = true
+        if data.isEmpty { state.isAtEnd = true } else { state.hasBytesAvailable = true }
+    }
+
+    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        guard position < data.count else { return 0 }
+        reads += 1
+        if reads % quietEvery == 0 {
+            state.hasBytesAvailable = false
+            let back = DispatchSemaphore(value: 0)
+            queue.async {
+                self.state.hasBytesAvailable = true
+                back.signal()
+            }
+            back.wait()
+            return 0
+        }
+        let n = min(maxLength, data.count - position, 1_000)
+        data.withUnsafeBytes { buffer.update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self) + position, count: n) }
+        position += n
+        if position == data.count { state.isAtEnd = true }
+        return n
+    }
+
+    func property(forKey key: Stream.PropertyKey) -> Any? { nil }
+    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { false }
+    func close() {}
+}
+
+@Suite("Nothing yet")
+struct NothingYetTests {
+    @Test("a read of 0 that went quiet is not the end, even when bytes were announced again before it returned",
+          arguments: [false, true])
+    func quietThenBack(asynchronous: Bool) {
+        let bytes = sampleBytes(25_000)
+        let source = QuietThenBackSource(bytes, quietEvery: 3)
+        if asynchronous {
+            let r = AsynchronousRead(reading: source, size: 4_096)
+            #expect(r.error == nil)
+            #expect(r.last == 0)
+            #expect(r.data == bytes)
+        } else {
+            let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+            stream.open()
+            let (data, last) = stream.readToEnd(chunkSize: 4_096)
+            #expect(last == 0)
+            #expect(data == bytes)
+            stream.close()
+        }
+    }
+}

@@ -27,6 +27,8 @@ final class StreamCore: @unchecked Sendable {
     var pending: [Stream.Event] = []
     var armedTimers: [Timer] = []
     var reportedOpen = false, reportedEnd = false, reportedError = false
+    /// How many times the source announced `hasBytesAvailable` true.
+    var bytesAnnounced = 0
     var delivering = false
 
     init(source: any BlobDataSource, mode: BlobInputStream.Mode) {
@@ -113,7 +115,8 @@ final class StreamCore: @unchecked Sendable {
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard maxLength > 0 else { return 0 }
         while true {
-            guard let ready = awaitReadable() else { return -1 }
+            var announced = 0
+            guard let ready = awaitReadable(announced: &announced) else { return -1 }
             if !ready { return 0 }
             sourceLock.lock()
             let n = source.read(buffer, maxLength: maxLength)
@@ -122,13 +125,9 @@ final class StreamCore: @unchecked Sendable {
             if n > 0 {
                 afterRead()
             } else if n == 0 {
-                let s = sourceState
-                if !s.isAtEnd && !s.hasBytesAvailable && s.error == nil {
-                    // "Nothing yet": the source went quiet within the call (its next part
-                    // opens later, an asset is looked up again). Wait for its announcement.
-                    condition.lock()
-                    if status == .reading { status = .open }
-                    condition.unlock()
+                if nothingYet(announcedBefore: announced) {
+                    // The source went quiet within the call (its next part opens later, an
+                    // asset is looked up again). Wait for its announcement.
                     continue
                 }
                 reachedEnd()
@@ -145,7 +144,8 @@ final class StreamCore: @unchecked Sendable {
     /// bytes, then asks the source. False (nothing consumed) when the source lends none
     /// here, at the end, or after an error: `read` then tells which.
     func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool {
-        guard awaitReadable() == true else { return false }
+        var announced = 0
+        guard awaitReadable(announced: &announced) == true else { return false }
         sourceLock.lock()
         let lent = source.getBuffer(buffer, length: length)
         sourceLock.unlock()
@@ -161,8 +161,8 @@ final class StreamCore: @unchecked Sendable {
 
     /// Waits (in both modes) until the source has bytes, its end or its error to hand out,
     /// and marks the stream reading: true then; false at the end; nil when the stream
-    /// failed, is closed or not open.
-    private func awaitReadable() -> Bool? {
+    /// failed, is closed or not open. `announced` is then `bytesAnnounced`.
+    private func awaitReadable(announced: inout Int) -> Bool? {
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -174,6 +174,7 @@ final class StreamCore: @unchecked Sendable {
                 // its end or its error (rule 2: the source's read never waits itself).
                 if status != .opening && !needsWait() {
                     if status == .open { status = .reading }
+                    announced = bytesAnnounced
                     return true
                 }
                 _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns nil
@@ -201,6 +202,20 @@ final class StreamCore: @unchecked Sendable {
             return false
         }
         condition.wait()
+        return true
+    }
+
+    /// After a read of 0: true when it was rule 2's "nothing yet" rather than the end — the
+    /// source is not at its end, has no error, and dropped `hasBytesAvailable` within the
+    /// read (it may have announced it again since: the count of announcements tells).
+    private func nothingYet(announcedBefore: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let s = sourceState
+        guard !s.isAtEnd && s.error == nil && (!s.hasBytesAvailable || bytesAnnounced != announcedBefore) else {
+            return false
+        }
+        if status == .reading { status = .open }
         return true
     }
 
@@ -262,6 +277,7 @@ final class StreamCore: @unchecked Sendable {
     func sourceChanged(hasBytes: Bool) {
         condition.lock()
         defer { condition.unlock() }
+        if hasBytes { bytesAnnounced &+= 1 }
         switch status {
         case .opening, .open, .reading: break
         default: return
