@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// - **Open** is asynchronous: `open()` starts the lookup (on `openQueue` when given,
 ///   otherwise inside the call) and returns; the library answers on its `callbackQueue`,
-///   where the source reads its first block and then announces `isOpenCompleted` and, at
+///   where the source fills its cache and then announces `isOpenCompleted` and, at
 ///   once, `hasBytesAvailable` (or `isAtEnd` for an empty asset). `completionContext` is
 ///   that queue (and `openQueue`), so a synchronous stream opened or read there fails at
 ///   once (`.wouldDeadlock`) instead of waiting forever.
@@ -22,36 +22,35 @@ import Synchronization
 ///   has one, the original otherwise; `.original` always the original. `rendition` tells
 ///   which one is streamed once open; the choice made at open holds to the end.
 /// - **Block cache**: the source asks the representation for whole blocks of `blockSize`
-///   bytes (aligned on multiples of it) and serves every `read` by copying from the current
-///   block, so `getBytes` runs once per block whatever the read sizes: at most
-///   ceil(size / blockSize) times for a read from start to end. A `read` takes no lock and
-///   allocates nothing; only the read that empties a block asks for the next one.
+///   bytes (aligned on multiples of it; the asset's last block may be short), never for a
+///   block twice in a row, so `getBytes` runs at most ceil(size / blockSize) times for a
+///   read from start to end whatever the read sizes. A read with room for whole blocks at
+///   a block boundary gets them straight from one `getBytes` into its buffer, without a
+///   copy; other reads are served from a cache of `cachedBlocks` blocks, filled by one
+///   `getBytes`. A `read` takes no lock and allocates nothing.
 /// - **Invalidation** (the library changed): reading goes on at the same offset, without a
 ///   lost or repeated byte, after looking the asset up again — unless its size, fingerprint
 ///   or rendition changed meanwhile, which is an error (`.changed`, naming the URL and the
-///   offset) rather than a splice of two versions. See "Never a read of 0" below.
+///   offset) rather than a splice of two versions. See "Reading across an invalidation" below.
 /// - `.fileCurrentOffsetKey` (`offsetCapability` `.seek`): before `open()` where reading
 ///   starts (past the end: the open fails with `.invalidOffset`); after, moves there (within
-///   the current block: no `getBytes`).
+///   the cache: no `getBytes`).
 /// - Errors are `BlobStreamError`s naming the URL: the library's lookup errors (`.notFound`
 ///   for an unknown id or a missing library, `.malformedURL`), `.changed`, `.ioFailed`, and
 ///   `.invalidated` when the library kept invalidating (8 times in a row without a block
 ///   read).
 ///
-/// ## Never a read of 0
+/// ## Reading across an invalidation
 ///
-/// A `read` must return bytes (> 0) when called with `hasBytesAvailable` true: 0 means the
-/// end. An invalidation is only discovered by `getBytes`, which is too late if the read has
-/// no byte left to return, and the read may not wait for the new lookup (rule 2). So the
-/// source keeps one invariant: `hasBytesAvailable` is true only while the current block
-/// holds at least one unread byte. The read that empties a block asks for the next one
-/// before returning (it still holds the bytes it copied); if `getBytes` says
-/// `.invalidated`, the read returns those bytes, drops `hasBytesAvailable`, and starts the
-/// lookup; the lookup's answer refills the block on the callback queue and only then
-/// announces `hasBytesAvailable` again. The open does the same with the first block, so an
-/// invalidation right after open is absorbed before any byte is promised. Moving with
-/// `.fileCurrentOffsetKey` outside the current block fetches the new one inside
-/// `setProperty`, on the same terms.
+/// An invalidation is only discovered by `getBytes`, inside a `read`, and the read may not
+/// wait for the new lookup (rule 2). The read returns the bytes it already has (none is
+/// handed out past them), drops `hasBytesAvailable`, and starts the lookup; with no byte
+/// to return it returns 0 with `isAtEnd` false, which the stream takes as "nothing yet"
+/// (rule 2's exception) and waits. The lookup's answer refills the cache at the same offset
+/// on the callback queue and only then announces `hasBytesAvailable` again. The open reads
+/// the first cache fill the same way, so an invalidation right after open is absorbed
+/// before any byte is promised. Moving with `.fileCurrentOffsetKey` outside the cache reads
+/// there inside `setProperty`, on the same terms.
 ///
 /// Like every source, `open`, `read`, `setProperty` and `close` come from one owner at a
 /// time (a `BlobInputStream`); announcements come from the library's callback queue too.
@@ -60,8 +59,12 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     // way; while none is (phase `.ready`), only the owner's serialized calls touch them, and
     // a lookup is only started by the owner and ends by announcing `hasBytesAvailable`.
 
-    /// 1 MiB.
-    public static let defaultBlockSize = 1 << 20
+    /// 64 KiB: the buffer size of most stream readers, so that their reads skip the cache.
+    public static let defaultBlockSize = 64 << 10
+
+    /// 16: a cache of 1 MiB with the default block size, so that small reads cost one
+    /// `getBytes` per MiB.
+    public static let defaultCachedBlocks = 16
 
     /// What the source did, for tests and benchmarks.
     public struct Statistics: Sendable, Equatable {
@@ -88,8 +91,10 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     public let library: any AssetLibrary
     /// The rendition asked for.
     public let renditionChoice: AssetRenditionChoice
-    /// The block size of the cache.
+    /// The unit of `getBytes`: whole, aligned blocks of this size.
     public let blockSize: Int
+    /// The blocks the cache holds (and one `getBytes` fills) for reads smaller than a block.
+    public let cachedBlocks: Int
     /// Where lookups are started (nil: inside `open()` and inside the read that found an
     /// invalidation).
     public let openQueue: DispatchQueue?
@@ -118,9 +123,9 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
 
     // The cursor. `position` is written only by the owner's calls.
     private var position: Int64 = 0
-    private var block: UnsafeMutableRawPointer?
-    private var blockStart: Int64 = 0
-    private var blockEnd: Int64 = 0
+    private var cache: UnsafeMutableRawPointer?  // cacheSize bytes, holding [cacheStart, cacheEnd)
+    private var cacheStart: Int64 = 0
+    private var cacheEnd: Int64 = 0
 
     private let lookupCount = Atomic<Int>(0)
     private let getBytesCount = Atomic<Int>(0)
@@ -132,17 +137,22 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     ///   - url: `assets-library://asset/asset.JPG?id=ID&ext=JPG`.
     ///   - library: resolves the URL.
     ///   - rendition: `.current` (edited when there is one) or `.original`.
-    ///   - blockSize: the bytes asked of the representation at a time (> 0).
+    ///   - blockSize: the unit `getBytes` asks for (> 0); reads with room for a block at a
+    ///     block boundary skip the cache.
+    ///   - cachedBlocks: how many blocks the cache holds for smaller reads (> 0).
     ///   - openQueue: where to start lookups; nil starts them on the calling thread.
     public init(
         url: String, library: any AssetLibrary, rendition: AssetRenditionChoice = .current,
-        blockSize: Int = AssetDataSource.defaultBlockSize, openQueue: DispatchQueue? = nil
+        blockSize: Int = AssetDataSource.defaultBlockSize, cachedBlocks: Int = AssetDataSource.defaultCachedBlocks,
+        openQueue: DispatchQueue? = nil
     ) {
         precondition(blockSize > 0, "blockSize must be positive")
+        precondition(cachedBlocks > 0, "cachedBlocks must be positive")
         self.url = url
         self.library = library
         self.renditionChoice = rendition
         self.blockSize = blockSize
+        self.cachedBlocks = cachedBlocks
         self.openQueue = openQueue
         let callback = library.callbackQueue
         if let openQueue {
@@ -154,7 +164,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
-    deinit { block?.deallocate() }
+    deinit { cache?.deallocate() }
 
     /// The asset's size, once open; nil before.
     public var length: Int64? {
@@ -234,7 +244,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         announce(announcement)
     }
 
-    /// With `lock` held: takes the representation found at open, reads the first block.
+    /// With `lock` held: takes the representation found at open, fills the cache.
     private func opening(_ rep: any AssetRepresentation) -> Announcement {
         if position > rep.size {
             phase = .failed
@@ -243,15 +253,15 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         representation = rep
         size = rep.size
         fingerprint = rep.fingerprint
-        if block == nil {
-            block = .allocate(byteCount: Int(min(Int64(blockSize), max(rep.size, 1))), alignment: 64)
+        if cache == nil {
+            cache = .allocate(byteCount: Int(min(Int64(cacheSize), max(rep.size, 1))), alignment: 64)
         }
         if position == size {
             opened = (rep.rendition, rep.filename, rep.uti)
             phase = .ready
             return .openedAtEnd
         }
-        switch fillBlock(at: position) {
+        switch fillCache(at: position) {
         case .filled:
             opened = (rep.rendition, rep.filename, rep.uti)
             phase = .ready
@@ -266,7 +276,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// With `lock` held: checks that the asset found again is the one being read, and
-    /// refills the block at the current position from it.
+    /// refills the cache at the current position from it.
     private func resuming(_ asset: Asset) -> Announcement {
         guard let opened else { return .none }
         let found = opened.rendition == .edited ? asset.edited : asset.original
@@ -284,7 +294,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             phase = .ready
             return .atEnd
         }
-        switch fillBlock(at: position) {
+        switch fillCache(at: position) {
         case .filled:
             phase = .ready
             attempts = 0
@@ -342,22 +352,36 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
 
     // MARK: - Blocks
 
-    /// Reads the block holding `offset` from the representation into the cache. Called by
-    /// the owner in phase `.ready`, or with `lock` held.
-    private func fillBlock(at offset: Int64) -> Fill {
-        guard let rep = representation, let block else {
+    /// The bytes the cache holds when full.
+    private var cacheSize: Int { blockSize * cachedBlocks }
+
+    /// Fills the cache from the block holding `offset` on. Called by the owner in phase
+    /// `.ready`, or with `lock` held.
+    private func fillCache(at offset: Int64) -> Fill {
+        guard let cache else {
             return .failed(BlobStreamError(.closed, "'\(url)' was closed"))
         }
         let start = offset - offset % Int64(blockSize)
-        let want = Int(min(Int64(blockSize), size - start))
-        blockStart = start
-        blockEnd = start  // empty until filled
+        cacheStart = start
+        cacheEnd = start  // empty until filled
+        let want = Int(min(Int64(cacheSize), size - start))
+        let fill = getBlock(at: start, count: want, into: cache)
+        if case .filled = fill { cacheEnd = start + Int64(want) }
+        return fill
+    }
+
+    /// Reads `count` bytes at `start` (a multiple of `blockSize`) into `destination`: the
+    /// cache, or a caller's buffer; whole blocks, or up to the asset's end.
+    private func getBlock(at start: Int64, count want: Int, into destination: UnsafeMutableRawPointer) -> Fill {
+        guard let rep = representation else {
+            return .failed(BlobStreamError(.closed, "'\(url)' was closed"))
+        }
         var got = 0
         while got < want {
             getBytesCount.add(1, ordering: .relaxed)
             let n: Int
             do {
-                n = try rep.getBytes(into: block + got, fromOffset: start + Int64(got), length: want - got)
+                n = try rep.getBytes(into: destination + got, fromOffset: start + Int64(got), length: want - got)
             } catch let error as BlobStreamError where error.code == .invalidated {
                 invalidationCount.add(1, ordering: .relaxed)
                 return .invalidated
@@ -370,46 +394,64 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             }
             got += min(n, want - got)
         }
-        blockEnd = start + Int64(want)
         return .filled
     }
 
     // MARK: - Reading
 
-    /// Copies from the current block; the read that empties it fetches the next one (see
-    /// "Never a read of 0").
+    /// Copies from the cache, or reads whole blocks straight into `buffer`; reads the next
+    /// blocks as the buffer needs them (see "Reading across an invalidation").
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard state.hasBytesAvailable else { return readWithoutBytes(buffer, maxLength: maxLength) }
         return copy(into: buffer, maxLength: maxLength)
     }
 
-    /// The hot path; requires `blockStart <= position < blockEnd`.
+    /// The hot path, in phase `.ready` with `position < size`.
     @inline(__always)
     private func copy(into buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        guard let block else { return 0 }
+        guard let cache else { return 0 }
         var copied = 0
-        while true {
-            let n = min(Int(blockEnd - position), maxLength - copied)
-            UnsafeMutableRawPointer(buffer + copied).copyMemory(from: block + Int(position - blockStart), byteCount: n)
+        while copied < maxLength && position < size {
+            if position >= cacheEnd || position < cacheStart {
+                // Nothing cached here. At a block boundary, the whole blocks the buffer has
+                // room for go straight into it, in one getBytes; anything else goes through
+                // the cache.
+                let room = maxLength - copied
+                let rest = size - position
+                let fill: Fill
+                if position % Int64(blockSize) == 0 && (room >= blockSize || Int64(room) >= rest) {
+                    let count = Int64(room) >= rest ? Int(rest) : room - room % blockSize
+                    fill = getBlock(at: position, count: count, into: buffer + copied)
+                    if case .filled = fill {
+                        copied += count
+                        position += Int64(count)
+                        continue
+                    }
+                } else {
+                    fill = fillCache(at: position)
+                    if case .filled = fill { continue }
+                }
+                switch fill {
+                case .filled:
+                    continue
+                case .invalidated:
+                    // The bytes copied so far are good; none past them is handed out until
+                    // the asset was looked up again ("nothing yet" when there are none).
+                    beginLookingAgain()
+                    return copied == 0 && state.error != nil ? -1 : copied
+                case .failed(let error):
+                    lock.withLock { phase = .failed }
+                    state.error = error
+                    return copied == 0 ? -1 : copied
+                }
+            }
+            let n = min(Int(cacheEnd - position), maxLength - copied)
+            UnsafeMutableRawPointer(buffer + copied).copyMemory(from: cache + Int(position - cacheStart), byteCount: n)
             copied += n
             position += Int64(n)
-            if position < blockEnd { return copied }
-            if position == size {
-                state.isAtEnd = true
-                return copied
-            }
-            switch fillBlock(at: position) {
-            case .filled:
-                if copied == maxLength { return copied }
-            case .invalidated:
-                beginLookingAgain()
-                return copied
-            case .failed(let error):
-                lock.withLock { phase = .failed }
-                state.error = error
-                return copied
-            }
         }
+        if position == size { state.isAtEnd = true }
+        return copied
     }
 
     /// A read while `hasBytesAvailable` is false: at the end, after an error, or a caller
@@ -420,7 +462,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         let phase = lock.withLock { self.phase }
         let error: BlobStreamError
         switch phase {
-        case .ready where position < blockEnd && position >= blockStart:
+        case .ready where position < size:
             return copy(into: buffer, maxLength: maxLength)  // announcement under way
         case .ready where position == size:
             state.isAtEnd = true
@@ -440,7 +482,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         return -1
     }
 
-    /// Drops `hasBytesAvailable` and looks the asset up again (the block was invalidated).
+    /// Drops `hasBytesAvailable` and looks the asset up again (a getBytes was invalidated).
     private func beginLookingAgain() {
         let announcement = lock.withLock { () -> Announcement in
             guard phase == .ready else { return .none }
@@ -459,8 +501,8 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// `.fileCurrentOffsetKey`: before `open()`, where reading starts; after, moves there
-    /// (refused past the end, after an error or close). Outside the current block the block
-    /// there is read at once; an invalidation then drops `hasBytesAvailable` until the asset
+    /// (refused past the end, after an error or close). Outside the cache the cache is filled
+    /// from there at once; an invalidation then drops `hasBytesAvailable` until the asset
     /// was looked up again.
     public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
         guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
@@ -484,10 +526,10 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             position = offset
             if offset == size {
                 announcement = .atEnd
-            } else if offset >= blockStart && offset < blockEnd {
+            } else if offset >= cacheStart && offset < cacheEnd {
                 announcement = .bytes
             } else {
-                switch fillBlock(at: offset) {
+                switch fillCache(at: offset) {
                 case .filled:
                     announcement = .bytes
                 case .invalidated:

@@ -54,18 +54,25 @@ struct AssetDataSourceTests {
     }
 
     struct ReadCase: CustomTestStringConvertible, Sendable {
-        let readSize: Int, blockSize: Int, assetSize: Int
-        var testDescription: String { "\(readSize)-byte reads, \(blockSize)-byte blocks, \(assetSize) bytes" }
+        let readSize: Int, blockSize: Int, cachedBlocks: Int, assetSize: Int
+        init(readSize: Int, blockSize: Int, cachedBlocks: Int = AssetDataSource.defaultCachedBlocks, assetSize: Int) {
+            (self.readSize, self.blockSize, self.cachedBlocks, self.assetSize) = (readSize, blockSize, cachedBlocks, assetSize)
+        }
+        var testDescription: String {
+            "\(readSize)-byte reads, \(blockSize)-byte blocks, \(cachedBlocks) cached, \(assetSize) bytes"
+        }
     }
 
     @Test("getBytes runs at most once per block whatever the read size", arguments: [
-        ReadCase(readSize: 1, blockSize: 65_536, assetSize: 300_001),
-        ReadCase(readSize: 4_096, blockSize: 65_536, assetSize: 300_001),
-        ReadCase(readSize: 1 << 20, blockSize: 65_536, assetSize: 300_001),
+        ReadCase(readSize: 1, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
+        ReadCase(readSize: 4_096, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
+        ReadCase(readSize: 1 << 20, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
+        ReadCase(readSize: 7_919, blockSize: 4_096, cachedBlocks: 3, assetSize: 300_001),
         ReadCase(readSize: 1, blockSize: AssetDataSource.defaultBlockSize, assetSize: 300_001),
         ReadCase(readSize: 4_096, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
         ReadCase(readSize: 1 << 20, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
-        ReadCase(readSize: 65_536, blockSize: 65_536, assetSize: 65_536 * 4),
+        ReadCase(readSize: 65_536, blockSize: 65_536, cachedBlocks: 1, assetSize: 65_536 * 4),
+        ReadCase(readSize: 100_000, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
     ])
     func blockCache(c: ReadCase) throws {
         let dir = try TempDir()
@@ -73,7 +80,7 @@ struct AssetDataSourceTests {
         let bytes = sampleBytes(c.assetSize)
         let (disk, url) = try makeLibrary(dir, original: bytes)
         let library = CountingLibrary(disk)
-        let source = AssetDataSource(url: url, library: library, blockSize: c.blockSize)
+        let source = AssetDataSource(url: url, library: library, blockSize: c.blockSize, cachedBlocks: c.cachedBlocks)
         let read = readSynchronously(source, size: c.readSize)
         #expect(read.last == 0)
         #expect(sha(read.data) == sha(bytes))
@@ -81,6 +88,50 @@ struct AssetDataSourceTests {
         #expect(library.getBytesCalls <= blocks, "\(library.getBytesCalls) getBytes calls for \(blocks) blocks")
         #expect(source.statistics == .init(lookups: 1, getBytesCalls: library.getBytesCalls, invalidations: 0))
         #expect(library.lookups == 1)
+        // Every byte is asked for once, in aligned pieces.
+        let calls = library.calls
+        #expect(calls.map(\.offset) == calls.indices.map { i in i == 0 ? 0 : calls[i - 1].offset + Int64(calls[i - 1].length) })
+        #expect(calls.allSatisfy { $0.offset % Int64(c.blockSize) == 0 })
+        #expect(calls.reduce(0) { $0 + $1.length } == c.assetSize)
+    }
+
+    @Test("reads with room for whole blocks get them straight into their buffer; smaller reads go through the cache")
+    func wholeBlocksSkipTheCache() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let block = 65_536
+        let bytes = sampleBytes(8 * block + 77)
+        let (disk, url) = try makeLibrary(dir, original: bytes)
+
+        // Reads of two blocks, a cache of two blocks.
+        let library = CountingLibrary(disk)
+        let stream = BlobInputStream(dataSource: AssetDataSource(url: url, library: library, blockSize: block, cachedBlocks: 2))
+        stream.open()
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 2 * block)
+        defer { buffer.deallocate() }
+        var data = Data()
+        while case let n = stream.read(buffer, maxLength: 2 * block), n > 0 {
+            data.append(buffer, count: n)
+        }
+        stream.close()
+        #expect(data == bytes)
+        let calls = library.calls
+        let here = UInt(bitPattern: buffer)
+        // The open fills the cache; from the first block boundary on, every read is one
+        // getBytes into the caller's buffer, the last one short.
+        #expect(calls.map(\.offset) == [0, 2, 4, 6, 8].map { Int64($0 * block) })
+        #expect(calls.map(\.length) == [2 * block, 2 * block, 2 * block, 2 * block, 77])
+        #expect(calls.first?.destination != here)
+        #expect(calls.dropFirst().allSatisfy { $0.destination == here }, "\(calls)")
+
+        // Reads smaller than a block: getBytes fills the cache, two blocks at a time; only
+        // the short last block fits a read's buffer.
+        let small = CountingLibrary(disk)
+        let read = readSynchronously(AssetDataSource(url: url, library: small, blockSize: block, cachedBlocks: 2), size: 4_096)
+        #expect(read.data == bytes)
+        #expect(small.calls.map(\.offset) == [0, 2, 4, 6, 8].map { Int64($0 * block) })
+        #expect(Set(small.calls.dropLast().map(\.destination)).count == 1, "one cache")
+        #expect(small.calls.last?.destination != small.calls.first?.destination)
     }
 
     @Test("a zero-length asset ends cleanly in both modes")

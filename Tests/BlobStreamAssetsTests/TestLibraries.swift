@@ -113,20 +113,26 @@ final class TestRepresentation: AssetRepresentation, @unchecked Sendable {
     }
 }
 
-/// Wraps any library and counts the `getBytes` calls made on the representations it hands
-/// out, and the lookups.
+/// Wraps any library and records the `getBytes` calls made on the representations it hands
+/// out (offset, length, destination), and counts the lookups.
 final class CountingLibrary: AssetLibrary, @unchecked Sendable {
     // Unchecked Sendable: the counters are guarded by `lock`.
     let inner: any AssetLibrary
     private let lock = NSLock()
-    private var _getBytes = 0
+    private var _calls: [GetBytesCall] = []
     private var _lookups = 0
     init(_ inner: any AssetLibrary) { self.inner = inner }
 
+    /// One `getBytes` call; `destination` is the buffer's address.
+    struct GetBytesCall: Equatable {
+        let offset: Int64, length: Int, destination: UInt
+    }
+
     var callbackQueue: DispatchQueue { inner.callbackQueue }
-    var getBytesCalls: Int { lock.withLock { _getBytes } }
+    var getBytesCalls: Int { lock.withLock { _calls.count } }
+    var calls: [GetBytesCall] { lock.withLock { _calls } }
     var lookups: Int { lock.withLock { _lookups } }
-    fileprivate func counted() { lock.withLock { _getBytes += 1 } }
+    fileprivate func counted(_ call: GetBytesCall) { lock.withLock { _calls.append(call) } }
 
     func asset(for url: String, completion: @escaping @Sendable (Result<Asset, any Error>) -> Void) {
         lock.withLock { _lookups += 1 }
@@ -152,7 +158,7 @@ final class CountingLibrary: AssetLibrary, @unchecked Sendable {
         var rendition: AssetRendition { inner.rendition }
         var fingerprint: String { inner.fingerprint }
         func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int {
-            owner.counted()
+            owner.counted(.init(offset: offset, length: length, destination: UInt(bitPattern: buffer)))
             return try inner.getBytes(into: buffer, fromOffset: offset, length: length)
         }
     }
