@@ -418,21 +418,16 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
                 // the cache.
                 let room = maxLength - copied
                 let rest = size - position
-                let fill: Fill
+                var direct: Int?
                 if position % Int64(blockSize) == 0 && (room >= blockSize || Int64(room) >= rest) {
-                    let count = Int64(room) >= rest ? Int(rest) : room - room % blockSize
-                    fill = getBlock(at: position, count: count, into: buffer + copied)
-                    if case .filled = fill {
-                        copied += count
-                        position += Int64(count)
-                        continue
-                    }
-                } else {
-                    fill = fillCache(at: position)
-                    if case .filled = fill { continue }
+                    direct = Int64(room) >= rest ? Int(rest) : room - room % blockSize
                 }
+                let fill = direct.map { getBlock(at: position, count: $0, into: buffer + copied) } ?? fillCache(at: position)
                 switch fill {
                 case .filled:
+                    guard let direct else { break }  // the cache now holds `position`
+                    copied += direct
+                    position += Int64(direct)
                     continue
                 case .invalidated:
                     // The bytes copied so far are good; none past them is handed out until
