@@ -24,9 +24,10 @@ import Synchronization
 ///   written or touched; a folder created) invalidates every representation handed out
 ///   before it: the library watches its folders with inotify and counts changes in
 ///   `generation`; a representation remembers the generation of its lookup, and its
-///   `getBytes` checks it (an atomic load), then `stat`s its own file and compares device,
-///   inode, size, mtime and ctime with what it opened, so a change of that file is seen at
-///   once even before the inotify event arrives (events come shortly after the change). When
+///   `getBytes` checks it (an atomic load), then `fstat`s the file it opened and compares
+///   size, mtime and ctime with what they were, so a change of that file (written, truncated,
+///   removed or replaced: unlinking it moves its ctime) is seen at once even before the
+///   inotify event arrives (events come shortly after the change). When
 ///   inotify is not available (out of instances or watches) only the second check remains,
 ///   and the id index is rebuilt at every lookup.
 /// - **Fingerprint** (content-change detection after an invalidation): the size and a

@@ -5,10 +5,12 @@ import Glibc
 /// One rendition of an asset of a `DirectoryAssetLibrary`: a file opened at lookup.
 ///
 /// Invalid (`getBytes` throws `.invalidated`) once the library's generation moved on since
-/// the lookup (inotify saw a change anywhere in the library), or once the path no longer
-/// shows the same file (`stat`: device, inode, size, mtime, ctime): the second check costs
-/// one `stat` per `getBytes` and sees a change of the file itself at once, even before the
-/// inotify event arrives or where inotify is not available.
+/// the lookup (inotify saw a change anywhere in the library), or once the opened file is no
+/// longer as it was (`fstat`: size, mtime, ctime): the second check costs one `fstat` per
+/// `getBytes` and sees a change of the file itself at once, even before the inotify event
+/// arrives or where inotify is not available. That includes the file being removed or
+/// replaced by a rename: unlinking it moves its ctime. (`fstat` rather than `stat` of the
+/// path: it costs 0.2 µs instead of 0.5 µs, 3% of reading a cached file in 64 KiB blocks.)
 final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
     // Unchecked Sendable: every stored property is immutable; the descriptor is only read
     // with `pread` (no shared file offset) and closed in deinit.
@@ -93,7 +95,7 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
 
     func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int {
         guard generation.current == lookedUpAt,
-            case .success(let now) = Syscalls.identity(path: path), now == identity
+            case .success(let now) = Syscalls.identity(fd: fd), now == identity
         else { throw AssetErrors.invalidated(url: url, path: path) }
         guard offset < size, length > 0 else {
             if offset == size || length == 0 { return 0 }
