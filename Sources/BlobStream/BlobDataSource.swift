@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How a source reaches an offset set through `.fileCurrentOffsetKey`.
 public enum BlobOffsetCapability: Sendable, Equatable, CustomStringConvertible {
@@ -201,4 +204,16 @@ extension Stream.PropertyKey {
     /// uncompressed tar start). Whoever uses it must still check what it reads: the value
     /// is a hint, not a checksum.
     public static let blobContentIdentityKey = Stream.PropertyKey("BlobStreamContentIdentity")
+}
+
+/// Values for `.blobContentIdentityKey`.
+public enum BlobContentIdentity {
+    /// What a source that reads a regular file answers, from the `fstat` of its open
+    /// descriptor: the device, inode, size, and modification and change times. Every source
+    /// over the same unchanged file answers the same value (a `FileDataSource`, an archive
+    /// opened by path), so what one learned serves the others.
+    public static func file(_ status: stat) -> String {
+        "file:\(status.st_dev):\(status.st_ino):\(status.st_size)"
+            + ":\(status.st_mtim.tv_sec).\(status.st_mtim.tv_nsec):\(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
+    }
 }

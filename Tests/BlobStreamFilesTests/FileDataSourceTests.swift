@@ -30,6 +30,28 @@ struct FileDataSourceTests {
         stream.close()
     }
 
+    @Test("the content identity: none before open; the same for two sources over one file; another after a rewrite")
+    func contentIdentity() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let path = try dir.file("id.bin", Self.bytes)
+        func identity(_ source: FileDataSource) -> String? { source.property(forKey: .blobContentIdentityKey) as? String }
+        let a = FileDataSource(path: path), b = FileDataSource(path: path)
+        #expect(identity(a) == nil)
+        a.open()
+        b.open()
+        var st = stat()
+        #expect(stat(path, &st) == 0)
+        #expect(identity(a) == BlobContentIdentity.file(st))
+        #expect(identity(a) == identity(b))
+        usleep(20_000)  // file times move with the kernel's clock tick
+        _ = try dir.file("id.bin", Self.bytes.prefix(10))
+        let c = FileDataSource(path: path)
+        c.open()
+        #expect(identity(c) != nil && identity(c) != identity(a))
+        for source in [a, b, c] { source.close() }
+    }
+
     @Test("a whole file, asynchronous mode: events and bytes")
     func wholeFileAsynchronous() throws {
         let dir = try TempDir()

@@ -48,7 +48,7 @@ final class PathUpstream: BlobDataSource {
             return
         }
         size = Int64(info.st_size)
-        identity = "file:\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):\(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)"
+        identity = BlobContentIdentity.file(info)
         state.isOpenCompleted = true
         if size == 0 { state.isAtEnd = true } else { state.hasBytesAvailable = true }
     }

@@ -36,8 +36,7 @@ enum FileKind: Sendable, Equatable, CustomStringConvertible {
 struct FileStatus: Sendable {
     var kind: FileKind
     var size: Int64
-    /// Device, inode, size, modification and change times: what `blobContentIdentityKey`
-    /// answers.
+    /// What `.blobContentIdentityKey` answers (`BlobContentIdentity.file`).
     var identity: String
 }
 
@@ -69,8 +68,7 @@ enum Syscalls {
     static func status(_ fd: Int32) -> Result<FileStatus, ErrnoError> {
         var st = stat()
         if fstat(fd, &st) != 0 { return .failure(ErrnoError(errno)) }
-        let identity = "file:\(st.st_dev):\(st.st_ino):\(st.st_size):\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec):\(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
-        return .success(FileStatus(kind: FileKind(mode: st.st_mode), size: Int64(st.st_size), identity: identity))
+        return .success(FileStatus(kind: FileKind(mode: st.st_mode), size: Int64(st.st_size), identity: BlobContentIdentity.file(st)))
     }
 
     /// `pread` at `offset`, retried on `EINTR`. Returns the count (0 at the end of the file).
