@@ -38,7 +38,8 @@ extension BlobStreamError.Code {
 ///   called from any thread, one call at a time per client.
 /// - When the library changed after the representation was handed out, `getBytes` throws a
 ///   `BlobStreamError` with code `.invalidated` (and nothing else does): the client looks the
-///   asset up again and compares `size` and `fingerprint` to decide whether it may go on.
+///   asset up again to decide whether it may go on (`AssetDataSource` compares `size`, and
+///   reads the bytes it already handed out again from the new representation).
 ///   Other failures (I/O errors) are ordinary errors, and final.
 public protocol AssetRepresentation: AnyObject, Sendable {
     /// The number of bytes.
@@ -51,7 +52,8 @@ public protocol AssetRepresentation: AnyObject, Sendable {
     var rendition: AssetRendition { get }
     /// An opaque value that changes when the bytes change. Two representations of the same
     /// asset with equal `size` and `fingerprint` hold the same bytes, as far as the library
-    /// can tell (say in its documentation how far that is).
+    /// can tell (say in its documentation how far that is). `AssetDataSource` does not rely
+    /// on it to resume after an invalidation: it compares the bytes.
     var fingerprint: String { get }
 
     /// Copies up to `length` bytes starting at `offset` into `buffer`; returns how many

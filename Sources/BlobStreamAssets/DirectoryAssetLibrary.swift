@@ -36,7 +36,9 @@ import Synchronization
 ///   fingerprint, so a reader goes on; any change of size, and any change within the hashed
 ///   bytes (every change of a photo up to 192 KiB; header, metadata or re-encoding of larger
 ///   ones), shows. A same-size change confined to the unhashed middle of a large file does
-///   not: that is the price of not reading the whole file at each lookup.
+///   not: that is the price of not reading the whole file at each lookup. (An
+///   `AssetDataSource` that resumes after an invalidation does not rely on it: it compares
+///   the bytes it already handed out with the file's.)
 public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
     /// One asset, as `assets()` lists it.
     public struct Entry: Sendable, Equatable {

@@ -206,4 +206,197 @@ struct InvalidationTests {
         #expect(r.error?.description.contains(url) == true, "\(String(describing: r.error))")
         #expect(r.data == Self.bytes.prefix(r.data.count))
     }
+
+    // MARK: - What was read belongs to the version resumed in
+
+    /// `bytes` with the bytes at `offsets` flipped: same size.
+    static func flipped(_ bytes: Data, at offsets: [Int]) -> Data {
+        var other = bytes
+        for i in offsets { other[i] ^= 0xFF }
+        return other
+    }
+
+    @Test("same size and a fingerprint that cannot tell, a byte already read changed: a .changed error naming the URL and offset, not a splice",
+          arguments: Mode.allCases)
+    func samePrintReadBytesChanged(mode: Mode) {
+        let library = TestLibrary(sizeOnlyFingerprints: true)
+        let url = library.add(id: "A", original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let fired = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            // One byte already read, one not yet: the old code handed out a mix of both.
+            library.replace(id: "A", original: Self.flipped(Self.bytes, at: [50_000, 200_000]))
+        })
+        #expect(fired.value)
+        #expect(!r.clean)
+        #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+        let message = cause(r.error)?.message ?? ""
+        #expect(message.contains(url) && message.contains("at offset 131072"), "\(message)")
+        #expect(r.data.count < Self.bytes.count)
+        #expect(r.data == Self.bytes.prefix(r.data.count), "what was read is a prefix of the first version")
+        #expect(source.statistics.recheckedBytes > 0)
+    }
+
+    @Test("same size and a fingerprint that cannot tell, only bytes not read yet changed: goes on, the bytes of the new version",
+          arguments: Mode.allCases)
+    func samePrintUnreadBytesChanged(mode: Mode) {
+        let library = TestLibrary(sizeOnlyFingerprints: true)
+        let url = library.add(id: "A", original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let fired = TestBox(false)
+        let other = Self.flipped(Self.bytes, at: [140_000, 263_000])
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            library.replace(id: "A", original: other)
+        })
+        #expect(fired.value)
+        #expect(r.clean, "\(String(describing: r.error))")
+        #expect(sha(r.data) == sha(other))
+        // Resumed at 131,072 (the next block): everything before it was read again.
+        #expect(source.statistics.recheckedBytes == 131_072)
+        #expect(source.statistics.lookups == 2)
+    }
+
+    @Test("bytes read before a move with .fileCurrentOffsetKey are checked too: changed there, a .changed error")
+    func changedBeforeMove() {
+        let library = TestLibrary(sizeOnlyFingerprints: true)
+        let url = library.add(id: "A", original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        var buffer = [UInt8](repeating: 0, count: 100)
+        #expect(stream.read(&buffer, maxLength: 100) == 100)
+        #expect(stream.setProperty(NSNumber(value: 200_000), forKey: .fileCurrentOffsetKey))
+        #expect(stream.read(&buffer, maxLength: 100) == 100)
+        #expect(Data(buffer) == Self.bytes.subdata(in: 200_000..<200_100))
+        library.replace(id: "A", original: Self.flipped(Self.bytes, at: [50]))
+        let (rest, last) = drain(stream)
+        #expect(last == -1)
+        let error = cause(stream.streamError as? BlobStreamError)
+        #expect(error?.code == .changed, "\(String(describing: error))")
+        #expect(error?.message.contains("from offset 0 to 100") == true, "\(String(describing: error))")
+        #expect(Self.bytes.subdata(in: 200_100..<(200_100 + rest.count)) == rest)
+        stream.close()
+    }
+
+    enum SameStampChange: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case inPlace, replacedByRename
+        var testDescription: String { rawValue }
+    }
+
+    /// Writes `other` (of the same size) over the file `name` — in place, the bytes at
+    /// `offsets`, or as a copy renamed over it — then gives it back its modification time,
+    /// as `touch -r` does; returns whether size and mtime are as before.
+    static func rewriteKeepingStamp(_ dir: TempDir, _ name: String, _ other: Data, at offsets: [Int], _ how: SameStampChange) throws -> Bool {
+        let path = dir.path(name)
+        var before = stat()
+        guard stat(path, &before) == 0 else { throw TestFailure("stat \(path): errno \(errno)") }
+        switch how {
+        case .inPlace:
+            let fd = open(path, O_WRONLY)
+            guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
+            defer { close(fd) }
+            for i in offsets {
+                var byte = other[i]
+                guard pwrite(fd, &byte, 1, off_t(i)) == 1 else { throw TestFailure("pwrite: errno \(errno)") }
+            }
+        case .replacedByRename:
+            try dir.replace(name, other)
+        }
+        var times = [before.st_atim, before.st_mtim]
+        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw TestFailure("utimensat: errno \(errno)") }
+        var after = stat()
+        guard stat(path, &after) == 0 else { throw TestFailure("stat \(path): errno \(errno)") }
+        return after.st_size == before.st_size && after.st_mtim.tv_sec == before.st_mtim.tv_sec
+            && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec
+    }
+
+    @Test("on disk, rewritten mid-read keeping size and mtime (touch -r), a byte already read changed: a .changed error, not a splice",
+          arguments: Mode.allCases, SameStampChange.allCases)
+    func onDiskSameStampReadBytesChanged(mode: Mode, how: SameStampChange) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: Self.bytes)
+        // 70,000 and 180,000 are outside the bytes the library's fingerprint samples (the
+        // first, middle and last 64 KiB): only the content check can see them.
+        let offsets = [70_000, 180_000]
+        let printBefore = try library.asset(for: url).original.fingerprint
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            let before = library.generation
+            do {
+                kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+            } catch {
+                Issue.record("changing the asset failed: \(error)")
+            }
+            sawGeneration.value = waitUntil { library.generation > before }
+        })
+        #expect(fired.value && kept.value && sawGeneration.value)
+        #expect(try library.asset(for: url).original.fingerprint == printBefore, "the fingerprint cannot tell")
+        #expect(!r.clean)
+        #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+        let message = cause(r.error)?.message ?? ""
+        #expect(message.contains(url) && message.contains("at offset 131072"), "\(message)")
+        #expect(r.data == Self.bytes.prefix(r.data.count), "what was read is a prefix of the first version")
+    }
+
+    @Test("on disk, rewritten mid-read keeping size and mtime, only bytes not read yet changed: goes on, the bytes of the new version",
+          arguments: Mode.allCases, SameStampChange.allCases)
+    func onDiskSameStampUnreadBytesChanged(mode: Mode, how: SameStampChange) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: Self.bytes)
+        // 180,000 unsampled, 250,000 in the last 64 KiB: the fingerprint changes.
+        let offsets = [180_000, 250_000]
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            let before = library.generation
+            do {
+                kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+            } catch {
+                Issue.record("changing the asset failed: \(error)")
+            }
+            sawGeneration.value = waitUntil { library.generation > before }
+        })
+        #expect(fired.value && kept.value && sawGeneration.value)
+        #expect(r.clean, "\(String(describing: r.error))")
+        #expect(sha(r.data) == sha(Self.flipped(Self.bytes, at: offsets)))
+        #expect(source.statistics.recheckedBytes >= 131_072)
+    }
+
+    @Test("on disk, rewritten mid-read with the same bytes keeping size and mtime: goes on, the exact bytes",
+          arguments: Mode.allCases, SameStampChange.allCases)
+    func onDiskSameStampSameBytes(mode: Mode, how: SameStampChange) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            let before = library.generation
+            do {
+                // The same bytes written again, read and not yet read.
+                kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000, 180_000], how)
+            } catch {
+                Issue.record("changing the asset failed: \(error)")
+            }
+            sawGeneration.value = waitUntil { library.generation > before }
+        })
+        #expect(fired.value && kept.value && sawGeneration.value)
+        #expect(r.clean, "\(String(describing: r.error))")
+        #expect(sha(r.data) == sha(Self.bytes))
+        #expect(source.statistics.lookups >= 2)
+        #expect(source.statistics.recheckedBytes >= 100_000)
+    }
 }
