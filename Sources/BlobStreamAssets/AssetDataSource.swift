@@ -87,7 +87,8 @@ import Synchronization
 /// read from the page cache, and little next to reading from a disk or a network. On
 /// resume: a read of everything handed out so far (900 MiB of a 1 GiB asset took about
 /// 0.2 s from the page cache; from a disk, the disk's time to read it), on the library's
-/// callback queue; `close()` stops it at the next block. Nothing is re-read for an
+/// callback queue (the library's other answers wait for it); `close()` stops it at the
+/// next block. Nothing is re-read for an
 /// invalidation found before any byte was handed out. A library that keeps changing
 /// faster than that re-read makes the source give up with `.invalidated` after 8 lookups in
 /// a row.

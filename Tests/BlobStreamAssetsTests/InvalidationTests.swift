@@ -282,6 +282,38 @@ struct InvalidationTests {
         stream.close()
     }
 
+    @Test("close() during the re-read of what was handed out returns after one more block, not after the whole re-read")
+    func closeDuringRecheck() {
+        let library = TestLibrary()
+        let bytes = sampleBytes(64 * Self.block)
+        let url = library.add(id: "A", original: bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        source.open()
+        var buffer = [UInt8](repeating: 0, count: Self.block)
+        var read = Data()
+        while read.count < 48 * Self.block {
+            guard waitUntil({ source.hasBytesAvailable || source.error != nil }), source.error == nil else { break }
+            let n = source.read(&buffer, maxLength: buffer.count)
+            guard n > 0 else { break }
+            read.append(buffer, count: n)
+        }
+        #expect(read == bytes.prefix(48 * Self.block))
+        // Re-reading 48 blocks now takes about 48 × 30 ms.
+        library.slowDown(30_000)
+        library.invalidateAll()
+        #expect(source.read(&buffer, maxLength: buffer.count) == 0, "nothing until looked up again")
+        #expect(waitUntil { source.statistics.recheckedBytes > 0 }, "the re-read started")
+        let start = Date()
+        source.close()
+        let took = Date().timeIntervalSince(start)
+        #expect(took < 0.6, "close() took \(took) s")
+        let rechecked = source.statistics.recheckedBytes
+        #expect(rechecked < 48 * Self.block)
+        usleep(100_000)
+        #expect(source.statistics.recheckedBytes == rechecked, "the re-read stopped")
+        #expect(!source.hasBytesAvailable && source.error == nil)
+    }
+
     enum SameStampChange: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case inPlace, replacedByRename
         var testDescription: String { rawValue }

@@ -47,6 +47,10 @@ final class TestLibrary: AssetLibrary, @unchecked Sendable {
     /// Every `getBytes` says invalidated from now on.
     func invalidateForever() { lock.withLock { alwaysInvalid = true } }
 
+    /// Every `getBytes` from now on takes `microseconds` more (a slow disk).
+    func slowDown(_ microseconds: UInt32) { lock.withLock { delay = microseconds } }
+    private var delay: UInt32 = 0
+
     var lookups: Int { lock.withLock { _lookups } }
     var getBytesCalls: Int { lock.withLock { _getBytes } }
 
@@ -73,6 +77,8 @@ final class TestLibrary: AssetLibrary, @unchecked Sendable {
 
     /// Throws `.invalidated` when `generation` is stale or a trigger fires at `offset`.
     fileprivate func check(generation: Int, offset: Int64) throws {
+        let delay = lock.withLock { self.delay }
+        if delay > 0 { usleep(delay) }
         try lock.withLock {
             _getBytes += 1
             if alwaysInvalid {
