@@ -48,11 +48,15 @@ import Synchronization
 /// wait for the new lookup (rule 2). The read returns the bytes it already has (none is
 /// handed out past them), drops `hasBytesAvailable`, and starts the lookup; with no byte
 /// to return it returns 0 with `isAtEnd` false, which the stream takes as "nothing yet"
-/// (rule 2's exception) and waits. The lookup's answer refills the cache at the same offset
-/// on the callback queue and only then announces `hasBytesAvailable` again. The open reads
-/// the first cache fill the same way, so an invalidation right after open is absorbed
-/// before any byte is promised. Moving with `.fileCurrentOffsetKey` outside the cache reads
-/// there inside `setProperty`, on the same terms.
+/// (rule 2's exception) and waits. The lookup's answer checks the bytes already handed out
+/// (see below), refills the cache at the same offset on the callback queue and only then
+/// announces `hasBytesAvailable` again. The open reads the first cache fill the same way,
+/// so an invalidation right after open is absorbed before any byte is promised. Moving
+/// with `.fileCurrentOffsetKey` outside the cache reads there inside `setProperty`, on the
+/// same terms.
+///
+/// Like every source, `open`, `read`, `setProperty` and `close` come from one owner at a
+/// time (a `BlobInputStream`); announcements come from the library's callback queue too.
 ///
 /// ## What was read belongs to the version read on
 ///
@@ -88,13 +92,9 @@ import Synchronization
 /// resume: a read of everything handed out so far (900 MiB of a 1 GiB asset took about
 /// 0.2 s from the page cache; from a disk, the disk's time to read it), on the library's
 /// callback queue (the library's other answers wait for it); `close()` stops it at the
-/// next block. Nothing is re-read for an
-/// invalidation found before any byte was handed out. A library that keeps changing
-/// faster than that re-read makes the source give up with `.invalidated` after 8 lookups in
-/// a row.
-///
-/// Like every source, `open`, `read`, `setProperty` and `close` come from one owner at a
-/// time (a `BlobInputStream`); announcements come from the library's callback queue too.
+/// next block. Nothing is re-read for an invalidation found before any byte was handed
+/// out. A library that keeps changing faster than that re-read makes the source give up
+/// with `.invalidated` after 8 lookups in a row.
 public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     // Unchecked Sendable: the fields below `lock` are guarded by it while a lookup is under
     // way; while none is (phase `.ready`), only the owner's serialized calls touch them, and
