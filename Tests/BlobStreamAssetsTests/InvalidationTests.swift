@@ -282,6 +282,44 @@ struct InvalidationTests {
         stream.close()
     }
 
+    @Test("a sweep of same-size changes (fingerprint blind) at 48 places, after 48 amounts read: every outcome is a .changed error or one version's bytes, never a splice",
+          arguments: Mode.allCases)
+    func sameSizeSweep(mode: Mode) {
+        var seed: UInt64 = 0x5EED
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        var outcomes = (errors: 0, newVersion: 0, oldVersion: 0, wrong: 0)
+        for _ in 0..<48 {
+            let changeAt = next(Self.bytes.count), trigger = 1 + next(Self.bytes.count - 1)
+            let other = Self.flipped(Self.bytes, at: [changeAt])
+            let library = TestLibrary(sizeOnlyFingerprints: true)
+            let url = library.add(id: "A", original: Self.bytes)
+            let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+            let fired = TestBox(false)
+            let r = Self.read(source, mode, size: 7_919, progress: { total in
+                guard total >= trigger, !fired.value else { return }
+                fired.value = true
+                library.replace(id: "A", original: other)
+            })
+            if !r.clean, cause(r.error)?.code == .changed, r.data == Self.bytes.prefix(r.data.count) {
+                outcomes.errors += 1
+                // Only a change among the bytes already handed out is an error.
+                #expect(changeAt < r.data.count, "change at \(changeAt), \(r.data.count) bytes read")
+            } else if r.clean, r.data == other {
+                outcomes.newVersion += 1
+            } else if r.clean, r.data == Self.bytes, source.statistics.lookups == 1 {
+                outcomes.oldVersion += 1  // the cache held the rest: no getBytes saw the change
+            } else {
+                outcomes.wrong += 1
+                Issue.record("change at \(changeAt), trigger \(trigger): \(r.data.count) bytes, clean \(r.clean), \(String(describing: r.error))")
+            }
+        }
+        #expect(outcomes.wrong == 0)
+        #expect(outcomes.errors > 0 && outcomes.newVersion > 0, "\(outcomes)")
+    }
+
     @Test("close() during the re-read of what was handed out returns after one more block, not after the whole re-read")
     func closeDuringRecheck() {
         let library = TestLibrary()
