@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 
 /// One entry of an archive, as its header describes it (see `ArchiveListing`).
@@ -32,9 +33,13 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The name as stored (a leading `./` kept), decoded as UTF-8 whatever the process
-    /// locale; bytes that are not UTF-8 become U+FFFD. Only a name: nothing is written to
-    /// disk, so `..` or a leading `/` mean nothing special.
+    /// locale; bytes that are not UTF-8 become U+FFFD (`pathBytes` has them, `escapedPath`
+    /// spells them). Only a name: nothing is written to disk, so `..` or a leading `/` mean
+    /// nothing special.
     public var path: String
+    /// The name's raw bytes as stored (UTF-8 for formats that store UTF-8, such as pax and
+    /// zip with its UTF-8 flag; the header's bytes for ustar, GNU tar, cpio and ar).
+    public var pathBytes: [UInt8]
     /// The size the header gives, when it gives one (zip entries written to a pipe may not).
     public var size: Int64?
     /// What the entry is.
@@ -46,9 +51,13 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     /// The entry's data (or metadata) is encrypted: it cannot be streamed.
     public var isEncrypted: Bool
 
-    /// Makes an entry.
-    public init(path: String, size: Int64?, type: EntryType, mtime: Date?, linkTarget: String? = nil, isEncrypted: Bool = false) {
+    /// Makes an entry; `pathBytes` defaults to `path`'s UTF-8.
+    public init(
+        path: String, size: Int64?, type: EntryType, mtime: Date?, linkTarget: String? = nil, isEncrypted: Bool = false,
+        pathBytes: [UInt8]? = nil
+    ) {
         self.path = path
+        self.pathBytes = pathBytes ?? Array(path.utf8)
         self.size = size
         self.type = type
         self.mtime = mtime
@@ -56,8 +65,14 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
         self.isEncrypted = isEncrypted
     }
 
+    /// The name in the spelling an `archive:` URL's member (and `blobstream ls`) uses:
+    /// `pathBytes` with control bytes, bytes that are not UTF-8, `%`, and `!` before `/`
+    /// percent-encoded (`BlobURL.escapedName`). One line whatever the name holds, and
+    /// `archive:<url>!/<escapedPath>` names this entry.
+    public var escapedPath: String { BlobURL.escapedName(pathBytes) }
+
     /// `"file\t1234\tdir/name"`.
     public var description: String {
-        "\(type)\t\(size.map(String.init) ?? "-")\t\(path)\(linkTarget.map { " -> \($0)" } ?? "")"
+        "\(type)\t\(size.map(String.init) ?? "-")\t\(escapedPath)\(linkTarget.map { " -> \($0)" } ?? "")"
     }
 }

@@ -11,7 +11,9 @@ import Foundation
 /// }
 /// ```
 ///
-/// Names are UTF-8 whatever the process locale, as stored (a leading `./` kept). Errors
+/// Names are UTF-8 whatever the process locale, as stored (a leading `./` kept); names
+/// that are not UTF-8 keep their raw bytes in `ArchiveEntry.pathBytes`, and
+/// `ArchiveEntry.escapedPath` spells any name so that an `archive:` URL reads it back. Errors
 /// are `BlobStreamError`s naming the archive, as `ArchiveMemberDataSource` reports them
 /// (`.truncated`, `.corrupt`, `.unsupported` for a 7-Zip archive over an upstream that
 /// cannot seek, the upstream's code when it fails).

@@ -109,7 +109,12 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// How messages name the archive: its path, its URL, or a description of the upstream.
     public let archiveName: String
 
-    private let wanted: [UInt8]
+    /// The name's bytes to match, normalized; set only while initializing (see
+    /// `init(archive:memberBytes:name:verifyingToEnd:)`).
+    var wanted: [UInt8]
+    /// How messages name the member: `BlobURL.escapedName` of its bytes, one line, no
+    /// terminal escapes; set only while initializing.
+    var memberSpelling: String
     private let asynchronous: Bool
     private let signal: UpstreamSignal?
     private let verifyingToEnd: Bool
@@ -155,6 +160,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         self.member = member
         self.archiveName = name ?? Self.describe(upstream)
         self.wanted = Self.normalized(Array(member.utf8))
+        self.memberSpelling = BlobURL.escapedName(member.utf8)
         if case .caller = upstream.completionContext {
             asynchronous = false
             signal = nil
@@ -215,6 +221,10 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         started = true
         if wanted.isEmpty {
             fail(makeError(.notFound, "an empty member name names nothing"))
+            return
+        }
+        if wanted.contains(0) {
+            fail(makeError(.malformedURL, "a member name cannot contain a NUL byte (it would be cut there)"))
             return
         }
         if let signal {
@@ -682,7 +692,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     // MARK: - Messages
 
     private func makeError(_ code: BlobStreamError.Code, _ what: String, cause: (any Error)? = nil) -> BlobStreamError {
-        BlobStreamError(code, "archive '\(archiveName)', member '\(member)': \(what)", cause: cause)
+        BlobStreamError(code, "archive '\(archiveName)', member '\(memberSpelling)': \(what)", cause: cause)
     }
 
     private func wrapUpstream(_ upstreamError: any Error, _ what: String) -> BlobStreamError {
@@ -691,7 +701,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     }
 
     private func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, while doing: String) -> BlobStreamError {
-        ArchiveErrors.translate(failure, input: input, prefix: "archive '\(archiveName)', member '\(member)'", while: doing)
+        ArchiveErrors.translate(failure, input: input, prefix: "archive '\(archiveName)', member '\(memberSpelling)'", while: doing)
     }
 
     /// A leading `./` (repeated) and a trailing `/` do not count.
@@ -714,7 +724,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
 
     static func describe(_ upstream: any BlobDataSource) -> String {
         switch upstream {
-        case let inner as ArchiveMemberDataSource: "\(inner.archiveName)!/\(inner.member)"
+        case let inner as ArchiveMemberDataSource: "\(inner.archiveName)!/\(inner.memberSpelling)"
         case let path as PathUpstream: path.path
         default: "\(type(of: upstream))"
         }

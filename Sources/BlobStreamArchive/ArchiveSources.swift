@@ -20,13 +20,14 @@ public enum ArchiveSources {
     }
 
     /// The source for an `archive:` URL: the inner URL's source (made by `registry`) as the
-    /// upstream, the member named after the last `!/`. Errors name the inner URL.
+    /// upstream, the member named after the last `!/` (matched on its raw bytes, so names
+    /// that are not UTF-8 are reached by their `%XX` spelling). Errors name the inner URL.
     ///
-    /// - Throws: what `split(url:)` and `registry.makeSource(url:)` throw.
+    /// - Throws: what `components(of:)` and `registry.makeSource(url:)` throw.
     public static func makeSource(url: String, registry: DataSourceRegistry) throws -> ArchiveMemberDataSource {
-        let (inner, member) = try split(url: url)
+        let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)
-        return ArchiveMemberDataSource(archive: upstream, member: member, name: inner)
+        return ArchiveMemberDataSource(archive: upstream, memberBytes: member, name: inner)
     }
 
     /// Splits `archive:<url>!/<member>` at the LAST `!/`: the inner URL, undecoded, and the
@@ -35,9 +36,23 @@ public enum ArchiveSources {
     /// `archive:archive:file:///x.deb!/data.tar.xz!/usr/bin/hello` gives
     /// `archive:file:///x.deb!/data.tar.xz` and `usr/bin/hello`.
     ///
-    /// - Throws: `.malformedURL` naming the URL when the scheme is not `archive:`, when there
-    ///   is no `!/`, no inner URL, no member, or a bad percent-escape in the member.
+    /// - Throws: what `components(of:)` throws, and `.malformedURL` when the member's bytes
+    ///   are not UTF-8 (`components(of:)` gives them).
     public static func split(url: String) throws -> (archiveURL: String, member: String) {
+        let (inner, bytes) = try components(of: url)
+        guard let member = String(validating: bytes, as: UTF8.self) else {
+            throw BlobStreamError(.malformedURL, "'\(url)': the member's name decodes to bytes that are not UTF-8")
+        }
+        return (inner, member)
+    }
+
+    /// Splits `archive:<url>!/<member>` at the LAST `!/`: the inner URL, undecoded, and the
+    /// member's raw bytes, percent-decoded once (`%C4` is the byte 0xC4, as
+    /// `ArchiveEntry.escapedPath` spells it).
+    ///
+    /// - Throws: `.malformedURL` naming the URL when the scheme is not `archive:`, when there
+    ///   is no `!/`, no inner URL, no member, a bad percent-escape or a NUL in the member.
+    public static func components(of url: String) throws -> (archiveURL: String, memberBytes: [UInt8]) {
         guard BlobURL.scheme(of: url)?.lowercased() == scheme else {
             throw BlobStreamError(.malformedURL, "'\(url)' is not an archive: URL (archive:<url>!/<member>)")
         }
@@ -53,6 +68,6 @@ public enum ArchiveSources {
         guard !rawMember.isEmpty else {
             throw BlobStreamError(.malformedURL, "'\(url)' names no member after the last '!/' (archive:<url>!/<member>)")
         }
-        return (inner, try BlobURL.percentDecoded(rawMember, context: url))
+        return (inner, try BlobURL.percentDecodedBytes(rawMember, context: url))
     }
 }

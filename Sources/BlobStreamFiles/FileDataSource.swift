@@ -77,6 +77,7 @@ public final class FileDataSource: BlobDataSource {
         opened = true
         let offset = startOffset
         let fd: Int32
+        guard !path.utf8.contains(0) else { return fail(FileSources.nulInPath(path)) }
         switch Syscalls.openForReading(path) {
         case .success(let opened): fd = opened
         case .failure(let cause): return fail(FileErrors.open(cause, name))

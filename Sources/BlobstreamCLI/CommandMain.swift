@@ -11,16 +11,26 @@ import Glibc
 package enum CommandMain {
     /// Parses the arguments with `root`, runs the command, and maps failures to the exit
     /// statuses of the tool: 0 on success, 1 for work that failed (one line on stderr), 2
-    /// for usage errors.
+    /// for usage errors (one line on stderr, nothing on stdout). Help goes to stdout only
+    /// when asked for (`--help`, `help`); no command at all is a usage error.
     package static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) async -> Never {
         signal(SIGPIPE, SIG_IGN)  // a closed stdout shows up as EPIPE, handled quietly
+        let arguments = joiningNegativeValues(arguments ?? Array(CommandLine.arguments.dropFirst()))
+        let commandNames = root.configuration.subcommands.map { $0._commandName }
+        if !commandNames.isEmpty {
+            // No command, or help on a command that does not exist: usage errors, not help
+            // on stdout with status 0.
+            if arguments.isEmpty { usageError("name a command (\(commandNames.joined(separator: ", ")))", root: root, arguments: arguments) }
+            if arguments[0] == "help", arguments.count > 1, !commandNames.contains(arguments[1]) {
+                usageError("no command '\(arguments[1])' (commands: \(commandNames.joined(separator: ", ")))", root: root, arguments: arguments)
+            }
+        }
         let command: any ParsableCommand
         do {
             command = try root.parseAsRoot(arguments)
         } catch {
             if root.exitCode(for: error) == .success { root.exit(withError: error) }  // --help, --version
-            FileHandle.standardError.write(Data((root.fullMessage(for: error) + "\n").utf8))
-            Glibc.exit(2)
+            usageError(root.message(for: error), root: root, arguments: arguments)
         }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -38,9 +48,51 @@ package enum CommandMain {
             Console.error(error.description)
             Glibc.exit(1)
         } catch {
-            root.exit(withError: error)
+            if root.exitCode(for: error) == .success { root.exit(withError: error) }  // `help`
+            Console.error(String(describing: error))
+            Glibc.exit(1)
         }
         Glibc.exit(0)
+    }
+
+    /// A usage error: one line on stderr (the message, then where help is), status 2.
+    private static func usageError(_ message: String, root: any ParsableCommand.Type, arguments: [String]) -> Never {
+        let lines = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let text = lines.filter { !$0.isEmpty }.joined(separator: "; ")
+        let command = arguments.first.flatMap { name in
+            root.configuration.subcommands.first { $0._commandName == name }.map { _ in name }
+        }
+        let help = "see '\(root._commandName)\(command.map { " " + $0 } ?? "") --help'"
+        Console.error("\(text.isEmpty ? "usage error" : text) (\(help))")
+        Glibc.exit(2)
+    }
+
+    /// `--option -1` becomes `--option=-1`, so that a negative number given to an option
+    /// reaches the option (and its check, which names the rule) instead of being read as
+    /// an unknown flag and reported as "Missing value".
+    package static func joiningNegativeValues(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            if a == "--" {
+                out += arguments[i...]
+                break
+            }
+            if a.hasPrefix("--"), !a.contains("="), a != "--help", a != "--version", i + 1 < arguments.count, isNegativeNumber(arguments[i + 1]) {
+                out.append(a + "=" + arguments[i + 1])
+                i += 2
+                continue
+            }
+            out.append(a)
+            i += 1
+        }
+        return out
+    }
+
+    private static func isNegativeNumber(_ text: String) -> Bool {
+        guard text.hasPrefix("-"), text.count > 1 else { return false }
+        return text.dropFirst().allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") }
     }
 }
 

@@ -1,11 +1,14 @@
+import BlobStream
 import Foundation
 import Glibc
 
 /// Writes to the standard streams without buffering surprises.
 package enum Console {
-    /// One line on stderr, prefixed with the tool's name.
+    /// One line on stderr, prefixed with the tool's name. Control characters in the message
+    /// (a name with a newline or an escape sequence) are percent-encoded: one line, and
+    /// nothing reaches the terminal but text.
     package static func error(_ message: String) {
-        FileHandle.standardError.write(Data("blobstream: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("blobstream: \(BlobURL.escapedText(message))\n".utf8))
     }
 
     /// Writes all of `buffer` to stdout; throws `StdoutClosed` when the reader went away.

@@ -25,7 +25,10 @@ package func makeRegistry(library: String? = nil) -> DataSourceRegistry {
 /// Turns a command-line SOURCE into a URL of the registry: a URL of a registered scheme
 /// stays as it is; `-` is standard input; an existing path is a file; `PATH!/member` is a
 /// member of the archive at PATH (split at the last `!/`, nesting allowed:
-/// `x.deb!/data.tar.xz!/usr/bin/hello`); anything else is a path (its open names it).
+/// `x.deb!/data.tar.xz!/usr/bin/hello`), the member spelled as in an `archive:` URL and as
+/// `blobstream ls` prints it (`%0A`, `%C4`, `%25`, `%21` for a newline, a byte that is not
+/// UTF-8, `%`, a `!` before `/`); anything else is a path (its open names it). `checkedSourceURL`
+/// also refuses an empty SOURCE.
 package func sourceURL(_ argument: String, registry: DataSourceRegistry) -> String {
     if argument == "-" { return BlobURL.fileURL(path: "/dev/stdin") }
     if let scheme = BlobURL.scheme(of: argument),
@@ -38,15 +41,26 @@ package func sourceURL(_ argument: String, registry: DataSourceRegistry) -> Stri
     {
         let archive = sourceURL(String(argument[..<split.lowerBound]), registry: registry)
         let member = String(argument[split.upperBound...])
-        return "archive:" + archive + "!/" + BlobURL.percentEncodedPath(member)
+        return "archive:" + archive + "!/" + member
     }
     let path = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
     return BlobURL.fileURL(path: path)
 }
 
+/// `sourceURL`, for a SOURCE that is not empty.
+///
+/// - Throws: `BlobStreamError` `.malformedURL` for an empty SOURCE (which would otherwise
+///   name the current folder).
+package func checkedSourceURL(_ argument: String, registry: DataSourceRegistry) throws -> String {
+    guard !argument.isEmpty else {
+        throw BlobStreamError(.malformedURL, "an empty SOURCE names nothing (give a path, a URL, or - for standard input)")
+    }
+    return sourceURL(argument, registry: registry)
+}
+
 /// Opens a synchronous stream on SOURCE, at `offset` when given.
 package func openStream(_ argument: String, registry: DataSourceRegistry, offset: Int64?) throws -> BlobInputStream {
-    let url = sourceURL(argument, registry: registry)
+    let url = try checkedSourceURL(argument, registry: registry)
     let stream = try BlobInputStream(url: url, registry: registry, mode: .synchronous)
     if let offset, offset > 0 {
         guard stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) else {
@@ -71,7 +85,7 @@ package func failure(_ argument: String, _ error: any Error) -> ToolFailure {
     } else {
         text = String(describing: error)
     }
-    return ToolFailure(message: text.contains(argument) ? text : "\(argument): \(text)")
+    return ToolFailure(message: argument.isEmpty || text.contains(argument) ? text : "\(argument): \(text)")
 }
 
 /// Reads a stream to its end in large chunks, handing each to `body`; throws the stream's

@@ -16,14 +16,17 @@ struct Info: ParsableCommand {
 
     func run() throws {
         let registry = makeRegistry(library: library)
-        try Console.print("name\turl\tkind\tlength\toffset\n")
+        var headerShown = false  // before the first row: a failure prints nothing on stdout
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: nil)
             defer { stream.close() }
             let s = stream.dataSource
             let url = sourceURL(source, registry: registry)
             let length = s.length.map(String.init) ?? "unknown"
-            try Console.print("\(source)\t\(url)\t\(kind(of: s))\t\(length)\t\(s.offsetCapability)\n")
+            // As given, but one line: control characters percent-encoded.
+            if !headerShown { try Console.print("name\turl\tkind\tlength\toffset\n") }
+            headerShown = true
+            try Console.print("\(BlobURL.escapedText(source))\t\(BlobURL.escapedText(url))\t\(kind(of: s))\t\(length)\t\(s.offsetCapability)\n")
         }
     }
 

@@ -6,7 +6,9 @@ import BlobstreamCLI
 import Foundation
 
 /// `blobstream ls ARCHIVE...` or `blobstream ls --library DIR`: members or assets,
-/// tab-separated with a header line, times in ISO 8601 UTC.
+/// tab-separated with a header line, times in ISO 8601 UTC. Names are spelled as an
+/// `archive:` URL (and `ARCHIVE!/member`) takes them back (`ArchiveEntry.escapedPath`):
+/// one member is one row, and no name sends escape sequences to the terminal.
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
@@ -27,17 +29,20 @@ struct List: ParsableCommand {
             let entries = try DirectoryAssetLibrary(root: URL(fileURLWithPath: library)).assets()
             try Console.print("url\tsize\tedited\tmtime\tpath\n")
             for e in entries {
-                try Console.print("\(e.url)\t\(e.size)\t\(e.isEdited ? "yes" : "no")\t\(Self.iso(e.modificationDate))\t\(e.relativePath)\n")
+                let path = BlobURL.escapedName(e.relativePath.utf8)
+                try Console.print("\(BlobURL.escapedText(e.url))\t\(e.size)\t\(e.isEdited ? "yes" : "no")\t\(Self.iso(e.modificationDate))\t\(path)\n")
             }
             return
         }
         let registry = makeRegistry(library: library)
-        try Console.print("path\tsize\ttype\tmtime\n")
+        var headerShown = false  // after the first listing that worked: a failure prints nothing on stdout
         try forEachSource(archives) { archive in
-            let url = sourceURL(archive, registry: registry)
+            let url = try checkedSourceURL(archive, registry: registry)
             let entries = try ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
+            if !headerShown { try Console.print("path\tsize\ttype\tmtime\n") }
+            headerShown = true
             for e in entries {
-                try Console.print("\(e.path)\t\(e.size.map(String.init) ?? "-")\t\(e.type)\t\(e.mtime.map(Self.iso) ?? "-")\n")
+                try Console.print("\(e.escapedPath)\t\(e.size.map(String.init) ?? "-")\t\(e.type)\t\(e.mtime.map(Self.iso) ?? "-")\n")
             }
         }
     }

@@ -188,7 +188,7 @@ final class ArchiveHandle {
         let entry = ArchiveEntry(
             path: path, size: size, type: type, mtime: mtime,
             linkTarget: type == .hardLink ? hardlink : (type == .symbolicLink ? symlink : nil),
-            isEncrypted: archive_entry_is_encrypted(e) != 0)
+            isEncrypted: archive_entry_is_encrypted(e) != 0, pathBytes: bytes)
         return Header(pathBytes: bytes, entry: entry, isSparse: archive_entry_sparse_count(e) > 0)
     }
 }

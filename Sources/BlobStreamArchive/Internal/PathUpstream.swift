@@ -24,6 +24,10 @@ final class PathUpstream: BlobDataSource {
 
     func open() {
         guard fd < 0, size == nil, state.error == nil else { return }
+        guard !path.utf8.contains(0) else {
+            state.error = BlobStreamError(.notFound, "cannot open archive '\(BlobURL.escapedText(path))': a path cannot contain a NUL byte")
+            return
+        }
         var d: Int32
         repeat { d = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) } while d < 0 && errno == EINTR
         guard d >= 0 else {
