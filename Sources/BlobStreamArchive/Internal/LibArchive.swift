@@ -131,6 +131,13 @@ final class ArchiveHandle {
             && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE
     }
 
+    /// libarchive reads the archive through a filter (gzip, bzip2, xz, zstd, …): the
+    /// format's bytes are decompressed, and the filter's checks come where its blocks end.
+    var hasFilter: Bool {
+        guard let a = archive else { return false }
+        return !(archive_filter_count(a) == 1 && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE)
+    }
+
     /// The next data block of the current entry; nil at its end.
     func nextBlock() throws(Failure) -> Block? {
         guard let a = archive else { throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0) }

@@ -42,13 +42,18 @@ final class UpstreamInput {
     /// The upstream's error, or a wait that could not be done; set once.
     private(set) var failure: (any Error)?
     private let signal: UpstreamSignal?
+    /// Checks the gzip layer (if any) of the bytes read; nil when not asked for.
+    let gzipCheck: GzipCheck?
 
     /// - Parameters:
     ///   - upstream: an upstream that is open (`isOpenCompleted`) and at offset 0.
     ///   - signal: the waiter fed by observers of an asynchronous upstream; nil for a
     ///     synchronous one.
     ///   - start: the upstream's offset (where it was moved before this input was made).
-    init(upstream: any BlobDataSource, signal: UpstreamSignal?, start: Int64 = 0) {
+    ///   - checkingGzip: hand every byte read to a `GzipCheck` (only from offset 0); skips
+    ///     are then refused while it checks, so that it sees every byte.
+    init(upstream: any BlobDataSource, signal: UpstreamSignal?, start: Int64 = 0, checkingGzip: Bool = false) {
+        self.gzipCheck = checkingGzip && start == 0 ? GzipCheck() : nil
         self.upstream = upstream
         self.signal = signal
         self.canSeek = Self.canSeek(upstream)
@@ -94,6 +99,7 @@ final class UpstreamInput {
         }
         let n = upstream.read(buffer.assumingMemoryBound(to: UInt8.self), maxLength: readSize)
         if n > 0 {
+            gzipCheck?.feed(buffer, count: n)
             position += Int64(n)
             readSize = min(readSize * 2, Self.blockSize)
             return n
@@ -109,7 +115,7 @@ final class UpstreamInput {
     /// Moves forward by up to `request` bytes (never past the upstream's end); returns how
     /// far it moved (0 makes libarchive read instead).
     func skip(_ request: Int64) -> Int64 {
-        guard canSeek, failure == nil, request > 0, let length = upstream.length else { return 0 }
+        guard canSeek, failure == nil, request > 0, let length = upstream.length, gzipCheck?.isActive != true else { return 0 }
         let target = min(position + request, length)
         guard target > position, move(to: target) else { return 0 }
         let moved = target - position
@@ -129,7 +135,10 @@ final class UpstreamInput {
         default: return nil
         }
         guard target >= 0, target <= length, move(to: target) else { return nil }
-        if target != position { readSize = Self.minimumReadSize }
+        if target != position {
+            readSize = Self.minimumReadSize
+            gzipCheck?.abandon()
+        }
         position = target
         return target
     }

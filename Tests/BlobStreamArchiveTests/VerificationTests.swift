@@ -1,0 +1,111 @@
+import BlobStream
+import BlobStreamArchive
+import Foundation
+import Testing
+
+/// A compressed tar whose first member is garbled inside its compressed bytes: libarchive
+/// hands the member's bytes out before the check that covers them (an xz block check, a
+/// bzip2 block CRC, a zstd frame checksum, a gzip trailer that libarchive does not check at
+/// all). The default verification reads on and fails the member; `.memberOnly` does not.
+@Suite("Verifying the rest of a compressed archive")
+struct VerificationTests {
+    static let first = randomBytes(600_000, seed: 31)
+    static let second = textBytes(2_400_000, seed: 32)
+
+    /// `dir/a.<format>` holding `first.bin` then `second.txt`. Random bytes are stored as
+    /// they are by deflate (stored blocks), LZMA2 (uncompressed chunks) and zstd (raw
+    /// blocks): a flipped bit there decodes, to a wrong byte. The compressible text after
+    /// it keeps the same xz block (and bzip2 block, zstd frame) going long after
+    /// first.bin's end, so its check is far beyond what libarchive decodes ahead.
+    static func make(_ format: String, in dir: String) throws -> String {
+        try write(first, to: dir + "/tree/first.bin")
+        try write(second, to: dir + "/tree/second.txt")
+        try run("touch", ["-d", "@1700000000", dir + "/tree/first.bin", dir + "/tree/second.txt"])
+        let path = dir + "/a." + format
+        let members = ["-C", dir + "/tree", "first.bin", "second.txt"]
+        switch format {
+        case "tar.gz": try run("bsdtar", ["-czf", path] + members)
+        case "tar.bz2": try run("bsdtar", ["-cjf", path] + members)
+        case "tar.xz": try run("bsdtar", ["-cJf", path] + members)
+        default:
+            // The zstd tool writes the frame's content checksum (bsdtar's zstd writer does not).
+            try run("bsdtar", ["-cf", dir + "/a.tar"] + members)
+            try run("zstd", ["-q", "-f", "--check", dir + "/a.tar", "-o", path])
+        }
+        return path
+    }
+
+    @Test("a garbled byte in the member's compressed bytes fails the member by default", arguments: ["tar.gz", "tar.bz2", "tar.xz", "tar.zst"])
+    func garbledMember(format: String) throws {
+        let dir = try makeTemporaryDirectory("verify")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let original = try Data(contentsOf: URL(fileURLWithPath: try Self.make(format, in: dir)))
+        var fastWrong = 0
+        for i in 0..<8 {
+            // Inside first.bin's compressed bytes: after the headers, well before its end.
+            let at = 100_000 + i * 50_000 + i * 13
+            var data = original
+            data[at] ^= UInt8(1 << (i % 8))
+            let path = "\(dir)/flip-\(at).\(format)"
+            try data.write(to: URL(fileURLWithPath: path))
+            let result = drain(ArchiveMemberDataSource(archive: path, member: "first.bin"))
+            #expect(result.last == -1, "\(format) flipped at \(at): ended with \(result.last), bytes right: \(result.data == Self.first)")
+            #expect(result.error?.code == .corrupt || result.error?.code == .truncated, "\(format) at \(at): \(String(describing: result.error))")
+            #expect(result.error?.message.contains(path) == true && result.error?.message.contains("first.bin") == true,
+                    "\(format) at \(at): \(String(describing: result.error))")
+            // Over a pipe (an upstream that cannot seek) as well.
+            let piped = drain(ArchiveMemberDataSource(archive: pipeSource(data), member: "first.bin", name: path))
+            #expect(piped.last == -1, "\(format) flipped at \(at), piped: ended with \(piped.last)")
+            // The fast mode does not verify the rest: the same input can end cleanly, wrong.
+            let fast = drain(ArchiveMemberDataSource(archive: path, member: "first.bin", verification: .memberOnly))
+            if fast.last == 0 && fast.data != Self.first { fastWrong += 1 }
+        }
+        if format != "tar.bz2" {
+            // Stored deflate blocks, LZMA2 uncompressed chunks, zstd raw blocks: the flips decode.
+            #expect(fastWrong > 0, "\(format): .memberOnly never gave wrong bytes; the flips missed the member")
+        }
+        print("\(format): \(fastWrong) of 8 flips in first.bin end cleanly with wrong bytes in .memberOnly mode, 0 by default")
+    }
+
+    @Test("the gzip CRC-32 is checked: a garbled stored block is .corrupt, naming the gzip check")
+    func gzipCRC() throws {
+        let dir = try makeTemporaryDirectory("verifygz")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = try Self.make("tar.gz", in: dir)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        var data = original
+        // A byte of first.bin, which deflate stored as it is: inflate takes it, only the CRC sees it.
+        let at = try #require(data.range(of: Self.first.subdata(in: 30_000..<30_032))).lowerBound
+        data[at] ^= 0x20
+        try data.write(to: URL(fileURLWithPath: path))
+        for member in ["first.bin", "second.txt"] {
+            let result = drain(ArchiveMemberDataSource(archive: path, member: member))
+            #expect(result.last == -1, "\(member): ended with \(result.last)")
+            #expect(result.error?.code == .corrupt)
+            #expect(result.error?.message.contains("gzip") == true && result.error?.message.contains(member) == true,
+                    "\(String(describing: result.error))")
+        }
+        // The trailer cut short: .truncated.
+        let cut = dir + "/cut.tar.gz"
+        try original.prefix(original.count - 3).write(to: URL(fileURLWithPath: cut))
+        let short = drain(ArchiveMemberDataSource(archive: cut, member: "second.txt"))
+        #expect(short.last == -1 && short.error?.code == .truncated, "\(String(describing: short.error))")
+    }
+
+    @Test("an intact compressed archive reads cleanly in both modes, every member")
+    func intact() throws {
+        let dir = try makeTemporaryDirectory("verifyok")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for format in ["tar.gz", "tar.bz2", "tar.xz", "tar.zst"] {
+            let path = try Self.make(format, in: dir)
+            for (member, bytes) in [("first.bin", Self.first), ("second.txt", Self.second)] {
+                for verification in [ArchiveVerification.wholeArchive, .memberOnly] {
+                    let result = drain(ArchiveMemberDataSource(archive: path, member: member, verification: verification), size: 7_001)
+                    #expect(result.last == 0 && result.data == bytes, "\(format) \(member) \(verification): \(String(describing: result.error))")
+                }
+                let piped = drain(ArchiveMemberDataSource(archive: pipeSource(try Data(contentsOf: URL(fileURLWithPath: path))), member: member))
+                #expect(piped.last == 0 && piped.data == bytes, "\(format) \(member) piped: \(String(describing: piped.error))")
+            }
+        }
+    }
+}
