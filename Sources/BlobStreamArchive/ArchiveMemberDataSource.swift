@@ -605,7 +605,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     }
 
     /// `.wholeArchive`: after the member's end, when libarchive reads through a filter or
-    /// the upstream cannot seek, reads the following headers to the end of the archive
+    /// the upstream cannot seek, reads the following entries to the end of the archive
     /// (decompressing what the filter holds, so every block check is reached), then the
     /// upstream to its end (its own end checks, the last gzip trailer), then asks the gzip
     /// check. Returns the first problem met. An archive without a filter over a seekable
@@ -615,7 +615,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         let input = handle.input
         guard handle.hasFilter || !input.canSeek else { return nil }
         do {
-            while try handle.advance() {}
+            // Each following entry's data is read, not skipped: libarchive reports a
+            // decompressor's error met while skipping as a mere truncation.
+            while try handle.advance() {
+                while try handle.nextBlock() != nil {}
+            }
         } catch {
             return translate(error, input: input, while: "reading the rest of the archive to verify it (the member's bytes may be wrong)")
         }

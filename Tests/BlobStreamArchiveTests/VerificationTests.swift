@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamArchive
+import BlobStreamFiles
 import Foundation
 import Testing
 
@@ -90,6 +91,34 @@ struct VerificationTests {
         try original.prefix(original.count - 3).write(to: URL(fileURLWithPath: cut))
         let short = drain(ArchiveMemberDataSource(archive: cut, member: "second.txt"))
         #expect(short.last == -1 && short.error?.code == .truncated, "\(String(describing: short.error))")
+    }
+
+    @Test("a member of a Debian package's garbled data.tar.xz fails, through archive: URLs too")
+    func debianPackage() throws {
+        let dir = try makeTemporaryDirectory("verifydeb")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let xz = try Self.make("tar.xz", in: dir)
+        try run("cp", [xz, dir + "/data.tar.xz"])
+        try write(Data("2.0\n".utf8), to: dir + "/debian-binary")
+        try run("ar", ["rc", dir + "/ok.deb", "debian-binary", "data.tar.xz"], in: dir)
+        var deb = try Data(contentsOf: URL(fileURLWithPath: dir + "/ok.deb"))
+        let start = try #require(deb.range(of: Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]))).lowerBound  // xz magic
+        deb[start + 300_000] ^= 0x04
+        let path = dir + "/bad.deb"
+        try deb.write(to: URL(fileURLWithPath: path))
+        let nested = drain(ArchiveMemberDataSource(archive: ArchiveMemberDataSource(archive: path, member: "data.tar.xz"), member: "first.bin"))
+        #expect(nested.last == -1, "ended with \(nested.last), bytes right: \(nested.data == Self.first)")
+        #expect(nested.error?.message.contains("first.bin") == true && nested.error?.message.contains("data.tar.xz") == true,
+                "\(String(describing: nested.error))")
+        let url = "archive:archive:\(BlobURL.fileURL(path: path))!/data.tar.xz!/first.bin"
+        let viaURL = drain(try makeRegistry().makeSource(url: url))
+        #expect(viaURL.last == -1, "\(url) ended with \(viaURL.last)")
+        // A registry made for the fast mode does not verify: the same URL ends cleanly, wrong.
+        let fastRegistry = DataSourceRegistry()
+        FileSources.register(in: fastRegistry)
+        ArchiveSources.register(in: fastRegistry, verification: .memberOnly)
+        let fast = drain(try fastRegistry.makeSource(url: url))
+        #expect(fast.last == 0 && fast.data.count == Self.first.count && fast.data != Self.first)
     }
 
     @Test("an intact compressed archive reads cleanly in both modes, every member")
