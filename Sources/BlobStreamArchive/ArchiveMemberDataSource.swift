@@ -42,8 +42,9 @@ import Foundation
 /// an xz block's check, a bzip2 block's CRC, a zstd frame's checksum come where the block
 /// or frame ends, often after the member's last byte, so a garbled byte there would
 /// otherwise give wrong bytes with a clean end. libarchive (3.6) never checks a gzip
-/// member's CRC-32 and size (bsdtar does not either): this source checks them itself, with
-/// zlib, as the compressed bytes go by (one more inflate of the archive). Any error found
+/// member's CRC-32 and size (bsdtar does not either): this source inflates a gzip layer
+/// itself, with zlib, which checks them (in both modes, where a gzip member ends), and
+/// lets libarchive read the archive inside; this costs nothing more. Any error found
 /// after the member's last byte fails the member — the last bytes may be delivered, then
 /// the next read fails, naming the archive, the member and what failed — never a clean
 /// end. `.memberOnly` is the fast mode: it does NOT verify the rest of the stream (see
@@ -482,7 +483,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             handle?.free()
             handle = nil
             block = nil
-            let input = UpstreamInput(upstream: upstream, signal: signal, start: start, checkingGzip: verification == .wholeArchive)
+            let input = UpstreamInput(upstream: upstream, signal: signal, start: start, inflatingGzip: true)
             var found: ArchiveHandle.Header?
             var stale = false  // a remembered position did not hold the expected header
             var first = true
@@ -607,8 +608,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// `.wholeArchive`: after the member's end, when libarchive reads through a filter or
     /// the upstream cannot seek, reads the following entries to the end of the archive
     /// (decompressing what the filter holds, so every block check is reached), then the
-    /// upstream to its end (its own end checks, the last gzip trailer), then asks the gzip
-    /// check. Returns the first problem met. An archive without a filter over a seekable
+    /// upstream to its end (its own end checks; through the gzip layer, the last gzip
+    /// trailer). Returns the first problem met. An archive without a filter over a seekable
     /// upstream (a tar, zip or 7z file) has nothing after the member that checks it (a zip
     /// or 7z member's CRC-32 was checked at its end): nothing more is read.
     private func verifyRest(_ handle: ArchiveHandle) -> BlobStreamError? {
@@ -629,11 +630,6 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             if n < 0 {
                 return translate(.input, input: input, while: "reading the upstream to its end to verify the archive")
             }
-        }
-        if let verdict = input.gzipCheck?.verdict() {
-            return makeError(
-                verdict.truncated ? .truncated : .corrupt,
-                "the archive's gzip stream is damaged, so the member's bytes may be wrong: \(verdict.message) (found while verifying the archive to its end)")
         }
         return nil
     }

@@ -8,9 +8,10 @@ public enum ArchiveVerification: Sendable, Hashable {
     /// The default. After the member's last byte, and before its end is announced, reads the
     /// rest of the archive as `bsdtar -x` does when it scans the whole archive: the
     /// following headers up to the end (decompressing the rest of a compressed stream, so
-    /// every block check is reached), the gzip layer's CRC-32 and size (checked by this
-    /// module: libarchive does not), and a non-seekable upstream (a pipe, a gzip stream,
-    /// another archive's member) to its end so that its own end checks run. Any error met
+    /// every block check is reached) and the rest of the gzip layer (whose CRC-32 and size
+    /// this module checks: libarchive does not), then a non-seekable upstream (a pipe, a
+    /// gzip stream, another archive's member) to its end so that its own end checks run.
+    /// Any error met
     /// there fails the member (naming the archive, the member and what failed) instead of
     /// a clean end.
     ///
@@ -23,8 +24,7 @@ public enum ArchiveVerification: Sendable, Hashable {
     /// Fast: announces the end when the member's last byte was handed out, after the checks
     /// libarchive makes within the member (header checksums, a zip or 7z member's CRC-32,
     /// blocks that end inside the member). Does NOT verify the rest of the compressed
-    /// stream, so a garbled byte in a compressed block that also holds the member's end,
-    /// or in a gzip member (libarchive never checks gzip CRCs), can give wrong bytes with
-    /// a clean end.
+    /// stream, so a garbled byte in a compressed block, zstd frame or gzip member that goes
+    /// on after the member's end can give wrong bytes with a clean end.
     case memberOnly
 }
