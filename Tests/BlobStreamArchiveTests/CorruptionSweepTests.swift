@@ -59,12 +59,15 @@ struct CorruptionSweepTests {
     struct Counts: CustomStringConvertible {
         var inputs = 0, flips = 0, truncations = 0, reads = 0
         var errors = 0, intact = 0, unprotected = 0, silentWrong = 0
+        /// Reads of a cut archive that gave the right bytes (the member and its checks were whole).
+        var cutIntact = 0
         mutating func add(_ other: Counts) {
             inputs += other.inputs; flips += other.flips; truncations += other.truncations; reads += other.reads
             errors += other.errors; intact += other.intact; unprotected += other.unprotected; silentWrong += other.silentWrong
+            cutIntact += other.cutIntact
         }
         var description: String {
-            "inputs \(inputs), flips \(flips), truncations \(truncations), member reads \(reads): errors \(errors), right bytes \(intact), unprotected \(unprotected), SILENT-WRONG \(silentWrong)"
+            "inputs \(inputs), flips \(flips), truncations \(truncations), member reads \(reads): errors \(errors), right bytes \(intact) (of which from cut archives \(cutIntact)), unprotected \(unprotected), SILENT-WRONG \(silentWrong)"
         }
     }
 
@@ -124,6 +127,7 @@ struct CorruptionSweepTests {
                                 "\(format.label) \(what) \(member): the error does not name the archive and the member: \(String(describing: result.error))")
                     } else if result.data == expected {
                         counts.intact += 1
+                        if flipped == nil { counts.cutIntact += 1 }
                     } else if let flipped, let why = format.unprotected?(bytes, flipped, expected) {
                         counts.unprotected += 1
                         reasons.insert(why)

@@ -121,6 +121,40 @@ struct VerificationTests {
         #expect(fast.last == 0 && fast.data.count == Self.first.count && fast.data != Self.first)
     }
 
+    /// Zip and 7z keep a CRC-32 per member, which libarchive checks at the member's end:
+    /// in both modes a flipped byte in a member's compressed data is an error.
+    @Test("a flipped byte in a zip member's deflate data or a 7z member's data is an error, in both modes", arguments: ["zip", "7z"])
+    func zipAnd7z(format: String) throws {
+        let dir = try makeTemporaryDirectory("verifyzip")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let text = textBytes(300_000, seed: 33)
+        try write(text, to: dir + "/tree/text.txt")
+        try write(Data("after\n".utf8), to: dir + "/tree/z.txt")
+        try run("touch", ["-d", "@1700000000", dir + "/tree/text.txt", dir + "/tree/z.txt"])
+        let path = dir + "/a." + format
+        try run("bsdtar", ["--format", format == "zip" ? "zip" : "7zip", "-cf", path, "-C", dir + "/tree", "text.txt", "z.txt"])
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        for i in 0..<12 {
+            // Inside text.txt's compressed bytes: past the first header, before the index.
+            let at = 200 + (original.count * 7 / 10) * i / 12 + i
+            var data = original
+            data[at] ^= UInt8(1 << (i % 8))
+            let bad = "\(dir)/flip-\(at).\(format)"
+            try data.write(to: URL(fileURLWithPath: bad))
+            for verification in [ArchiveVerification.wholeArchive, .memberOnly] {
+                let result = drain(ArchiveMemberDataSource(archive: bad, member: "text.txt", verification: verification))
+                #expect(result.last == -1, "\(format) flipped at \(at), \(verification): ended with \(result.last), bytes right: \(result.data == text)")
+                #expect(result.error?.message.contains(bad) == true && result.error?.message.contains("text.txt") == true,
+                        "\(String(describing: result.error))")
+            }
+            if format == "zip" {
+                // Read from its local headers, in one pass.
+                let piped = drain(ArchiveMemberDataSource(archive: pipeSource(data), member: "text.txt", name: bad))
+                #expect(piped.last == -1, "zip flipped at \(at), piped: ended with \(piped.last), bytes right: \(piped.data == text)")
+            }
+        }
+    }
+
     @Test("an intact compressed archive reads cleanly in both modes, every member")
     func intact() throws {
         let dir = try makeTemporaryDirectory("verifyok")
