@@ -617,8 +617,10 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         guard handle.hasFilter || !input.canSeek else { return nil }
         do {
             // Each following entry's data is read, not skipped: libarchive reports a
-            // decompressor's error met while skipping as a mere truncation.
+            // decompressor's error met while skipping as a mere truncation. (An encrypted
+            // entry's data cannot be read: it is skipped.)
             while try handle.advance() {
+                if handle.currentHeader().entry.isEncrypted { continue }
                 while try handle.nextBlock() != nil {}
             }
         } catch {

@@ -102,7 +102,7 @@ struct ErrorTests {
 
     /// Compressible text, garbled in the middle of its compressed form: the decompressor
     /// (or the format's check) refuses it. (libarchive never checks a gzip trailer's CRC-32,
-    /// as `bsdtar` shows; the default verification checks it: see the module's "Integrity".)
+    /// as `bsdtar` shows; the source inflates gzip itself and does: see "Integrity".)
     @Test("corrupt compressed data is an error, never a clean end", arguments: ["tar.gz", "tar.bz2", "tar.xz", "tar.zst", "zip", "7z"])
     func corruptCompressed(format: String) throws {
         let dir = try makeTemporaryDirectory("corrupt")
