@@ -98,7 +98,8 @@ final class UpstreamInput {
         guard wantsGzip else { return true }
         wantsGzip = false
         raw = .allocate(byteCount: Self.blockSize, alignment: 64)
-        guard fillRaw(atLeast: GzipLayer.magic.count) else { return false }
+        // A first read of the usual size (an uncompressed tar's first header is all a search needs).
+        guard fillRaw(atLeast: GzipLayer.magic.count, readSize: readSize) else { return false }
         guard startsGzipMember() else { return true }  // the bytes read are handed out as they are
         guard let layer = GzipLayer() else {
             failure = BlobStreamError(.sourceFailed, "zlib could not start to inflate the gzip stream")
@@ -183,9 +184,9 @@ final class UpstreamInput {
         return (0..<GzipLayer.magic.count).allSatisfy { bytes[$0] == GzipLayer.magic[$0] }
     }
 
-    /// Reads the upstream into `raw` until `count` unused bytes are there or the upstream
-    /// ends; false after recording `failure`.
-    private func fillRaw(atLeast count: Int) -> Bool {
+    /// Reads the upstream into `raw`, `readSize` bytes at most per read, until `count`
+    /// unused bytes are there or the upstream ends; false after recording `failure`.
+    private func fillRaw(atLeast count: Int, readSize: Int = blockSize) -> Bool {
         guard let raw else { return true }
         if rawStart > 0 {
             (raw).copyMemory(from: raw + rawStart, byteCount: rawEnd - rawStart)
@@ -193,7 +194,7 @@ final class UpstreamInput {
             rawStart = 0
         }
         while rawEnd < count && rawEnd < Self.blockSize {
-            let n = readUpstream(into: raw + rawEnd, maxLength: Self.blockSize - rawEnd)
+            let n = readUpstream(into: raw + rawEnd, maxLength: min(readSize, Self.blockSize - rawEnd))
             if n < 0 { return false }
             if n == 0 { break }
             rawEnd += n
