@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
-        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive"]),
+        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive", "CBlobStreamZlib"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
         // Integrations: upload bodies.
         .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),

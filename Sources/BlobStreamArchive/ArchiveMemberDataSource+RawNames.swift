@@ -6,11 +6,14 @@ extension ArchiveMemberDataSource {
     /// `String` can hold. `member` is then the name's escaped spelling
     /// (`BlobURL.escapedName`, as `ArchiveEntry.escapedPath` and `blobstream ls` give it).
     ///
-    /// - Parameters: as `init(archive:member:name:verifyingToEnd:)`, with the member's name
+    /// - Parameters: as `init(archive:member:name:verification:)`, with the member's name
     ///   as raw bytes (a leading `./` or trailing `/` is ignored).
-    public convenience init(archive upstream: any BlobDataSource, memberBytes: [UInt8], name: String? = nil, verifyingToEnd: Bool = false) {
+    public convenience init(
+        archive upstream: any BlobDataSource, memberBytes: [UInt8], name: String? = nil,
+        verification: ArchiveVerification = .wholeArchive
+    ) {
         let spelling = BlobURL.escapedName(memberBytes)
-        self.init(archive: upstream, member: spelling, name: name, verifyingToEnd: verifyingToEnd)
+        self.init(archive: upstream, member: spelling, name: name, verification: verification)
         wanted = Self.normalized(memberBytes)
         memberSpelling = spelling
     }

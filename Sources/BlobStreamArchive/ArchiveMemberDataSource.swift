@@ -37,15 +37,28 @@ import Foundation
 /// seek), the upstream's own code when it fails. Errors are sticky.
 ///
 /// ## Integrity
-/// What is checked is what libarchive checks as it reads the member: header checksums,
-/// zip CRC-32s, bzip2/xz/zstd block checks, deflate and LZMA streams that do not decode,
-/// sizes (the source itself checks that the bytes delivered match the header's size).
-/// libarchive 3.6 does not check a gzip trailer's CRC-32 and ISIZE (bsdtar does not
-/// either), and checks that sit after the member (an xz block check, a gzip trailer, the
-/// CRC of a garbled bzip2 block that decodes to more bytes than it held and so covers the
-/// member's end) are never reached when reading stops with the member. For a verified .tar.gz, read it
-/// through a `GzipDataSource` upstream (which checks every CRC-32 and ISIZE) with
-/// `verifyingToEnd: true`, which reads on to the end before announcing the member's end.
+/// By default (`verification: .wholeArchive`) the member's end is announced only after
+/// the rest of the archive was read and checked, as `bsdtar -x` scans the whole archive:
+/// an xz block's check, a bzip2 block's CRC, a zstd frame's checksum come where the block
+/// or frame ends, often after the member's last byte, so a garbled byte there would
+/// otherwise give wrong bytes with a clean end. libarchive (3.6) never checks a gzip
+/// member's CRC-32 and size (bsdtar does not either): this source inflates a gzip layer
+/// itself, with zlib, which checks them (in both modes, where a gzip member ends), and
+/// lets libarchive read the archive inside; this costs nothing more. Any error found
+/// after the member's last byte fails the member — the last bytes may be delivered, then
+/// the next read fails, naming the archive, the member and what failed — never a clean
+/// end. `.memberOnly` is the fast mode: it does NOT verify the rest of the stream (see
+/// `ArchiveVerification`). An archive without a compression filter read over a seekable
+/// upstream (a tar, zip or 7z file) costs nothing more: nothing after the member checks it.
+///
+/// What protects a member's bytes is the format's own check: zip and 7z keep a CRC-32 per
+/// member (checked at its end, in both modes); tar.xz, tar.bz2, tar.zst and tar.gz the
+/// compressed stream's checks, which cover the tar's headers and bodies alike. A zstd frame
+/// written without its optional checksum (libarchive 3.6's writer, `bsdtar --zstd`, omits
+/// it; the `zstd` tool writes it) protects nothing: a garbled literal gives wrong bytes
+/// that no reader can see. An uncompressed tar (and cpio, ar, ISO 9660) has no checksum
+/// over a member's body at all, only over its header: a changed byte in the body is read
+/// as it is, in every mode. For those, check a digest of your own.
 ///
 /// ## Seeking
 /// When the upstream can seek (`offsetCapability == .seek` with a known `length`: a path,
@@ -110,14 +123,15 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     public let archiveName: String
 
     /// The name's bytes to match, normalized; set only while initializing (see
-    /// `init(archive:memberBytes:name:verifyingToEnd:)`).
+    /// `init(archive:memberBytes:name:verification:)`).
     var wanted: [UInt8]
     /// How messages name the member: `BlobURL.escapedName` of its bytes, one line, no
     /// terminal escapes; set only while initializing.
     var memberSpelling: String
     private let asynchronous: Bool
     private let signal: UpstreamSignal?
-    private let verifyingToEnd: Bool
+    /// What is checked before the member's end is announced.
+    public let verification: ArchiveVerification
     private let openQueue = DispatchQueue(label: "BlobStreamArchive.ArchiveMemberDataSource.open")
     let lock = NSLock()
 
@@ -150,12 +164,16 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     ///   - upstream: the archive's bytes, not opened yet; this source opens and closes it.
     ///   - member: the member's name (a leading `./` or trailing `/` is ignored).
     ///   - name: how errors name the archive; by default a description of the upstream.
-    ///   - verifyingToEnd: after the member's last byte, read the rest of the archive and
-    ///     the upstream to their ends before announcing the end, so that checks made only
-    ///     there fail the member instead of passing unseen (see "Integrity" above). Costs
-    ///     reading everything after the member. False by default.
-    public init(archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool = false) {
-        self.verifyingToEnd = verifyingToEnd
+    ///   - verification: `.wholeArchive` (the default) reads the rest of the archive after
+    ///     the member's last byte, and checks it, before announcing the end, so that checks
+    ///     made only there (an xz or bzip2 block, a gzip CRC-32) fail the member instead of
+    ///     passing unseen; `.memberOnly` announces the end at once and does not verify the
+    ///     rest of the stream (see "Integrity" above).
+    public init(
+        archive upstream: any BlobDataSource, member: String, name: String? = nil,
+        verification: ArchiveVerification = .wholeArchive
+    ) {
+        self.verification = verification
         self.upstream = upstream
         self.member = member
         self.archiveName = name ?? Self.describe(upstream)
@@ -170,10 +188,17 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         }
     }
 
+    /// Makes a source for `member` of the archive read from `upstream`; `verifyingToEnd`
+    /// true is `.wholeArchive`, false `.memberOnly`.
+    @available(*, deprecated, renamed: "init(archive:member:name:verification:)", message: "pass verification: .wholeArchive (now the default) or .memberOnly")
+    public convenience init(archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool) {
+        self.init(archive: upstream, member: member, name: name, verification: verifyingToEnd ? .wholeArchive : .memberOnly)
+    }
+
     /// Makes a source for `member` of the archive file at `path` (read with `pread`, with
-    /// skip and seek callbacks).
-    public convenience init(archive path: String, member: String) {
-        self.init(archive: PathUpstream(path: path), member: member, name: path)
+    /// skip and seek callbacks). See `ArchiveVerification` for `verification`.
+    public convenience init(archive path: String, member: String, verification: ArchiveVerification = .wholeArchive) {
+        self.init(archive: PathUpstream(path: path), member: member, name: path, verification: verification)
     }
 
     deinit {
@@ -468,7 +493,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             handle?.free()
             handle = nil
             block = nil
-            let input = UpstreamInput(upstream: upstream, signal: signal, start: start)
+            let input = UpstreamInput(upstream: upstream, signal: signal, start: start, inflatingGzip: true)
             var found: ArchiveHandle.Header?
             var stale = false  // a remembered position did not hold the expected header
             var first = true
@@ -580,25 +605,45 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 if !isSparse, let memberLength, produced < memberLength {
                     return makeError(.truncated, "the archive ends inside the member: \(produced) of its \(memberLength) bytes are there")
                 }
-                if verifyingToEnd {
-                    do {
-                        while try handle.nextHeader() != nil {}
-                    } catch {
-                        return translate(error, input: handle.input, while: "reading the rest of the archive to verify it")
-                    }
-                    while true {
-                        let n = handle.input.read()
-                        if n == 0 { break }
-                        if n < 0 {
-                            return translate(.input, input: handle.input, while: "reading the upstream to its end to verify it")
-                        }
-                    }
+                if verification == .wholeArchive, let problem = verifyRest(handle) {
+                    return problem
                 }
             }
             return nil
         } catch {
             return translate(error, input: handle.input, while: "reading the member's data at offset \(produced)")
         }
+    }
+
+    /// `.wholeArchive`: after the member's end, when libarchive reads through a filter or
+    /// the upstream cannot seek, reads the following entries to the end of the archive
+    /// (decompressing what the filter holds, so every block check is reached), then the
+    /// upstream to its end (its own end checks; through the gzip layer, the last gzip
+    /// trailer). Returns the first problem met. An archive without a filter over a seekable
+    /// upstream (a tar, zip or 7z file) has nothing after the member that checks it (a zip
+    /// or 7z member's CRC-32 was checked at its end): nothing more is read.
+    private func verifyRest(_ handle: ArchiveHandle) -> BlobStreamError? {
+        let input = handle.input
+        guard handle.hasFilter || !input.canSeek else { return nil }
+        do {
+            // Each following entry's data is read, not skipped: libarchive reports a
+            // decompressor's error met while skipping as a mere truncation. (An encrypted
+            // entry's data cannot be read: it is skipped.)
+            while try handle.advance() {
+                if handle.currentHeader().entry.isEncrypted { continue }
+                while try handle.nextBlock() != nil {}
+            }
+        } catch {
+            return translate(error, input: input, while: "reading the rest of the archive to verify it (the member's bytes may be wrong)")
+        }
+        while true {
+            let n = input.read()
+            if n == 0 { break }
+            if n < 0 {
+                return translate(.input, input: input, while: "reading the upstream to its end to verify the archive")
+            }
+        }
+        return nil
     }
 
     /// Fills `out` with member bytes, skipping first up to `target`, filling holes with

@@ -15,8 +15,10 @@ public enum ArchiveSources {
 
     /// Registers `archive:` in `registry`. The inner URL is made by the same registry, so
     /// any registered scheme can hold the archive (`file:`, `gzip:`, `archive:` itself).
-    public static func register(in registry: DataSourceRegistry) {
-        registry.register(scheme: scheme) { url, registry in try makeSource(url: url, registry: registry) }
+    /// Members are read with `verification` (by default the whole archive is verified
+    /// before a member's end is announced; `.memberOnly` is the fast mode that does not).
+    public static func register(in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive) {
+        registry.register(scheme: scheme) { url, registry in try makeSource(url: url, registry: registry, verification: verification) }
     }
 
     /// The source for an `archive:` URL: the inner URL's source (made by `registry`) as the
@@ -24,10 +26,12 @@ public enum ArchiveSources {
     /// that are not UTF-8 are reached by their `%XX` spelling). Errors name the inner URL.
     ///
     /// - Throws: what `components(of:)` and `registry.makeSource(url:)` throw.
-    public static func makeSource(url: String, registry: DataSourceRegistry) throws -> ArchiveMemberDataSource {
+    public static func makeSource(
+        url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive
+    ) throws -> ArchiveMemberDataSource {
         let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)
-        return ArchiveMemberDataSource(archive: upstream, memberBytes: member, name: inner)
+        return ArchiveMemberDataSource(archive: upstream, memberBytes: member, name: inner, verification: verification)
     }
 
     /// Splits `archive:<url>!/<member>` at the LAST `!/`: the inner URL, undecoded, and the

@@ -120,6 +120,9 @@ package struct SourceOptions: ParsableArguments {
     @Option(name: .long, help: "The photo library (a folder with originals/ and renders/) that resolves asset URLs.")
     package var library: String?
 
+    @Flag(name: .long, help: "Archive members: end after the member's last byte WITHOUT verifying the rest of a compressed archive (faster; a damaged block after the member can then go unseen).")
+    package var skipArchiveVerification = false
+
     package init() {}
 
     package func validate() throws {

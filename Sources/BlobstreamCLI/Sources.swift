@@ -7,11 +7,11 @@ import Foundation
 
 /// The registry the tool reads through: every scheme of the modules it links. Asset URLs
 /// are resolved by the photo library given with `--library`.
-package func makeRegistry(library: String? = nil) -> DataSourceRegistry {
+package func makeRegistry(library: String? = nil, skipArchiveVerification: Bool = false) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     FileSources.register(in: registry)
     GzipSources.register(in: registry)
-    ArchiveSources.register(in: registry)
+    ArchiveSources.register(in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
     } else {
@@ -149,7 +149,7 @@ extension SourceOptions {
         _ sources: [String],
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
-        let registry = makeRegistry(library: library)
+        let registry = makeRegistry(library: library, skipArchiveVerification: skipArchiveVerification)
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }

@@ -44,7 +44,7 @@ struct Upload: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let registry = makeRegistry(library: options.library)
+        let registry = makeRegistry(library: options.library, skipArchiveVerification: options.skipArchiveVerification)
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {

@@ -8,6 +8,9 @@ enum ArchiveErrors {
         switch failure {
         case .input:
             if input.cancelled { return BlobStreamError(.closed, "\(prefix): closed while \(doing)") }
+            if input.failureIsGzip, let gzip = input.failure as? BlobStreamError {
+                return BlobStreamError(gzip.code, "\(prefix): \(gzip.message) while \(doing)")
+            }
             let cause = input.failure ?? BlobStreamError(.sourceFailed, "unknown upstream failure")
             let code = (cause as? BlobStreamError)?.code ?? .sourceFailed
             return BlobStreamError(code, "\(prefix): the upstream failed at offset \(input.position) while \(doing): \(cause)", cause: cause)

@@ -46,6 +46,8 @@ final class ArchiveHandle {
     /// Makes a handle and opens it: reads the first bytes to pick the filters and format.
     init(input: UpstreamInput) throws(Failure) {
         self.input = input
+        // A gzip layer the input inflates itself must be found before the callbacks are set.
+        guard input.prepare() else { throw Failure.input }
         let a: OpaquePointer? = UTF8Locale.run { archive_read_new() }
         guard let a else { throw Failure.library(code: ARCHIVE_FATAL, errno: ENOMEM, message: "archive_read_new failed", format: 0) }
         archive = a
@@ -128,7 +130,15 @@ final class ArchiveHandle {
     var isUncompressedTar: Bool {
         guard let a = archive else { return false }
         return archive_format(a) & ARCHIVE_FORMAT_BASE_MASK == ARCHIVE_FORMAT_TAR && archive_filter_count(a) == 1
-            && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE
+            && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE && !input.inflatesGzip
+    }
+
+    /// The archive is read through a filter (gzip, bzip2, xz, zstd, …; a gzip layer the
+    /// input inflates counts): the format's bytes are decompressed, and the filter's checks
+    /// come where its blocks end.
+    var hasFilter: Bool {
+        guard let a = archive else { return false }
+        return input.inflatesGzip || !(archive_filter_count(a) == 1 && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE)
     }
 
     /// The next data block of the current entry; nil at its end.
