@@ -24,9 +24,11 @@ import Synchronization
 /// - **Block cache**: the source asks the representation for whole blocks of `blockSize`
 ///   bytes (aligned on multiples of it; the asset's last block may be short), never for a
 ///   block twice in a row, so `getBytes` runs at most ceil(size / blockSize) times for a
-///   read from start to end whatever the read sizes. A read with room for whole blocks at
-///   a block boundary gets them straight from one `getBytes` into its buffer, without a
-///   copy; other reads are served from a cache of `cachedBlocks` blocks, filled by one
+///   read from start to end whatever the read sizes (plus, before the end, the
+///   representation's `checkValid()`: no `getBytes` for ``DirectoryAssetLibrary``'s; the
+///   protocol's default asks `getBytes` for a byte at `size`, which reads nothing). A read
+///   with room for whole blocks at a block boundary gets them straight from one `getBytes`
+///   into its buffer, without a copy; other reads are served from a cache of `cachedBlocks` blocks, filled by one
 ///   `getBytes`. A `read` takes no lock and allocates nothing.
 /// - **Invalidation** (the library changed): reading goes on at the same offset, without a
 ///   lost or repeated byte, after looking the asset up again and checking that every byte
@@ -34,6 +36,10 @@ import Synchronization
 ///   changed meanwhile, or a byte already handed out is different, which is an error
 ///   (`.changed`, naming the URL and the offset) rather than a splice of two versions. See
 ///   "Reading across an invalidation" below.
+/// - **The end** is announced (`isAtEnd`) only after the representation read from was
+///   found still valid (`checkValid()`); when it is not, the asset is looked up again and
+///   checked as after an invalidation: the same bytes end cleanly, other bytes are
+///   `.changed`. So a change made after the last `getBytes` does not end as a clean read.
 /// - `.fileCurrentOffsetKey` (`offsetCapability` `.seek`): before `open()` where reading
 ///   starts (past the end: the open fails with `.invalidOffset`); after, moves there (within
 ///   the cache: no `getBytes`).
@@ -82,7 +88,8 @@ import Synchronization
 /// a page already dirty move no timestamp, and a clock set back can repeat a ctime. The
 /// hash is XXH64: a change nobody crafted goes unseen with a probability of about 2⁻⁶⁴
 /// (it detects changes, it does not authenticate). The check runs when the library reports
-/// a change (an invalidation); a change the library never reports is not seen.
+/// a change (an invalidation, seen by a `getBytes` or by the check before the end); a change
+/// the library never reports is not seen.
 ///
 /// **Cost.** While reading: the hash of each byte handed out, about 45 ms of CPU per GiB
 /// (measured with a release build reading a 1 GiB asset 4 times from the page cache with
@@ -368,7 +375,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         }
         if position == size {
             phase = .ready
-            return .atEnd
+            return endCheckedLocked()
         }
         switch fillCache(at: position) {
         case .filled:
@@ -431,6 +438,34 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             return .error(BlobStreamError(.invalidated, "'\(url)' kept being invalidated by changes of its library: \(Self.maxAttempts) lookups in a row were invalid before a block could be read (at offset \(position))"))
         }
         return .retry
+    }
+
+    /// With `lock` held, in phase `.ready` at the end: `.atEnd` when the representation read
+    /// from is still valid; otherwise one more lookup, whose answer checks what was handed
+    /// out as on resume (the end is announced only then), or the error.
+    private func endCheckedLocked() -> Announcement {
+        do {
+            try representation?.checkValid()
+            return .atEnd
+        } catch let error as BlobStreamError where error.code == .invalidated {
+            invalidationCount.add(1, ordering: .relaxed)
+            phase = .looking
+            return retryLocked()
+        } catch {
+            phase = .failed
+            return .error(namingURL(error, context: "cannot check at the end (offset \(position)) of"))
+        }
+    }
+
+    /// At the end, in a read: announces it once the representation was found still valid
+    /// (see `endCheckedLocked`).
+    private func endOfRead() {
+        let announcement = lock.withLock { () -> Announcement in
+            guard phase == .ready else { return .none }
+            return endCheckedLocked()
+        }
+        if case .retry = announcement { state.hasBytesAvailable = false }
+        announce(announcement)
     }
 
     /// Makes state changes outside the lock (observers may call back).
@@ -563,7 +598,11 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             copied += n
             position += Int64(n)
         }
-        if position == size { state.isAtEnd = true }
+        if position == size {
+            // The bytes copied are handed out; the end only once the version is confirmed.
+            endOfRead()
+            return copied == 0 && state.error != nil ? -1 : copied
+        }
         return copied
     }
 
@@ -578,8 +617,8 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         case .ready where position < size:
             return copy(into: buffer, maxLength: maxLength)  // announcement under way
         case .ready where position == size:
-            state.isAtEnd = true
-            return 0
+            endOfRead()  // the end, or "nothing yet" while the asset is looked up again
+            return state.error != nil ? -1 : 0
         case .idle:
             error = BlobStreamError(.notOpen, "'\(url)' is not open")
         case .opening:
@@ -639,7 +678,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             guard offset <= size else { lock.unlock(); return false }
             move(to: offset)
             if offset == size {
-                announcement = .atEnd
+                announcement = endCheckedLocked()
             } else if offset >= cacheStart && offset < cacheEnd {
                 announcement = .bytes
             } else {
