@@ -40,6 +40,8 @@ import Synchronization
 ///   found still valid (`checkValid()`); when it is not, the asset is looked up again and
 ///   checked as after an invalidation: the same bytes end cleanly, other bytes are
 ///   `.changed`. So a change made after the last `getBytes` does not end as a clean read.
+/// - `verifiesDeliveredBytes: false` turns the check of the bytes off (see "What was read
+///   belongs to the version read on").
 /// - `.fileCurrentOffsetKey` (`offsetCapability` `.seek`): before `open()` where reading
 ///   starts (past the end: the open fails with `.invalidOffset`); after, moves there (within
 ///   the cache: no `getBytes`).
@@ -90,6 +92,14 @@ import Synchronization
 /// (it detects changes, it does not authenticate). The check runs when the library reports
 /// a change (an invalidation, seen by a `getBytes` or by the check before the end); a change
 /// the library never reports is not seen.
+///
+/// **Opting out.** `verifiesDeliveredBytes: false` neither hashes nor re-reads: after an
+/// invalidation (or before the end) the version found must have the size and the
+/// fingerprint of the one opened, or the read fails with `.changed`. It does NOT verify the
+/// bytes: a rewrite that keeps the fingerprint (same size and mtime with a library that
+/// knows files by them, or a change between ``DirectoryAssetLibrary``'s fingerprint
+/// samples) can splice two versions. Use it only with a library that never rewrites an
+/// asset in place.
 ///
 /// **Cost.** While reading: the hash of each byte handed out, about 45 ms of CPU per GiB
 /// (measured with a release build reading a 1 GiB asset 4 times from the page cache with
@@ -153,6 +163,13 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     public let openQueue: DispatchQueue?
     /// Where announcements come from: the library's callback queue, and `openQueue`.
     public let completionContext: BlobCompletionContext
+    /// Whether the bytes handed out are hashed and, after an invalidation or before the end
+    /// when the asset changed, read again and compared with the version found (the default;
+    /// see "What was read belongs to the version read on"). When false, the source only
+    /// compares the size and the fingerprint of the version found with those at open: it
+    /// does NOT verify the bytes, so a rewrite that keeps the fingerprint can splice two
+    /// versions.
+    public let verifiesDeliveredBytes: Bool
 
     private enum Phase { case idle, opening, ready, looking, failed, closed }
 
@@ -170,6 +187,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     private var phase = Phase.idle
     private var representation: (any AssetRepresentation)?
     private var size: Int64 = 0
+    private var fingerprint = ""  // at open, compared on resume when verifiesDeliveredBytes is false
     private var opened: (rendition: AssetRendition, filename: String, uti: String)?
     private var attempts = 0
 
@@ -209,10 +227,15 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     ///     block boundary skip the cache.
     ///   - cachedBlocks: how many blocks the cache holds for smaller reads (> 0).
     ///   - openQueue: where to start lookups; nil starts them on the calling thread.
+    ///   - verifiesDeliveredBytes: true (the default) checks the bytes handed out against
+    ///     the version found after a change (a hash while reading, a re-read after the
+    ///     change); false trusts the library's size and fingerprint instead, for a library
+    ///     that never rewrites an asset in place: it does NOT verify, and a rewrite that
+    ///     keeps the fingerprint can splice two versions.
     public init(
         url: String, library: any AssetLibrary, rendition: AssetRenditionChoice = .current,
         blockSize: Int = AssetDataSource.defaultBlockSize, cachedBlocks: Int = AssetDataSource.defaultCachedBlocks,
-        openQueue: DispatchQueue? = nil
+        openQueue: DispatchQueue? = nil, verifiesDeliveredBytes: Bool = true
     ) {
         precondition(blockSize > 0, "blockSize must be positive")
         precondition(cachedBlocks > 0, "cachedBlocks must be positive")
@@ -222,6 +245,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         self.blockSize = blockSize
         self.cachedBlocks = cachedBlocks
         self.openQueue = openQueue
+        self.verifiesDeliveredBytes = verifiesDeliveredBytes
         let callback = library.callbackQueue
         if let openQueue {
             completionContext = .custom {
@@ -321,6 +345,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         }
         representation = rep
         size = rep.size
+        fingerprint = rep.fingerprint
         if cache == nil {
             cache = .allocate(byteCount: Int(min(Int64(cacheSize), max(rep.size, 1))), alignment: 64)
         }
@@ -357,8 +382,12 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             phase = .failed
             return .error(BlobStreamError(.changed, "'\(url)' changed while being read: its size is now \(rep.size) bytes (at offset \(position) of \(size) bytes)"))
         }
+        if !verifiesDeliveredBytes && rep.fingerprint != fingerprint {
+            phase = .failed
+            return .error(BlobStreamError(.changed, "'\(url)' changed while being read: its bytes are different (fingerprint \(fingerprint) is now \(rep.fingerprint)) (at offset \(position) of \(size) bytes)"))
+        }
         representation = rep
-        switch recheckDelivered() {
+        switch verifiesDeliveredBytes ? recheckDelivered() : .same {
         case .same:
             break
         case .different(let run):
@@ -577,7 +606,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
                 switch fill {
                 case .filled:
                     guard let direct else { break }  // the cache now holds `position`
-                    runHash.combine(buffer + copied, direct)
+                    if verifiesDeliveredBytes { runHash.combine(buffer + copied, direct) }
                     copied += direct
                     position += Int64(direct)
                     continue
@@ -594,7 +623,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             }
             let n = min(Int(cacheEnd - position), maxLength - copied)
             UnsafeMutableRawPointer(buffer + copied).copyMemory(from: cache + Int(position - cacheStart), byteCount: n)
-            runHash.combine(buffer + copied, n)
+            if verifiesDeliveredBytes { runHash.combine(buffer + copied, n) }
             copied += n
             position += Int64(n)
         }
@@ -707,7 +736,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     /// be checked on resume, and a new run starts at `offset`.
     private func move(to offset: Int64) {
         guard offset != position else { return }
-        if position > runStart { earlierRuns.append(DeliveredRun(start: runStart, end: position, digest: runHash.digest())) }
+        if verifiesDeliveredBytes && position > runStart { earlierRuns.append(DeliveredRun(start: runStart, end: position, digest: runHash.digest())) }
         runHash = DeliveredHash()
         runStart = offset
         position = offset

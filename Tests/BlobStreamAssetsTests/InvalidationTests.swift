@@ -555,4 +555,60 @@ struct InvalidationTests {
             #expect(source.statistics.lookups == 1)
         }
     }
+
+    // MARK: - Opting out
+
+    @Test("verifiesDeliveredBytes: same size and a fingerprint that cannot tell, a byte already read changed: true gives .changed; false hashes and re-reads nothing and splices (what the option gives up)",
+          arguments: Mode.allCases, [true, false])
+    func optOut(mode: Mode, verifies: Bool) {
+        let library = TestLibrary(sizeOnlyFingerprints: true)
+        let url = library.add(id: "A", original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: verifies)
+        #expect(source.verifiesDeliveredBytes == verifies)
+        let other = Self.flipped(Self.bytes, at: [50_000, 200_000])
+        let fired = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            library.replace(id: "A", original: other)
+        })
+        #expect(fired.value)
+        #expect(source.statistics.lookups == 2)
+        if verifies {
+            #expect(!r.clean)
+            #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+            #expect(source.statistics.recheckedBytes == 131_072)
+        } else {
+            #expect(r.clean, "\(String(describing: r.error))")
+            #expect(source.statistics.recheckedBytes == 0)
+            // Resumed at 131,072: the first version before, the second after.
+            #expect(r.data == Self.bytes.prefix(131_072) + other.suffix(from: 131_072))
+            #expect(r.data != Self.bytes && r.data != other)
+        }
+    }
+
+    @Test("verifiesDeliveredBytes false: a change the fingerprint sees is still a .changed error naming the fingerprints",
+          arguments: Mode.allCases)
+    func optOutFingerprintChanged(mode: Mode) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: false)
+        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            let before = library.generation
+            // 10 is in the first 64 KiB, which the fingerprint hashes.
+            kept.value = (try? Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: [10]), at: [10], .inPlace)) ?? false
+            sawGeneration.value = waitUntil { library.generation > before }
+        })
+        #expect(fired.value && kept.value && sawGeneration.value)
+        #expect(!r.clean)
+        #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+        let message = cause(r.error)?.message ?? ""
+        #expect(message.contains(url) && message.contains("fingerprint"), "\(message)")
+        #expect(r.data == Self.bytes.prefix(r.data.count))
+        #expect(source.statistics.recheckedBytes == 0)
+    }
 }
