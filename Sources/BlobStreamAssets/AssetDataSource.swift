@@ -111,7 +111,10 @@ import Synchronization
 /// callback queue (the library's other answers wait for it); `close()` stops it at the
 /// next block. Nothing is re-read for an invalidation found before any byte was handed
 /// out. A library that keeps changing faster than that re-read makes the source give up
-/// with `.invalidated` after 8 lookups in a row.
+/// with `.invalidated` after 8 lookups in a row. Before the end: one `checkValid()` (for
+/// ``DirectoryAssetLibrary``, one `fstat`), and the re-read only when the asset changed.
+/// `verifiesDeliveredBytes: false` saves the hash and the re-reads: measured again the
+/// same way on a loaded machine, 0.45 s of CPU (0.69 s elapsed) instead of 0.64 s (0.99 s).
 public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     // Unchecked Sendable: the fields below `lock` are guarded by it while a lookup is under
     // way; while none is (phase `.ready`), only the owner's serialized calls touch them, and
