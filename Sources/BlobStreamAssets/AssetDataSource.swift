@@ -131,9 +131,9 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Lookups made: one for the open, one more after each invalidation.
         public var lookups: Int
-        /// `getBytes` calls made.
+        /// `getBytes` calls made for blocks (not the one the default `checkValid()` makes).
         public var getBytesCalls: Int
-        /// `.invalidated` answers from `getBytes`.
+        /// `.invalidated` answers from `getBytes`, or from `checkValid()` before the end.
         public var invalidations: Int
         /// Bytes already handed out that were read again after an invalidation, to check
         /// them against the version found by the new lookup (see "What was read belongs to
