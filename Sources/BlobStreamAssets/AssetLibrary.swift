@@ -39,8 +39,12 @@ extension BlobStreamError.Code {
 /// - When the library changed after the representation was handed out, `getBytes` throws a
 ///   `BlobStreamError` with code `.invalidated` (and nothing else does): the client looks the
 ///   asset up again to decide whether it may go on (`AssetDataSource` compares `size`, and
-///   reads the bytes it already handed out again from the new representation).
+///   reads the bytes it already handed out again from the new representation). That holds
+///   for a call at `size` too (which reads nothing).
 ///   Other failures (I/O errors) are ordinary errors, and final.
+/// - `checkValid()` answers the same question without reading; the default asks `getBytes`
+///   for a byte at `size`. Implement it when that is cheaper or when `getBytes` at `size`
+///   does not check.
 public protocol AssetRepresentation: AnyObject, Sendable {
     /// The number of bytes.
     var size: Int64 { get }
@@ -63,6 +67,23 @@ public protocol AssetRepresentation: AnyObject, Sendable {
     ///   a change of the library; any other error for a failure that looking up again would
     ///   not cure.
     func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int
+
+    /// Returns when the representation is still valid; throws what `getBytes` would throw
+    /// now (`BlobStreamError` `.invalidated` after a change of the library), without reading.
+    /// `AssetDataSource` calls it before it announces the end of a read, so that a change
+    /// made after its last `getBytes` is not taken for a clean end.
+    ///
+    /// The default calls `getBytes` for one byte at `size`, which reads nothing.
+    func checkValid() throws
+}
+
+extension AssetRepresentation {
+    /// Calls `getBytes` for one byte at `size` (which reads nothing and throws `.invalidated`
+    /// once the representation was invalidated).
+    public func checkValid() throws {
+        var byte: UInt8 = 0
+        _ = try withUnsafeMutableBytes(of: &byte) { try getBytes(into: $0.baseAddress!, fromOffset: size, length: 1) }
+    }
 }
 
 /// An asset as a library answers a lookup: its URL, id, and its renditions.

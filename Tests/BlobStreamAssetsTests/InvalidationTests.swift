@@ -79,9 +79,9 @@ struct InvalidationTests {
         #expect(fired.value)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.bytes))
-        // Seen by the next getBytes, unless the cache already held the last byte.
-        let expectRelookup = after <= Self.bytes.count - (Self.bytes.count % Self.block)
-        #expect(source.statistics.lookups == (expectRelookup ? 2 : 1))
+        // Seen by the next getBytes or, when the cache held the rest, by the check before
+        // the end.
+        #expect(source.statistics.lookups == 2)
     }
 
     @Test("a move to another block right after an invalidation looks up again and reads from there")
@@ -290,7 +290,7 @@ struct InvalidationTests {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return Int((seed >> 33) % UInt64(bound))
         }
-        var outcomes = (errors: 0, newVersion: 0, oldVersion: 0, wrong: 0)
+        var outcomes = (errors: 0, newVersion: 0, wrong: 0)
         for _ in 0..<48 {
             let changeAt = next(Self.bytes.count), trigger = 1 + next(Self.bytes.count - 1)
             let other = Self.flipped(Self.bytes, at: [changeAt])
@@ -309,9 +309,9 @@ struct InvalidationTests {
                 #expect(changeAt < r.data.count, "change at \(changeAt), \(r.data.count) bytes read")
             } else if r.clean, r.data == other {
                 outcomes.newVersion += 1
-            } else if r.clean, r.data == Self.bytes, source.statistics.lookups == 1 {
-                outcomes.oldVersion += 1  // the cache held the rest: no getBytes saw the change
             } else {
+                // A clean end with the first version's bytes is wrong too: the change was
+                // made before the end was collected (the check before the end sees it).
                 outcomes.wrong += 1
                 Issue.record("change at \(changeAt), trigger \(trigger): \(r.data.count) bytes, clean \(r.clean), \(String(describing: r.error))")
             }
@@ -468,5 +468,147 @@ struct InvalidationTests {
         #expect(sha(r.data) == sha(Self.bytes))
         #expect(source.statistics.lookups >= 2)
         #expect(source.statistics.recheckedBytes >= 100_000)
+    }
+
+    // MARK: - A change after the last getBytes
+
+    /// Reads 1,000 bytes at a time; after the read that fetched the last block (at 262,144)
+    /// and before the end is collected, runs `change` and waits until the library saw it.
+    static func readChangingAfterLastBlock(
+        _ source: AssetDataSource, _ mode: Mode, _ library: DirectoryAssetLibrary, change: @escaping @Sendable () throws -> Void
+    ) -> (r: (data: Data, error: BlobStreamError?, clean: Bool), fired: Bool, sawGeneration: Bool) {
+        let lastBlock = Self.bytes.count - Self.bytes.count % Self.block
+        let fired = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, size: 1_000, progress: { total in
+            guard total > lastBlock, total < Self.bytes.count, !fired.value else { return }
+            fired.value = true
+            let before = library.generation
+            do { try change() } catch { Issue.record("changing the asset failed: \(error)") }
+            sawGeneration.value = waitUntil { library.generation > before }
+        })
+        return (r, fired.value, sawGeneration.value)
+    }
+
+    @Test("on disk, rewritten keeping size and mtime after the last getBytes, before the end is collected: a .changed error, not a clean end",
+          arguments: Mode.allCases, SameStampChange.allCases)
+    func onDiskChangedAfterLastBlock(mode: Mode, how: SameStampChange) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: Self.bytes)
+        let offsets = [70_000, 180_000]  // outside the fingerprint's samples
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let kept = TestBox(false)
+        let (r, fired, sawGeneration) = Self.readChangingAfterLastBlock(source, mode, library) {
+            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        }
+        #expect(fired && kept.value && sawGeneration)
+        #expect(!r.clean, "the change was made before the end was collected")
+        #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+        let message = cause(r.error)?.message ?? ""
+        #expect(message.contains(url) && message.contains("at offset \(Self.bytes.count)"), "\(message)")
+        #expect(r.data == Self.bytes, "every byte handed out is of the first version")
+        #expect(source.statistics.recheckedBytes == Self.bytes.count)
+    }
+
+    @Test("on disk, unchanged or rewritten with the same bytes keeping size and mtime after the last getBytes: a clean end, the exact bytes",
+          arguments: Mode.allCases, [false, true])
+    func onDiskSameAfterLastBlock(mode: Mode, rewrite: Bool) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (disk, url) = try makeLibrary(dir, original: Self.bytes)
+        let library = CountingLibrary(disk)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let kept = TestBox(true)
+        let (r, fired, sawGeneration) = Self.readChangingAfterLastBlock(source, mode, disk) {
+            if rewrite { kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000], .inPlace) }
+        }
+        #expect(fired && kept.value && sawGeneration == rewrite)
+        #expect(r.clean, "\(String(describing: r.error))")
+        #expect(sha(r.data) == sha(Self.bytes))
+        #expect(source.statistics.lookups == (rewrite ? 2 : 1))
+        #expect(source.statistics.recheckedBytes == (rewrite ? Self.bytes.count : 0))
+        // The check before the end is no getBytes: one per block, and the re-read.
+        let blocks = (Self.bytes.count + Self.block - 1) / Self.block
+        #expect(library.getBytesCalls == blocks * (rewrite ? 2 : 1), "\(library.calls)")
+    }
+
+    @Test("a library whose representations use the default checkValid(): changed after the last getBytes, a .changed error; unchanged, a clean end",
+          arguments: Mode.allCases, [false, true])
+    func defaultCheckAfterLastBlock(mode: Mode, change: Bool) {
+        let library = TestLibrary(sizeOnlyFingerprints: true)
+        let url = library.add(id: "A", original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
+        let lastBlock = Self.bytes.count - Self.bytes.count % Self.block
+        let fired = TestBox(false)
+        let r = Self.read(source, mode, size: 1_000, progress: { total in
+            guard total > lastBlock, total < Self.bytes.count, !fired.value else { return }
+            fired.value = true
+            if change { library.replace(id: "A", original: Self.flipped(Self.bytes, at: [5])) }
+        })
+        #expect(fired.value)
+        #expect(r.data == Self.bytes)
+        if change {
+            #expect(!r.clean)
+            #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+        } else {
+            #expect(r.clean, "\(String(describing: r.error))")
+            #expect(source.statistics.lookups == 1)
+        }
+    }
+
+    // MARK: - Opting out
+
+    @Test("verifiesDeliveredBytes: same size and a fingerprint that cannot tell, a byte already read changed: true gives .changed; false hashes and re-reads nothing and splices (what the option gives up)",
+          arguments: Mode.allCases, [true, false])
+    func optOut(mode: Mode, verifies: Bool) {
+        let library = TestLibrary(sizeOnlyFingerprints: true)
+        let url = library.add(id: "A", original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: verifies)
+        #expect(source.verifiesDeliveredBytes == verifies)
+        let other = Self.flipped(Self.bytes, at: [50_000, 200_000])
+        let fired = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            library.replace(id: "A", original: other)
+        })
+        #expect(fired.value)
+        #expect(source.statistics.lookups == 2)
+        if verifies {
+            #expect(!r.clean)
+            #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+            #expect(source.statistics.recheckedBytes == 131_072)
+        } else {
+            #expect(r.clean, "\(String(describing: r.error))")
+            #expect(source.statistics.recheckedBytes == 0)
+            // Resumed at 131,072: the first version before, the second after.
+            #expect(r.data == Self.bytes.prefix(131_072) + other.suffix(from: 131_072))
+            #expect(r.data != Self.bytes && r.data != other)
+        }
+    }
+
+    @Test("verifiesDeliveredBytes false: a change the fingerprint sees is still a .changed error naming the fingerprints",
+          arguments: Mode.allCases)
+    func optOutFingerprintChanged(mode: Mode) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (library, url) = try makeLibrary(dir, original: Self.bytes)
+        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: false)
+        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, progress: { total in
+            guard total >= 100_000, !fired.value else { return }
+            fired.value = true
+            let before = library.generation
+            // 10 is in the first 64 KiB, which the fingerprint hashes.
+            kept.value = (try? Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: [10]), at: [10], .inPlace)) ?? false
+            sawGeneration.value = waitUntil { library.generation > before }
+        })
+        #expect(fired.value && kept.value && sawGeneration.value)
+        #expect(!r.clean)
+        #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
+        let message = cause(r.error)?.message ?? ""
+        #expect(message.contains(url) && message.contains("fingerprint"), "\(message)")
+        #expect(r.data == Self.bytes.prefix(r.data.count))
+        #expect(source.statistics.recheckedBytes == 0)
     }
 }

@@ -95,6 +95,7 @@ final class TestLibrary: AssetLibrary, @unchecked Sendable {
     }
 }
 
+/// Uses the protocol's default `checkValid()` (a `getBytes` at `size`).
 final class TestRepresentation: AssetRepresentation, @unchecked Sendable {
     // Unchecked Sendable: immutable.
     let library: TestLibrary
@@ -166,6 +167,7 @@ final class CountingLibrary: AssetLibrary, @unchecked Sendable {
         var uti: String { inner.uti }
         var rendition: AssetRendition { inner.rendition }
         var fingerprint: String { inner.fingerprint }
+        func checkValid() throws { try inner.checkValid() }  // not a getBytes
         func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int {
             owner.counted(.init(offset: offset, length: length, destination: UInt(bitPattern: buffer)))
             return try inner.getBytes(into: buffer, fromOffset: offset, length: length)

@@ -93,10 +93,15 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
         return "\(size):" + String(hasher.finalize(), radix: 16)
     }
 
-    func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int {
+    /// The check `getBytes` makes first: the library's generation, and one `fstat`.
+    func checkValid() throws {
         guard generation.current == lookedUpAt,
             case .success(let now) = Syscalls.identity(fd: fd), now == identity
         else { throw AssetErrors.invalidated(url: url, path: path) }
+    }
+
+    func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int {
+        try checkValid()
         guard offset < size, length > 0 else {
             if offset == size || length == 0 { return 0 }
             throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of '\(url)' (\(size) bytes)")
