@@ -40,51 +40,156 @@ public enum HTTPClientUpload {
 
     static func requestBody(
         _ body: UploadBody, chunkSize: Int, mode: BlobInputStream.Mode,
-        progress: (@Sendable (UploadProgress) -> Void)?, failure: SourceFailure?
+        progress: (@Sendable (UploadProgress) -> Void)?, failure: SourceFailure?, activity: UploadActivity? = nil
     ) throws -> HTTPClientRequest.Body {
-        let stream = BlobInputStream(dataSource: try body.makeSource(), mode: mode)
-        // The stream reads straight into each ByteBuffer's memory: no copy between the
-        // read and the socket write.
-        let ring = BufferRing()
-        let buffers = BlobChunkBuffers(stream: stream, chunkSize: chunkSize) { capacity, fill in
-            ring.fill(capacity: capacity, fill)
-        }
-        let chunks = ByteBufferChunks(chunks: buffers, total: body.length, progress: progress, failure: failure)
+        // The first source is made now, so that a source that cannot be made fails here;
+        // an iteration after the first (a client following a redirect) makes a fresh one.
+        let first = FirstSource(try body.makeSource())
+        let chunks = ByteBufferChunks(
+            body: body, first: first, chunkSize: chunkSize, mode: mode, progress: progress, failure: failure, activity: activity)
         return .stream(chunks, length: body.length.map { .known($0) } ?? .unknown)
     }
 
     /// Sends `body` to `url` and returns the answer.
     ///
-    /// - Throws: `BlobStreamError` `.uploadFailed` naming the URL, for a non-2xx answer, a
-    ///   refused or closed connection, or a source error (as the cause).
+    /// Without `client`, the upload runs on a client of its own, configured from
+    /// `options`: its connect timeout, no retries after a refused connection (it fails at
+    /// once), and redirects handled here: a 307 or 308 sends the whole body again from a
+    /// fresh source, at most `options.maxRedirects` times; other redirects are errors that
+    /// name them. With a `client` of yours, its own configuration applies to connecting and
+    /// redirects (a redirect it follows also gets the whole body from a fresh source; one
+    /// it follows with GET and no body is an error); the idle timeout, cancellation and the
+    /// checks of the answer apply either way. Progress starts again from 0 on a redirect.
+    ///
+    /// - Parameters:
+    ///   - timeout: the longest the whole request may take.
+    ///   - options: the connect and idle timeouts and the redirects followed.
+    /// - Throws: `BlobStreamError`, naming the URL: `.malformedURL` for a URL no upload can
+    ///   go to (checked before any I/O, see `UploadURL`); `.timedOut` when a limit of
+    ///   `options` passed; `.uploadFailed` for a non-2xx answer, a 2xx answer before the
+    ///   whole body was sent (with bytes sent / length), a redirect not followed, a refused
+    ///   or closed connection, or a source error (as the cause). `CancellationError` when
+    ///   the task is cancelled (the upload ends at once).
     public static func upload(
         _ body: UploadBody, to url: String, method: HTTPMethod = .PUT, headers: [(String, String)] = [],
-        client: HTTPClient = .shared, timeout: TimeAmount = .hours(24), mode: BlobInputStream.Mode = .synchronous,
-        progress: (@Sendable (UploadProgress) -> Void)? = nil
+        client: HTTPClient? = nil, options: UploadOptions = UploadOptions(), timeout: TimeAmount = .hours(24),
+        mode: BlobInputStream.Mode = .synchronous, progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> Response {
-        var request = HTTPClientRequest(url: url)
-        request.method = method
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let contentType = body.contentType, !request.headers.contains(name: "Content-Type") {
-            request.headers.add(name: "Content-Type", value: contentType)
-        }
-        let failure = SourceFailure()
-        request.body = try requestBody(body, chunkSize: defaultChunkSize, mode: mode, progress: progress, failure: failure)
-        let response: HTTPClientResponse
+        let target = try UploadURL.validate(url)
+        try Task.checkCancellation()
+        let own = client == nil ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(for: options)) : nil
+        let activity = UploadActivity()
+        let outcome: Result<Response, any Error>
         do {
-            response = try await client.execute(request, timeout: timeout)
+            let client = client ?? own!
+            outcome = .success(
+                try await withUploadLimits(url: url, options: options, activity: activity) {
+                    try await send(body, to: target, method: method, headers: headers, client: client, options: options,
+                                   timeout: timeout, mode: mode, activity: activity, progress: progress)
+                })
         } catch {
-            if let cause = failure.error {
-                throw BlobStreamError(.uploadFailed, "upload to \(url) aborted: the body failed: \(cause)", cause: cause)
+            outcome = .failure(error)
+        }
+        if let own { try? await own.shutdown() }
+        return try outcome.get()
+    }
+
+    /// The configuration of the client an upload makes for itself.
+    static func configuration(for options: UploadOptions) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .nanoseconds(Int64(options.connectTimeout.seconds * 1e9)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
+    }
+
+    private static func send(
+        _ body: UploadBody, to url: URL, method: HTTPMethod, headers: [(String, String)], client: HTTPClient,
+        options: UploadOptions, timeout: TimeAmount, mode: BlobInputStream.Mode, activity: UploadActivity,
+        progress: (@Sendable (UploadProgress) -> Void)?
+    ) async throws -> Response {
+        var target = url
+        var redirects = 0
+        while true {
+            activity.beginAttempt()
+            let name = target.absoluteString
+            var request = HTTPClientRequest(url: name)
+            request.method = method
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            if let contentType = body.contentType, !request.headers.contains(name: "Content-Type") {
+                request.headers.add(name: "Content-Type", value: contentType)
             }
-            throw BlobStreamError(.uploadFailed, "upload to \(url) failed: \(error)", cause: error)
+            let failure = SourceFailure()
+            request.body = try requestBody(body, chunkSize: defaultChunkSize, mode: mode, progress: progress, failure: failure, activity: activity)
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: timeout)
+            } catch {
+                try Task.checkCancellation()
+                if let cause = failure.error {
+                    throw BlobStreamError(.uploadFailed, "upload to \(name) aborted: the body failed: \(cause)", cause: cause)
+                }
+                if let error = error as? HTTPClientError, error == .connectTimeout {
+                    throw BlobStreamError(
+                        .timedOut, "upload to \(name) timed out: no connection within \(options.connectTimeout.secondsText) (connect timeout)",
+                        cause: error)
+                }
+                throw BlobStreamError(.uploadFailed, "upload to \(name) failed: \(error)", cause: error)
+            }
+            activity.touch()
+            let status = Int(response.status.code)
+            // The answer's head is here: a 2xx before the whole body was handed over is
+            // not a completed upload.
+            let state = activity.bodyState
+            if (200..<300).contains(status), !state.complete {
+                throw UploadRedirect.earlyAnswer(url: name, status: status, sent: state.sent, total: state.total)
+            }
+            // A client of the caller's may have followed redirects itself: one it followed
+            // with another method (GET, no body) did not deliver the body.
+            if let changed = response.history.first(where: { $0.request.method != method }) {
+                throw BlobStreamError(
+                    .uploadFailed,
+                    "upload to \(name) failed: a redirect was followed to \(changed.request.url) with \(changed.request.method.rawValue), without the body")
+            }
+            var data = Data()
+            do {
+                for try await part in response.body {
+                    activity.touch()
+                    if data.count < 1 << 20 { data.append(contentsOf: part.readableBytesView.prefix((1 << 20) - data.count)) }
+                }
+            } catch {
+                try Task.checkCancellation()
+                if let cause = failure.error {
+                    throw BlobStreamError(.uploadFailed, "upload to \(name) aborted: the body failed: \(cause)", cause: cause)
+                }
+                throw BlobStreamError(.uploadFailed, "upload to \(name) failed while reading the answer: \(error)", cause: error)
+            }
+            if let next = try UploadRedirect.target(
+                status: status, location: response.headers.first(name: "Location"), from: target, redirects: redirects, options: options)
+            {
+                redirects += 1
+                target = next
+                continue
+            }
+            guard (200..<300).contains(status) else {
+                throw BlobStreamError(.uploadFailed, "upload to \(name) failed: HTTP \(response.status.code) \(response.status.reasonPhrase)")
+            }
+            return Response(statusCode: status, body: data)
         }
-        var answer = try await response.body.collect(upTo: 1 << 20)
-        let data = Data(answer.readBytes(length: answer.readableBytes) ?? [])
-        guard (200..<300).contains(Int(response.status.code)) else {
-            throw BlobStreamError(.uploadFailed, "upload to \(url) failed: HTTP \(response.status.code) \(response.status.reasonPhrase)")
+    }
+}
+
+/// The source made when the body was built, handed to the first iteration only.
+/// Unchecked Sendable: guarded by `lock`.
+final class FirstSource: @unchecked Sendable {
+    private let lock = NSLock()
+    private var source: (any BlobDataSource)?
+    init(_ source: any BlobDataSource) { self.source = source }
+    func take() -> (any BlobDataSource)? {
+        lock.withLock {
+            defer { source = nil }
+            return source
         }
-        return Response(statusCode: Int(response.status.code), body: data)
     }
 }
 
@@ -129,24 +234,46 @@ final class SourceFailure: @unchecked Sendable {
     func record(_ error: any Error) { lock.withLock { if _error == nil { _error = error } } }
 }
 
-/// The stream's chunks as `ByteBuffer`s, with progress: the finishing report comes exactly
-/// once.
+/// The body's chunks as `ByteBuffer`s, with progress. Each iteration reads a source of
+/// its own from the start (the first the one made with the body, later ones fresh: a
+/// client that follows a redirect iterates again), so a body sent again is sent whole. The
+/// finishing report comes once per iteration that reaches the end.
 struct ByteBufferChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let chunks: BlobChunkBuffers<ByteBuffer>
-    let total: Int64?
+    let body: UploadBody
+    let first: FirstSource
+    let chunkSize: Int
+    let mode: BlobInputStream.Mode
     let progress: (@Sendable (UploadProgress) -> Void)?
     let failure: SourceFailure?
+    let activity: UploadActivity?
 
     func makeAsyncIterator() -> Iterator {
-        Iterator(inner: chunks.makeAsyncIterator(), total: total, progress: progress, failure: failure)
+        activity?.beginBody(total: body.length)
+        let source: Result<any BlobDataSource, any Error>
+        if let made = first.take() {
+            source = .success(made)
+        } else {
+            source = Result(catching: { try body.makeSource() })
+        }
+        let inner = source.map { source in
+            let stream = BlobInputStream(dataSource: source, mode: mode)
+            // The stream reads straight into each ByteBuffer's memory: no copy between the
+            // read and the socket write.
+            let ring = BufferRing()
+            return BlobChunkBuffers(stream: stream, chunkSize: chunkSize) { capacity, fill in
+                ring.fill(capacity: capacity, fill)
+            }.makeAsyncIterator()
+        }
+        return Iterator(inner: inner, total: body.length, progress: progress, failure: failure, activity: activity)
     }
 
     struct Iterator: AsyncIteratorProtocol {
-        var inner: BlobChunkBuffers<ByteBuffer>.Iterator
+        var inner: Result<BlobChunkBuffers<ByteBuffer>.Iterator, any Error>
         let total: Int64?
         let progress: (@Sendable (UploadProgress) -> Void)?
         let failure: SourceFailure?
+        let activity: UploadActivity?
         var sent: Int64 = 0
         var done = false
 
@@ -154,17 +281,21 @@ struct ByteBufferChunks: AsyncSequence, Sendable {
             guard !done else { return nil }
             let chunk: ByteBuffer?
             do {
-                chunk = try await inner.next()
+                var iterator = try inner.get()
+                chunk = try await iterator.next()
+                inner = .success(iterator)
             } catch {
                 failure?.record(error)
                 throw error
             }
             guard let buffer = chunk else {
                 done = true
+                activity?.body(sent: sent, finished: true)
                 progress?(UploadProgress(sent: sent, total: total, isFinished: true))
                 return nil
             }
             sent += Int64(buffer.readableBytes)
+            activity?.body(sent: sent, finished: false)
             progress?(UploadProgress(sent: sent, total: total, isFinished: false))
             return buffer
         }
