@@ -8,6 +8,12 @@ import NIOHTTP1
 /// Uploads through AsyncHTTPClient: a request body streamed from any source, with its
 /// length when known (Content-Length) and chunked otherwise, and the client's backpressure
 /// (the next chunk is read only when the client asks for it).
+///
+/// Early answers: a 2xx answer that arrives while the body is still being written is an
+/// error giving the bytes written by then and the length, never a success. Bytes the
+/// operating system has accepted for the connection count as written, so a server that
+/// answers early after the whole rest of the body fit in the socket buffers cannot be told
+/// apart from one that read it all.
 public enum HTTPClientUpload {
     /// The server's answer.
     public struct Response: Sendable {
@@ -113,21 +119,38 @@ public enum HTTPClientUpload {
         while true {
             activity.beginAttempt()
             let name = target.absoluteString
-            var request = HTTPClientRequest(url: name)
-            request.method = method
-            for (name, value) in headers { request.headers.add(name: name, value: value) }
-            if let contentType = body.contentType, !request.headers.contains(name: "Content-Type") {
-                request.headers.add(name: "Content-Type", value: contentType)
+            var fields = HTTPHeaders(headers)
+            if let contentType = body.contentType, !fields.contains(name: "Content-Type") {
+                fields.add(name: "Content-Type", value: contentType)
             }
             let failure = SourceFailure()
-            request.body = try requestBody(body, chunkSize: defaultChunkSize, mode: mode, progress: progress, failure: failure, activity: activity)
-            let response: HTTPClientResponse
+            let writers = BodyWriters()
+            // The first source is made now, so that a source that cannot be made fails here.
+            let chunks = ByteBufferChunks(
+                body: body, first: FirstSource(try body.makeSource()), chunkSize: defaultChunkSize, mode: mode,
+                progress: progress, failure: failure, activity: activity)
+            let eventLoop = client.eventLoopGroup.any()
+            let request = try HTTPClient.Request(
+                url: name, method: method, headers: fields,
+                body: .stream(contentLength: body.length) { writer in writers.start(chunks, writer: writer, on: eventLoop) })
+            let delegate = AnswerDelegate(method: method, total: body.length, activity: activity)
+            let task = client.execute(request: request, delegate: delegate, deadline: .now() + timeout)
+            let answer: AnswerDelegate.Answer
             do {
-                response = try await client.execute(request, timeout: timeout)
+                answer = try await withTaskCancellationHandler {
+                    try await task.get()
+                } onCancel: {
+                    task.cancel()
+                }
+                writers.cancel()
             } catch {
+                writers.cancel()
                 try Task.checkCancellation()
                 if let cause = failure.error {
                     throw BlobStreamError(.uploadFailed, "upload to \(name) aborted: the body failed: \(cause)", cause: cause)
+                }
+                if let early = delegate.earlyAnswer {
+                    throw UploadRedirect.earlyAnswer(url: name, status: early.status, sent: early.sent, total: body.length)
                 }
                 if let error = error as? HTTPClientError, error == .connectTimeout {
                     throw BlobStreamError(
@@ -136,45 +159,150 @@ public enum HTTPClientUpload {
                 }
                 throw BlobStreamError(.uploadFailed, "upload to \(name) failed: \(error)", cause: error)
             }
-            activity.touch()
-            let status = Int(response.status.code)
-            // The answer's head is here: a 2xx before the whole body was handed over is
-            // not a completed upload.
-            let state = activity.bodyState
-            if (200..<300).contains(status), !state.complete {
-                throw UploadRedirect.earlyAnswer(url: name, status: status, sent: state.sent, total: state.total)
+            if let early = delegate.earlyAnswer {
+                throw UploadRedirect.earlyAnswer(url: name, status: early.status, sent: early.sent, total: body.length)
             }
-            // A client of the caller's may have followed redirects itself: one it followed
-            // with another method (GET, no body) did not deliver the body.
-            if let changed = response.history.first(where: { $0.request.method != method }) {
+            // A client of the caller's may have followed a redirect itself with another
+            // method (GET, without the body).
+            if let changed = delegate.otherMethod {
                 throw BlobStreamError(
-                    .uploadFailed,
-                    "upload to \(name) failed: a redirect was followed to \(changed.request.url) with \(changed.request.method.rawValue), without the body")
+                    .uploadFailed, "upload to \(name) failed: a redirect was followed to \(changed.uri) with \(changed.method.rawValue), without the body")
             }
-            var data = Data()
-            do {
-                for try await part in response.body {
-                    activity.touch()
-                    if data.count < 1 << 20 { data.append(contentsOf: part.readableBytesView.prefix((1 << 20) - data.count)) }
-                }
-            } catch {
-                try Task.checkCancellation()
-                if let cause = failure.error {
-                    throw BlobStreamError(.uploadFailed, "upload to \(name) aborted: the body failed: \(cause)", cause: cause)
-                }
-                throw BlobStreamError(.uploadFailed, "upload to \(name) failed while reading the answer: \(error)", cause: error)
-            }
+            let status = Int(answer.head.status.code)
             if let next = try UploadRedirect.target(
-                status: status, location: response.headers.first(name: "Location"), from: target, redirects: redirects, options: options)
+                status: status, location: answer.head.headers.first(name: "Location"), from: target, redirects: redirects, options: options)
             {
                 redirects += 1
                 target = next
                 continue
             }
             guard (200..<300).contains(status) else {
-                throw BlobStreamError(.uploadFailed, "upload to \(name) failed: HTTP \(response.status.code) \(response.status.reasonPhrase)")
+                throw BlobStreamError(.uploadFailed, "upload to \(name) failed: HTTP \(status) \(answer.head.status.reasonPhrase)")
             }
-            return Response(statusCode: status, body: data)
+            return Response(statusCode: status, body: answer.body)
+        }
+    }
+}
+
+/// Writes the body's chunks to AsyncHTTPClient's stream writer from a task of its own,
+/// a few writes in flight at a time; `cancel()` stops the writing (the request ended).
+/// Unchecked Sendable: guarded by `lock`.
+final class BodyWriters: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tasks: [Task<Void, Never>] = []
+    private var cancelled = false
+
+    /// Starts writing a fresh iteration of `chunks` (the client calls this once per
+    /// request it sends: again after a redirect it follows).
+    func start(_ chunks: ByteBufferChunks, writer: HTTPClient.Body.StreamWriter, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        let promise = eventLoop.makePromise(of: Void.self)
+        let task = Task {
+            var iterator = chunks.makeAsyncIterator()
+            var inFlight: [EventLoopFuture<Void>] = []
+            do {
+                while let chunk = try await iterator.next() {
+                    inFlight.append(writer.write(.byteBuffer(chunk)))
+                    if inFlight.count >= 4 { try await inFlight.removeFirst().get() }
+                }
+                for write in inFlight { try await write.get() }
+                promise.succeed()
+            } catch {
+                promise.fail(error)
+            }
+        }
+        let stop = lock.withLock { () -> Bool in
+            tasks.append(task)
+            return cancelled
+        }
+        if stop { task.cancel() }
+        return promise.futureResult
+    }
+
+    func cancel() {
+        let all = lock.withLock { () -> [Task<Void, Never>] in
+            cancelled = true
+            return tasks
+        }
+        for task in all { task.cancel() }
+    }
+}
+
+/// Receives the answer on the event loop, where the body's writes are reported too: a 2xx
+/// head that arrives before the last body byte was written is recorded as an early answer,
+/// with the bytes written by then. Unchecked Sendable: guarded by `lock`.
+final class AnswerDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
+    struct Answer: Sendable {
+        var head: HTTPResponseHead
+        var body: Data
+    }
+
+    private let method: HTTPMethod
+    private let total: Int64?
+    private let activity: UploadActivity
+    private let lock = NSLock()
+    private var written: Int64 = 0
+    private var requestSent = false
+    private var head: HTTPResponseHead?
+    private var body = Data()
+    private var _earlyAnswer: (status: Int, sent: Int64)?
+    private var _otherMethod: HTTPRequestHead?
+
+    init(method: HTTPMethod, total: Int64?, activity: UploadActivity) {
+        self.method = method
+        self.total = total
+        self.activity = activity
+    }
+
+    /// A 2xx head that came before the last body byte was written, and the bytes by then.
+    var earlyAnswer: (status: Int, sent: Int64)? { lock.withLock { _earlyAnswer } }
+    /// A request the client sent with a method other than the upload's (a redirect it
+    /// followed with GET).
+    var otherMethod: HTTPRequestHead? { lock.withLock { _otherMethod } }
+
+    func didSendRequestHead(task: HTTPClient.Task<Answer>, _ head: HTTPRequestHead) {
+        lock.withLock {
+            written = 0
+            requestSent = false
+            if head.method != method, _otherMethod == nil { _otherMethod = head }
+        }
+    }
+
+    func didSendRequestPart(task: HTTPClient.Task<Answer>, _ part: IOData) {
+        lock.withLock { written += Int64(part.readableBytes) }
+        activity.touch()
+    }
+
+    func didSendRequest(task: HTTPClient.Task<Answer>) {
+        lock.withLock { requestSent = true }
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Answer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        activity.touch()
+        lock.withLock {
+            self.head = head
+            body = Data()
+            // With a known length the last byte written completes the body; a chunked body
+            // needs its terminating chunk, which comes with `didSendRequest`.
+            let complete = requestSent || (total != nil && written >= total!)
+            if (200..<300).contains(Int(head.status.code)), !complete, _earlyAnswer == nil {
+                _earlyAnswer = (Int(head.status.code), written)
+            }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Answer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        activity.touch()
+        lock.withLock {
+            if body.count < 1 << 20 { body.append(contentsOf: buffer.readableBytesView.prefix((1 << 20) - body.count)) }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Answer>) throws -> Answer {
+        try lock.withLock {
+            guard let head else { throw HTTPClientError.remoteConnectionClosed }
+            return Answer(head: head, body: body)
         }
     }
 }

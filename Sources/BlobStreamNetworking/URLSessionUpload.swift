@@ -23,6 +23,12 @@ extension BlobStreamError.Code {
 /// upload follows them itself, sending the whole body again from a fresh source (as curl
 /// does), at most `UploadOptions.maxRedirects` times; other redirects are errors that name
 /// them. Progress starts again from 0 on each redirect.
+///
+/// Early answers: a 2xx answer that arrives while the body is still being written is an
+/// error giving the bytes written by then and the length, never a success. Bytes the
+/// operating system has accepted for the connection count as written, so a server that
+/// answers early after the whole rest of the body fit in the socket buffers cannot be told
+/// apart from one that read it all.
 public enum URLSessionUpload {
     /// The server's answer.
     public struct Response: Sendable {
@@ -99,6 +105,7 @@ public enum URLSessionUpload {
         let first = try delegate.makeStream()
         request.httpBodyStream = first
         let task = session.dataTask(with: request)
+        delegate.watch(task)
         let (data, response, error): (Data, URLResponse?, (any Error)?) = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 delegate.onComplete = { continuation.resume(returning: ($0, $1, $2)) }
@@ -138,6 +145,7 @@ public enum URLSessionUpload {
         private var received = Data()
         private var streams: [URLSessionBodyStream] = []
         private var _earlyAnswer: (status: Int, sent: Int64, total: Int64?)?
+        private weak var task: URLSessionTask?
         var onComplete: ((Data, URLResponse?, (any Error)?) -> Void)?
 
         init(body: UploadBody, progress: (@Sendable (UploadProgress) -> Void)?, activity: UploadActivity) {
@@ -153,8 +161,30 @@ public enum URLSessionUpload {
                 activity.body(sent: report.sent, finished: report.isFinished)
                 progress?(report)
             }
+            stream.beforeRead = { [weak self] in self?.checkAnswer() }
             lock.withLock { streams.append(stream) }
             return stream
+        }
+
+        /// The task whose answer `checkAnswer()` looks at.
+        func watch(_ task: URLSessionTask) {
+            lock.withLock { self.task = task }
+        }
+
+        /// Records a 2xx answer that is already here while the body is not finished, with
+        /// the bytes handed over by then. The body stream calls it before each read, on the
+        /// session's thread, where FoundationNetworking also sets the task's response as
+        /// the head arrives: so the count is the one at the answer, not at the (later)
+        /// delegate callback.
+        func checkAnswer() {
+            guard let task = lock.withLock({ _earlyAnswer == nil ? self.task : nil }),
+                let http = task.response as? HTTPURLResponse, (200..<300).contains(http.statusCode)
+            else { return }
+            let state = activity.bodyState
+            guard !state.complete else { return }
+            lock.withLock {
+                if _earlyAnswer == nil { _earlyAnswer = (http.statusCode, state.sent, state.total) }
+            }
         }
 
         /// The error of the last body stream, if it failed.
@@ -182,12 +212,7 @@ public enum URLSessionUpload {
             completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
         ) {
             activity.touch()
-            if let http = response as? HTTPURLResponse, (200..<300).contains(http.statusCode) {
-                let state = activity.bodyState
-                if !state.complete {
-                    lock.withLock { _earlyAnswer = (http.statusCode, state.sent, state.total) }
-                }
-            }
+            checkAnswer()
             completionHandler(.allow)
         }
 

@@ -68,17 +68,21 @@ public enum UploadURL {
                 break
             }
         }
-        guard let separator = string.range(of: "://") else {
-            if let colon = string.firstIndex(of: ":"), !string[..<colon].contains("/") {
-                return "the scheme '\(string[..<colon])' is not http or https"
-            }
+        // A scheme is a letter, then letters, digits, '+', '-' or '.', then ':'.
+        guard let colon = string.firstIndex(of: ":"),
+            let first = string.first, first.isASCII, first.isLetter,
+            string[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else {
             return "it has no scheme (write http:// or https://)"
         }
-        let scheme = string[..<separator.lowerBound].lowercased()
+        let scheme = string[..<colon].lowercased()
         guard scheme == "http" || scheme == "https" else {
-            return scheme.isEmpty ? "it has no scheme (write http:// or https://)" : "the scheme '\(scheme)' is not http or https"
+            return "the scheme '\(scheme)' is not http or https"
         }
-        let rest = string[separator.upperBound...]
+        guard string[string.index(after: colon)...].hasPrefix("//") else {
+            return "it has no host (write \(scheme)://HOST/…)"
+        }
+        let rest = string[string.index(colon, offsetBy: 3)...]
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
         let host: Substring

@@ -61,12 +61,12 @@ final class HTTPClientHardeningTests {
         }
     }
 
-    @Test("a 201 after the first 1 MB of 8 MB: an error with bytes sent / length, never success",
+    @Test("a 201 after the first 1 MB of 16 MB: an error with bytes sent / length, never success",
           arguments: [true, false], [true, false])
     func earlyAnswer(drain: Bool, knownLength: Bool) async throws {
         let peer = try EarlyAnswerPeer(answerAfter: 1 << 20, drain: drain)
         defer { peer.stop() }
-        let bytes = sampleBytes(8 * 1024 * 1024)
+        let bytes = sampleBytes(16 * 1024 * 1024)
         do {
             _ = try await HTTPClientUpload.upload(body(bytes, knownLength: knownLength), to: "\(peer.baseURL)/files/x")
             Issue.record("the upload succeeded")

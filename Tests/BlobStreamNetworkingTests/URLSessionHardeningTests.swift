@@ -54,11 +54,11 @@ final class URLSessionHardeningTests {
         }
     }
 
-    @Test("a 201 after the first 1 MB of 8 MB: an error with bytes sent / length, never success", arguments: [true, false])
+    @Test("a 201 after the first 1 MB of 16 MB: an error with bytes sent / length, never success", arguments: [true, false])
     func earlyAnswer(drain: Bool) async throws {
         let peer = try EarlyAnswerPeer(answerAfter: 1 << 20, drain: drain)
         defer { peer.stop() }
-        let bytes = sampleBytes(8 * 1024 * 1024)
+        let bytes = sampleBytes(16 * 1024 * 1024)
         do {
             _ = try await URLSessionUpload.upload(body(bytes), to: URL(string: "\(peer.baseURL)/files/x")!)
             Issue.record("the upload succeeded")

@@ -82,6 +82,9 @@ import socket, sys, threading
 limit, drain = int(sys.argv[1]), sys.argv[2] == "drain"
 server = socket.socket()
 server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+# A small receive buffer, so that the kernel does not take in a large part of the body
+# for the peer before it answers (the client must still be writing when the answer comes).
+server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 server.bind(("127.0.0.1", 0))
 server.listen(16)
 with open(sys.argv[3] + ".tmp", "w") as f:
