@@ -170,7 +170,8 @@ public enum HTTPClientUpload {
             }
             let status = Int(answer.head.status.code)
             if let next = try UploadRedirect.target(
-                status: status, location: answer.head.headers.first(name: "Location"), from: target, redirects: redirects, options: options)
+                status: status, location: answer.head.headers.first(name: "Location"), from: target, redirects: redirects, options: options,
+                body: body)
             {
                 redirects += 1
                 target = next
@@ -381,6 +382,9 @@ struct ByteBufferChunks: AsyncSequence, Sendable {
         let source: Result<any BlobDataSource, any Error>
         if let made = first.take() {
             source = .success(made)
+        } else if !body.isRepeatable {
+            // A client following a redirect asks again: the rest of a pipe is not the body.
+            source = .failure(body.notRepeatable)
         } else {
             source = Result(catching: { try body.makeSource() })
         }

@@ -62,7 +62,7 @@ public enum URLSessionUpload {
             while true {
                 let hop = try await send(body, to: target, method: method, headers: headers, options: options, activity: activity, progress: progress)
                 if let next = try UploadRedirect.target(
-                    status: hop.status, location: hop.location, from: target, redirects: redirects, options: options)
+                    status: hop.status, location: hop.location, from: target, redirects: redirects, options: options, body: body)
                 {
                     redirects += 1
                     target = next
@@ -197,7 +197,9 @@ public enum URLSessionUpload {
         var earlyAnswer: (status: Int, sent: Int64, total: Int64?)? { lock.withLock { _earlyAnswer } }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping (InputStream?) -> Void) {
-            completionHandler(try? makeStream())
+            // A fresh stream starts the body again: only for a body that is repeatable.
+            let again = lock.withLock { !streams.isEmpty }
+            completionHandler(again && !body.isRepeatable ? nil : try? makeStream())
         }
 
         func urlSession(

@@ -5,6 +5,7 @@ import BlobstreamCLI
 import BlobStreamHTTPClient
 import BlobStreamNetworking
 import Foundation
+import Glibc
 import NIOHTTP1
 
 /// `blobstream upload SOURCE --to URL`: streams a source to an HTTP server, with its length
@@ -67,7 +68,7 @@ struct Upload: AsyncParsableCommand {
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {
-            body = try UploadBody.probingLength { try registry.makeSource(url: url) }
+            body = try UploadBody.probingLength(repeatable: Self.readsOnlyRegularFiles(url)) { try registry.makeSource(url: url) }
             if let offset = options.offset { body = try body.starting(at: offset) }
         } catch {
             throw failure(source, error)
@@ -100,6 +101,25 @@ struct Upload: AsyncParsableCommand {
             let seconds = Date().timeIntervalSince(started)
             FileHandle.standardError.write(Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))
         }
+    }
+}
+
+extension Upload {
+    /// True when every file the source URL reads is a regular file, so that a fresh source
+    /// gives the whole body again (after a redirect); false for standard input, a pipe, a
+    /// FIFO or a device, where what one source read is gone for the next.
+    static func readsOnlyRegularFiles(_ url: String) -> Bool {
+        var rest = Substring(url)
+        while let found = rest.range(of: "file://") {
+            let after = rest[found.upperBound...]
+            let end = after.range(of: "!/")?.lowerBound ?? after.endIndex
+            let encoded = String(after[..<end])
+            let path = URL(string: "file://" + encoded)?.path ?? encoded
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+            rest = after[end...]
+        }
+        return true
     }
 }
 

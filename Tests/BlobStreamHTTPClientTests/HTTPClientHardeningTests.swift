@@ -61,6 +61,27 @@ final class HTTPClientHardeningTests {
         }
     }
 
+    @Test("a redirect of a body that is not repeatable (a pipe): an error naming the redirect, also with a client that follows it itself")
+    func redirectOfOneShotBody() async throws {
+        let bytes = sampleBytes(1_000_000)
+        let body = UploadBody(length: nil, repeatable: false) { DataBytesSource(bytes) }
+        await #expect {
+            _ = try await HTTPClientUpload.upload(body, to: "\(self.server.baseURL)/redirect-307/pipe.bin")
+        } throws: { error in
+            let e = error as? BlobStreamError
+            return e?.code == .uploadFailed && e!.message.contains("HTTP 307") && e!.message.contains("/files/pipe.bin")
+                && e!.message.contains("cannot be read again")
+        }
+        await #expect {
+            _ = try await HTTPClientUpload.upload(body, to: "\(self.server.baseURL)/redirect-307/pipe2.bin", client: .shared)
+        } throws: { error in
+            let e = error as? BlobStreamError
+            return e?.code == .uploadFailed && e!.message.contains("cannot be read again")
+        }
+        #expect(server.stored("pipe.bin") == nil)
+        #expect(server.stored("pipe2.bin") == nil)
+    }
+
     @Test("a 201 after the first 1 MB of 16 MB: an error with bytes sent / length, never success",
           arguments: [true, false], [true, false])
     func earlyAnswer(drain: Bool, knownLength: Bool) async throws {

@@ -54,6 +54,20 @@ final class URLSessionHardeningTests {
         }
     }
 
+    @Test("a redirect of a body that is not repeatable (a pipe): an error naming the redirect, nothing stored")
+    func redirectOfOneShotBody() async throws {
+        let bytes = sampleBytes(1_000_000)
+        let body = UploadBody(length: nil, repeatable: false) { DataBytesSource(bytes) }
+        await #expect {
+            _ = try await URLSessionUpload.upload(body, to: URL(string: "\(self.server.baseURL)/redirect-307/pipe.bin")!)
+        } throws: { error in
+            let e = error as? BlobStreamError
+            return e?.code == .uploadFailed && e!.message.contains("HTTP 307") && e!.message.contains("/files/pipe.bin")
+                && e!.message.contains("cannot be read again")
+        }
+        #expect(server.stored("pipe.bin") == nil)
+    }
+
     @Test("a 201 after the first 1 MB of 16 MB: an error with bytes sent / length, never success", arguments: [true, false])
     func earlyAnswer(drain: Bool) async throws {
         let peer = try EarlyAnswerPeer(answerAfter: 1 << 20, drain: drain)

@@ -84,6 +84,28 @@ struct UploadHardeningTests {
         }
     }
 
+    @Test("standard input or a pipe redirected by 307: exit 1 naming the redirect, never the rest of the pipe stored as the file")
+    func redirectOfAPipe() throws {
+        let server = try NginxTestServer()
+        defer { server.stop() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pipe-\(UUID().uuidString).bin")
+        try Data((0..<4_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for client in ["asynchttpclient", "urlsession"] {
+            for (name, command) in [
+                ("dash", "cat '\(file.path)' | \"$BLOBSTREAM\" upload - --to \(server.baseURL)/redirect-307/dash-\(client) --client \(client)"),
+                ("gzip", "gzip -c '\(file.path)' | \"$BLOBSTREAM\" upload gzip:file:///dev/stdin --to \(server.baseURL)/redirect-307/gzip-\(client) --client \(client)"),
+            ] {
+                let result = try Tool.shell(command)
+                #expect(result.status == 1, "\(name) \(client): \(result.stderr)")
+                #expect(result.stdout.isEmpty)
+                #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+                #expect(result.stderr.contains("HTTP 307") && result.stderr.contains("cannot be read again"), "\(result.stderr)")
+                #expect(server.stored("\(name)-\(client)") == nil)
+            }
+        }
+    }
+
     @Test("a server answering 201 after 1 MB of 16 MB: exit 1, one line with bytes sent / length")
     func earlyAnswer() throws {
         let peer = try EarlyAnswerPeer(answerAfter: 1 << 20)

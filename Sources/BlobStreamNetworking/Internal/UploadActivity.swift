@@ -116,10 +116,10 @@ package enum UploadRedirect {
     /// that is not a redirect.
     ///
     /// - Throws: `.uploadFailed` naming the redirect: for another 3xx (a client would send
-    ///   it on without the body), a missing or invalid `Location`, or more than
-    ///   `options.maxRedirects` redirects.
+    ///   it on without the body), a missing or invalid `Location`, a body that is not
+    ///   repeatable, or more than `options.maxRedirects` redirects.
     package static func target(
-        status: Int, location: String?, from url: URL, redirects: Int, options: UploadOptions
+        status: Int, location: String?, from url: URL, redirects: Int, options: UploadOptions, body: UploadBody
     ) throws -> URL? {
         guard (300..<400).contains(status), status != 304 else { return nil }
         let phrase = HTTPURLResponseStatus.text(status)
@@ -131,6 +131,11 @@ package enum UploadRedirect {
             throw BlobStreamError(
                 .uploadFailed,
                 "upload to \(url.absoluteString) failed: \(name) redirects to \(location), not followed (only 307 and 308 keep the method and body)")
+        }
+        guard body.isRepeatable else {
+            throw BlobStreamError(
+                .uploadFailed,
+                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), but the body cannot be read again from its start (it comes from a pipe or standard input), so it is not sent again")
         }
         guard redirects < options.maxRedirects else {
             throw BlobStreamError(
@@ -168,5 +173,15 @@ package enum HTTPURLResponseStatus {
         case 308: "Permanent Redirect"
         default: ""
         }
+    }
+}
+
+extension UploadBody {
+    /// The error for a client that asks for the body again (a redirect it follows, an
+    /// authentication challenge) when the body is not repeatable.
+    package var notRepeatable: BlobStreamError {
+        BlobStreamError(
+            .uploadFailed,
+            "the client asked for the body again (a redirect it followed), but it cannot be read again from its start (it comes from a pipe or standard input)")
     }
 }
