@@ -44,7 +44,7 @@ public struct MultipartBody: Sendable {
     }
 
     /// The whole body as an `UploadBody`: fresh sources of it, its exact length when every
-    /// part's length is known, and `contentType`.
+    /// part's length is known, and `contentType`; repeatable when every part is.
     public var uploadBody: UploadBody {
         let boundary = self.boundary, parts = self.parts
         var total: Int64? = 0
@@ -54,7 +54,11 @@ public struct MultipartBody: Sendable {
             case .body(let body): total = body.length.flatMap { l in total.map { $0 + l } }
             }
         }
-        return UploadBody(length: total, contentType: contentType) {
+        let repeatable = parts.allSatisfy { part in
+            if case .file(_, _, _, let body) = part { return body.isRepeatable }
+            return true
+        }
+        return UploadBody(length: total, contentType: contentType, repeatable: repeatable) {
             try ConcatenatedDataSource(Self.segments(parts, boundary: boundary).map { segment in
                 switch segment {
                 case .bytes(let data): return .init(DataBytesSource(data))

@@ -29,6 +29,9 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
     private var lookaheadStart = 0, lookaheadCount = 0
     private var opened = false, finished = false, failed = false
     private var sent: Int64 = 0
+    /// Called before each `hasBytesAvailable`, outside the lock, on the session's thread:
+    /// `URLSessionUpload` looks there for an answer that came before the body's end.
+    var beforeRead: (@Sendable () -> Void)?
 
     /// A body stream over a fresh source (it opens and closes it itself).
     ///
@@ -86,7 +89,8 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
     /// Blocks until it knows: true while bytes remain or after an error (so `read` can
     /// report it), false only at the real end.
     public override var hasBytesAvailable: Bool {
-        lock.withLock {
+        beforeRead?()
+        return lock.withLock {
             if failed { return true }
             if finished { return false }
             if lookaheadCount > 0 { return true }

@@ -5,8 +5,9 @@ import FoundationNetworking
 #endif
 
 extension BlobStreamError.Code {
-    /// An upload did not complete: the server answered with a non-2xx status, refused or
-    /// closed the connection, or the body's source failed.
+    /// An upload did not complete: the server answered with a non-2xx status, answered
+    /// before the whole body was sent, redirected it in a way that drops the body, refused
+    /// or closed the connection, or the body's source failed.
     public static let uploadFailed = BlobStreamError.Code("uploadFailed")
 }
 
@@ -16,8 +17,18 @@ extension BlobStreamError.Code {
 /// Each upload gets a session of its own, since a body stream waiting for its source
 /// blocks the session's work queue. The body goes out chunked (a stream body always does
 /// on Linux; a Content-Length beside it makes servers answer 400). When the session needs
-/// the body again (a redirect, an authentication challenge) it gets a fresh stream from
-/// the start.
+/// the body again (an authentication challenge) it gets a fresh stream from the start.
+///
+/// Redirects: FoundationNetworking on Linux follows a 307/308 with an empty body, so the
+/// upload follows them itself, sending the whole body again from a fresh source (as curl
+/// does), at most `UploadOptions.maxRedirects` times; other redirects are errors that name
+/// them. Progress starts again from 0 on each redirect.
+///
+/// Early answers: a 2xx answer that arrives while the body is still being written is an
+/// error giving the bytes written by then and the length, never a success. Bytes the
+/// operating system has accepted for the connection count as written, so a server that
+/// answers early after the whole rest of the body fit in the socket buffers cannot be told
+/// apart from one that read it all.
 public enum URLSessionUpload {
     /// The server's answer.
     public struct Response: Sendable {
@@ -29,18 +40,64 @@ public enum URLSessionUpload {
 
     /// Sends `body` to `url` and returns the answer.
     ///
-    /// - Throws: `BlobStreamError` `.uploadFailed` naming the URL: a non-2xx status, a
-    ///   refused or closed connection, or the source's error (as the cause) when the body
-    ///   failed part-way, in which case the upload was aborted, never completed short.
+    /// - Parameters:
+    ///   - options: the connect and idle timeouts and the redirects followed.
+    /// - Throws: `BlobStreamError`, naming the URL: `.malformedURL` for a URL no upload can
+    ///   go to (checked before any I/O, see `UploadURL`); `.timedOut` when a limit of
+    ///   `options` passed; `.uploadFailed` for a non-2xx status, a 2xx answer before the
+    ///   whole body was sent (with bytes sent / length), a redirect not followed, a refused
+    ///   or closed connection, or the source's error (as the cause) when the body failed
+    ///   part-way, in which case the upload was aborted, never completed short.
+    ///   `CancellationError` when the task is cancelled (the upload ends at once).
     public static func upload(
         _ body: UploadBody, to url: URL, method: String = "PUT", headers: [String: String] = [:],
-        progress: (@Sendable (UploadProgress) -> Void)? = nil
+        options: UploadOptions = UploadOptions(), progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> Response {
-        let delegate = Delegate(body: body, progress: progress)
-        let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
+        try UploadURL.validate(url)
+        try Task.checkCancellation()
+        let activity = UploadActivity()
+        return try await withUploadLimits(url: url.absoluteString, options: options, activity: activity) {
+            var target = url
+            var redirects = 0
+            while true {
+                let hop = try await send(body, to: target, method: method, headers: headers, options: options, activity: activity, progress: progress)
+                if let next = try UploadRedirect.target(
+                    status: hop.status, location: hop.location, from: target, redirects: redirects, options: options, body: body)
+                {
+                    redirects += 1
+                    target = next
+                    continue
+                }
+                guard (200..<300).contains(hop.status) else {
+                    throw BlobStreamError(.uploadFailed, "upload to \(target.absoluteString) failed: HTTP \(hop.status) \(HTTPURLResponse.localizedString(forStatusCode: hop.status))")
+                }
+                return Response(statusCode: hop.status, body: hop.data)
+            }
+        }
+    }
+
+    /// One request with a fresh body: the answer's status, body and Location.
+    struct Hop: Sendable {
+        var status: Int
+        var data: Data
+        var location: String?
+    }
+
+    private static func send(
+        _ body: UploadBody, to url: URL, method: String, headers: [String: String], options: UploadOptions,
+        activity: UploadActivity, progress: (@Sendable (UploadProgress) -> Void)?
+    ) async throws -> Hop {
+        activity.beginAttempt()
+        let delegate = Delegate(body: body, progress: progress, activity: activity)
+        let configuration = URLSessionConfiguration.ephemeral
+        // FoundationNetworking's own idle timer (reset as bytes move): a backstop behind
+        // the watchdog of `withUploadLimits`, which reports first and names the limit.
+        configuration.timeoutIntervalForRequest = (options.idleTimeout.seconds + options.connectTimeout.seconds).rounded(.up) + 1
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        defer { session.invalidateAndCancel() }
         var request = URLRequest(url: url)
         request.httpMethod = method
+        request.timeoutInterval = configuration.timeoutIntervalForRequest
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let contentType = body.contentType, request.value(forHTTPHeaderField: "Content-Type") == nil {
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")
@@ -48,12 +105,21 @@ public enum URLSessionUpload {
         let first = try delegate.makeStream()
         request.httpBodyStream = first
         let task = session.dataTask(with: request)
-        let (data, response, error): (Data, URLResponse?, (any Error)?) = await withCheckedContinuation { continuation in
-            delegate.onComplete = { continuation.resume(returning: ($0, $1, $2)) }
-            task.resume()
+        delegate.watch(task)
+        let (data, response, error): (Data, URLResponse?, (any Error)?) = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                delegate.onComplete = { continuation.resume(returning: ($0, $1, $2)) }
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
         }
+        try Task.checkCancellation()
         if let failure = delegate.bodyError() {
             throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) aborted: the body failed: \(failure)", cause: failure)
+        }
+        if let early = delegate.earlyAnswer {
+            throw UploadRedirect.earlyAnswer(url: url.absoluteString, status: early.status, sent: early.sent, total: early.total)
         }
         if let error {
             throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) failed: \(error.localizedDescription)", cause: error)
@@ -61,31 +127,64 @@ public enum URLSessionUpload {
         guard let http = response as? HTTPURLResponse else {
             throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) got no HTTP answer")
         }
-        guard (200..<300).contains(http.statusCode) else {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) failed: HTTP \(http.statusCode) \(HTTPURLResponse.localizedString(forStatusCode: http.statusCode))")
+        if (200..<300).contains(http.statusCode), !activity.bodyState.complete {
+            let state = activity.bodyState
+            throw UploadRedirect.earlyAnswer(url: url.absoluteString, status: http.statusCode, sent: state.sent, total: state.total)
         }
-        return Response(statusCode: http.statusCode, body: data)
+        return Hop(status: http.statusCode, data: data, location: http.value(forHTTPHeaderField: "Location"))
     }
 
-    /// The session's delegate: fresh body streams on demand, the answer's bytes, the end.
+    /// The session's delegate: fresh body streams on demand, the answer's bytes, the end;
+    /// redirects are handed back to `upload` rather than followed with an empty body.
     /// Unchecked Sendable: every mutable field is guarded by `lock`.
     final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         let body: UploadBody
         let progress: (@Sendable (UploadProgress) -> Void)?
+        let activity: UploadActivity
         private let lock = NSLock()
         private var received = Data()
         private var streams: [URLSessionBodyStream] = []
+        private var _earlyAnswer: (status: Int, sent: Int64, total: Int64?)?
+        private weak var task: URLSessionTask?
         var onComplete: ((Data, URLResponse?, (any Error)?) -> Void)?
 
-        init(body: UploadBody, progress: (@Sendable (UploadProgress) -> Void)?) {
+        init(body: UploadBody, progress: (@Sendable (UploadProgress) -> Void)?, activity: UploadActivity) {
             self.body = body
             self.progress = progress
+            self.activity = activity
         }
 
         func makeStream() throws -> URLSessionBodyStream {
-            let stream = try URLSessionBodyStream(body: body, progress: progress)
+            let activity = self.activity, progress = self.progress
+            activity.beginBody(total: body.length)
+            let stream = try URLSessionBodyStream(body: body) { report in
+                activity.body(sent: report.sent, finished: report.isFinished)
+                progress?(report)
+            }
+            stream.beforeRead = { [weak self] in self?.checkAnswer() }
             lock.withLock { streams.append(stream) }
             return stream
+        }
+
+        /// The task whose answer `checkAnswer()` looks at.
+        func watch(_ task: URLSessionTask) {
+            lock.withLock { self.task = task }
+        }
+
+        /// Records a 2xx answer that is already here while the body is not finished, with
+        /// the bytes handed over by then. The body stream calls it before each read, on the
+        /// session's thread, where FoundationNetworking also sets the task's response as
+        /// the head arrives: so the count is the one at the answer, not at the (later)
+        /// delegate callback.
+        func checkAnswer() {
+            guard let task = lock.withLock({ _earlyAnswer == nil ? self.task : nil }),
+                let http = task.response as? HTTPURLResponse, (200..<300).contains(http.statusCode)
+            else { return }
+            let state = activity.bodyState
+            guard !state.complete else { return }
+            lock.withLock {
+                if _earlyAnswer == nil { _earlyAnswer = (http.statusCode, state.sent, state.total) }
+            }
         }
 
         /// The error of the last body stream, if it failed.
@@ -93,11 +192,34 @@ public enum URLSessionUpload {
             lock.withLock { streams.last?.streamError }
         }
 
+        /// A 2xx answer's head that came before the body's end: its status and the body
+        /// bytes handed over by then.
+        var earlyAnswer: (status: Int, sent: Int64, total: Int64?)? { lock.withLock { _earlyAnswer } }
+
         func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping (InputStream?) -> Void) {
-            completionHandler(try? makeStream())
+            // A fresh stream starts the body again: only for a body that is repeatable.
+            let again = lock.withLock { !streams.isEmpty }
+            completionHandler(again && !body.isRepeatable ? nil : try? makeStream())
+        }
+
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+        ) {
+            completionHandler(nil)
+        }
+
+        func urlSession(
+            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+        ) {
+            activity.touch()
+            checkAnswer()
+            completionHandler(.allow)
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            activity.touch()
             lock.withLock { received.append(data) }
         }
 

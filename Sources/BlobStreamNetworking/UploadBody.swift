@@ -11,13 +11,23 @@ public struct UploadBody: Sendable {
     public let length: Int64?
     /// The body's content type, when it has one of its own (multipart bodies do).
     public let contentType: String?
+    /// False when a fresh source does not give the whole body again (a pipe, standard
+    /// input: what one source read is gone for the next). An upload that must start again
+    /// (a 307/308 redirect) then fails with an error naming the redirect rather than send
+    /// the rest as if it were the whole.
+    public let isRepeatable: Bool
 
     /// A body of the sources `makeSource` makes. Give `length` when you know it; see
-    /// `probingLength(_:)` for sources that learn theirs when they open (files).
-    public init(length: Int64?, contentType: String? = nil, makeSource: @escaping @Sendable () throws -> any BlobDataSource) {
+    /// `probingLength(_:)` for sources that learn theirs when they open (files). Pass
+    /// `repeatable: false` when a fresh source does not start the body again (a pipe).
+    public init(
+        length: Int64?, contentType: String? = nil, repeatable: Bool = true,
+        makeSource: @escaping @Sendable () throws -> any BlobDataSource
+    ) {
         self.makeSource = makeSource
         self.length = length
         self.contentType = contentType
+        self.isRepeatable = repeatable
     }
 
     /// A body whose length is read from a source opened once for the purpose (a file's
@@ -28,19 +38,19 @@ public struct UploadBody: Sendable {
     ///
     /// - Throws: the source's error when it cannot be opened.
     public static func probingLength(
-        contentType: String? = nil, _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
+        contentType: String? = nil, repeatable: Bool = true, _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
     ) throws -> UploadBody {
         let source = try makeSource()
         guard source.offsetCapability == .seek else {
             let length = source.length
             source.close()
-            return UploadBody(length: length, contentType: contentType, makeSource: makeSource)
+            return UploadBody(length: length, contentType: contentType, repeatable: repeatable, makeSource: makeSource)
         }
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()
         defer { stream.close() }
         if let error = stream.streamError { throw error }
-        return UploadBody(length: stream.dataSource.length, contentType: contentType, makeSource: makeSource)
+        return UploadBody(length: stream.dataSource.length, contentType: contentType, repeatable: repeatable, makeSource: makeSource)
     }
 
     /// The same body starting at `offset` (a resumed upload): the length shrinks by the
@@ -53,7 +63,7 @@ public struct UploadBody: Sendable {
             throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of the body (\(length) bytes)")
         }
         let make = makeSource
-        return UploadBody(length: length.map { $0 - offset }, contentType: contentType) {
+        return UploadBody(length: length.map { $0 - offset }, contentType: contentType, repeatable: isRepeatable) {
             try OffsetSource.make(make(), offset: offset)
         }
     }

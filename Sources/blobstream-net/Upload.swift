@@ -5,6 +5,7 @@ import BlobstreamCLI
 import BlobStreamHTTPClient
 import BlobStreamNetworking
 import Foundation
+import Glibc
 import NIOHTTP1
 
 /// `blobstream upload SOURCE --to URL`: streams a source to an HTTP server, with its length
@@ -34,13 +35,32 @@ struct Upload: AsyncParsableCommand {
     @Option(help: "The HTTP client: asynchttpclient or urlsession.")
     var client: Client = .asynchttpclient
 
+    @Option(parsing: .unconditional, help: "Give up when no connection is made within this many seconds.")
+    var connectTimeout: Double = UploadOptions().connectTimeout.seconds
+
+    @Option(parsing: .unconditional, help: "Give up when no byte is sent or received for this many seconds (the wait for the answer included).")
+    var idleTimeout: Double = UploadOptions().idleTimeout.seconds
+
     func validate() throws {
         guard ["PUT", "POST"].contains(method.uppercased()) else {
             throw ValidationError("--method must be PUT or POST, not \(method)")
         }
-        guard let url = URL(string: to), url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw ValidationError("--to must be an http:// or https:// URL, not '\(to)'")
+        do {
+            _ = try UploadURL.validate(to)
+        } catch let error as BlobStreamError {
+            // Not a ValidationError: the tool prints one line (no usage block) and exits 2.
+            throw UsageError(description: "--to: \(error.message)")
         }
+        for (name, value) in [("--connect-timeout", connectTimeout), ("--idle-timeout", idleTimeout)]
+        where !(value.isFinite && value > 0 && value <= 1e9) {
+            throw UsageError(description: "\(name) must be a number of seconds greater than 0, not \(value)")
+        }
+    }
+
+    /// The limits the options ask for.
+    var uploadOptions: UploadOptions {
+        UploadOptions(
+            connectTimeout: .nanoseconds(Int64(connectTimeout * 1e9)), idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)))
     }
 
     func run() async throws {
@@ -48,7 +68,7 @@ struct Upload: AsyncParsableCommand {
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {
-            body = try UploadBody.probingLength { try registry.makeSource(url: url) }
+            body = try UploadBody.probingLength(repeatable: Self.readsOnlyRegularFiles(url)) { try registry.makeSource(url: url) }
             if let offset = options.offset { body = try body.starting(at: offset) }
         } catch {
             throw failure(source, error)
@@ -66,9 +86,10 @@ struct Upload: AsyncParsableCommand {
             switch client {
             case .asynchttpclient:
                 _ = try await HTTPClientUpload.upload(
-                    body, to: to, method: HTTPMethod(rawValue: method.uppercased()), progress: progress)
+                    body, to: to, method: HTTPMethod(rawValue: method.uppercased()), options: uploadOptions, progress: progress)
             case .urlsession:
-                _ = try await URLSessionUpload.upload(body, to: URL(string: to)!, method: method.uppercased(), progress: progress)
+                _ = try await URLSessionUpload.upload(
+                    body, to: try UploadURL.validate(to), method: method.uppercased(), options: uploadOptions, progress: progress)
             }
         } catch let error as BlobStreamError {
             bar.finish()
@@ -81,6 +102,31 @@ struct Upload: AsyncParsableCommand {
             FileHandle.standardError.write(Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))
         }
     }
+}
+
+extension Upload {
+    /// True when every file the source URL reads is a regular file, so that a fresh source
+    /// gives the whole body again (after a redirect); false for standard input, a pipe, a
+    /// FIFO or a device, where what one source read is gone for the next.
+    static func readsOnlyRegularFiles(_ url: String) -> Bool {
+        var rest = Substring(url)
+        while let found = rest.range(of: "file://") {
+            let after = rest[found.upperBound...]
+            let end = after.range(of: "!/")?.lowerBound ?? after.endIndex
+            let encoded = String(after[..<end])
+            let path = URL(string: "file://" + encoded)?.path ?? encoded
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+            rest = after[end...]
+        }
+        return true
+    }
+}
+
+/// A usage error reported in one line (ArgumentParser adds the usage block only to a
+/// `ValidationError`).
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// Shares the progress line with the upload's threads. Unchecked Sendable: guarded by `lock`.

@@ -6,6 +6,10 @@ import Glibc
 ///
 /// - `PUT /files/<path>` stores the body under `root/files/<path>` (chunked bodies too).
 /// - `/deny/…` answers 403, `/slow-close/…` closes the connection without an answer.
+/// - `/redirect-307/<path>` and `/redirect-308/<path>` redirect (307, 308) to
+///   `/files/<path>` by an absolute `http://127.0.0.1:PORT/…` Location, before reading the
+///   body; `/redirect-303/<path>` answers 303 the same way; `/loop/<path>` redirects (307)
+///   to itself.
 public final class NginxTestServer: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
     public let port: Int
@@ -126,6 +130,10 @@ public final class NginxTestServer: @unchecked Sendable {
                 }
                 location /deny/ { return 403; }
                 location /slow-close/ { return 444; }
+                location ~ ^/redirect-307/(.*)$ { return 307 http://127.0.0.1:\(port)/files/$1; }
+                location ~ ^/redirect-308/(.*)$ { return 308 http://127.0.0.1:\(port)/files/$1; }
+                location ~ ^/redirect-303/(.*)$ { return 303 http://127.0.0.1:\(port)/files/$1; }
+                location ~ ^/loop/(.*)$ { return 307 http://127.0.0.1:\(port)/loop/$1; }
             }
         }
         """
