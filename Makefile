@@ -4,7 +4,7 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip zstd tar binutils nginx python3
 BENCH_PACKAGES := pigz curl libarchive-tools nginx time
 
-.PHONY: all deps build demo test bench fixtures clean
+.PHONY: all deps build demo test tsan bench fixtures clean
 
 all: build
 
@@ -29,6 +29,11 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+## tsan: every test under ThreadSanitizer, in its own build folder (.build-tsan); fails on
+## any report that scripts/tsan.supp does not suppress (each entry says why it may).
+tsan: deps
+	SWIFT="$(SWIFT)" scripts/tsan
+
 ## bench: benchmarks against the reference tools on a large corpus outside the repo.
 bench: deps
 	@scripts/install-deps $(BENCH_PACKAGES)
@@ -43,4 +48,4 @@ fixtures:
 	$(SWIFT) package --allow-writing-to-package-directory generate-fixtures
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-tsan

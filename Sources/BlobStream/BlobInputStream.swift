@@ -108,6 +108,8 @@ open class BlobInputStream: InputStream {
     }
 
     /// Delivers events on `aRunLoop` in `mode` (several run loops and modes may be added).
+    /// From the first event on, the stream keeps one timer in that loop (its wake-up), so a
+    /// loop run until it has nothing left runs until the stream is closed or removed.
     open override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {
         core.schedule(aRunLoop, mode)
     }

@@ -70,13 +70,14 @@ extension BlobInputStream {
         mode: RunLoop.Mode = .default, timeout: TimeInterval, until done: () -> Bool
     ) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
-        // A timer keeps the mode non-empty so `run(mode:before:)` does not return at once.
-        let keepAlive = Timer(timeInterval: 0.01, repeats: true) { _ in }
-        RunLoop.current.add(keepAlive, forMode: mode)
-        defer { keepAlive.invalidate() }
         while !done() {
             if Date() >= deadline { return false }
-            _ = RunLoop.current.run(mode: mode, before: min(deadline, Date(timeIntervalSinceNow: 0.05)))
+            // A mode with nothing in it (no stream has queued an event yet) returns at once:
+            // wait a little rather than spin. (No keep-alive timer: Foundation on Linux never
+            // frees a `Timer`.)
+            if !RunLoop.current.run(mode: mode, before: min(deadline, Date(timeIntervalSinceNow: 0.05))) {
+                Thread.sleep(forTimeInterval: 0.001)
+            }
         }
         return true
     }

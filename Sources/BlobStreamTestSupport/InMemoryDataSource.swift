@@ -7,9 +7,8 @@ import Foundation
 ///
 /// Offsets seek in constant time (`offsetCapability == .seek`).
 public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: `position` and `closed` are touched only by the owner's serialized
-    // calls and by blocks on `queue` that run while the owner waits (rule 1); the state
-    // object is thread-safe itself.
+    // Unchecked Sendable: `cursor`, the only mutable field, is touched only with `lock`
+    // held; the state object is thread-safe itself.
 
     /// How `open()` completes.
     public enum OpenBehavior: Sendable {
@@ -28,10 +27,20 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     private let failAt: (offset: Int, error: any Error)?
     private let chunkSize: Int
     private let refill: (queue: DispatchQueue, delay: TimeInterval)?
-    private var position = 0
-    private var closed = false
-    private let counters = NSLock()
-    private var _reads = 0
+    /// Guards `cursor`: the owner's calls and the announcements from a queue (a refill, an
+    /// asynchronous open) meet there, on different threads. The state is announced after
+    /// unlocking (observers run outside any lock). An `NSLock`, not a `Mutex`:
+    /// ThreadSanitizer sees pthread locks but not a contended `Mutex` (whose hand-over
+    /// happens in the kernel), and this source runs in its users' sanitized tests.
+    private let lock = NSLock()
+    /// The read position, whether `close()` was called, and the count of reads.
+    private var cursor = Cursor()
+
+    private struct Cursor {
+        var position = 0
+        var closed = false
+        var reads = 0
+    }
 
     /// Makes a source.
     ///
@@ -58,7 +67,7 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// How many times `read` was called.
-    public var readCount: Int { counters.withLock { _reads } }
+    public var readCount: Int { lock.withLock { cursor.reads } }
 
     public var length: Int64? { Int64(data.count) }
     public var offsetCapability: BlobOffsetCapability { .seek }
@@ -73,7 +82,8 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
         case .immediate:
             finishOpen()
         case .async(let queue, let delay):
-            queue.asyncAfter(deadline: .now() + delay) { self.finishOpen() }
+            // Weakly: a source its owner dropped is not kept alive by a late completion.
+            queue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.finishOpen() }
         }
     }
 
@@ -86,9 +96,14 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
         announceAvailability()
     }
 
+    /// True when everything was delivered (and no failure is due at the end).
+    private func atEnd(_ position: Int) -> Bool {
+        position >= data.count && (failAt == nil || failAt!.offset > data.count)
+    }
+
     private func announceAvailability() {
-        if closed { return }
-        if position >= data.count, failAt == nil || failAt!.offset > data.count {
+        guard let position = lock.withLock({ cursor.closed ? nil : cursor.position }) else { return }
+        if atEnd(position) {
             state.isAtEnd = true
         } else {
             state.hasBytesAvailable = true
@@ -96,40 +111,53 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        counters.withLock { _reads += 1 }
-        if closed || state.error != nil { return -1 }
-        if let failAt, position >= failAt.offset {
-            state.error = failAt.error
-            return -1
+        enum Outcome { case closed, failed, end, bytes(Int, end: Bool) }
+        let outcome: Outcome = lock.withLock {
+            cursor.reads += 1
+            if cursor.closed || state.error != nil { return .closed }
+            if let failAt, cursor.position >= failAt.offset { return .failed }
+            if cursor.position >= data.count { return .end }
+            var n = min(maxLength, chunkSize, data.count - cursor.position)
+            if let failAt { n = min(n, failAt.offset - cursor.position) }
+            let start = cursor.position
+            data.withUnsafeBytes { raw in
+                buffer.update(from: raw.bindMemory(to: UInt8.self).baseAddress! + start, count: n)
+            }
+            cursor.position += n
+            return .bytes(n, end: atEnd(cursor.position))
         }
-        if position >= data.count {
+        switch outcome {
+        case .closed:
+            return -1
+        case .failed:
+            state.error = failAt!.error
+            return -1
+        case .end:
             state.isAtEnd = true
             return 0
+        case .bytes(let n, let end):
+            if end {
+                state.isAtEnd = true
+            } else if let refill {
+                state.hasBytesAvailable = false
+                refill.queue.asyncAfter(deadline: .now() + refill.delay) { [weak self] in
+                    self?.announceAvailability()
+                }
+            }
+            return n
         }
-        var n = min(maxLength, chunkSize, data.count - position)
-        if let failAt { n = min(n, failAt.offset - position) }
-        data.withUnsafeBytes { raw in
-            buffer.update(from: raw.bindMemory(to: UInt8.self).baseAddress! + position, count: n)
-        }
-        position += n
-        if position >= data.count, failAt == nil || failAt!.offset > data.count {
-            state.isAtEnd = true
-        } else if let refill {
-            state.hasBytesAvailable = false
-            refill.queue.asyncAfter(deadline: .now() + refill.delay) { self.announceAvailability() }
-        }
-        return n
     }
 
     public func property(forKey key: Stream.PropertyKey) -> Any? {
-        key == .fileCurrentOffsetKey ? NSNumber(value: position) : nil
+        key == .fileCurrentOffsetKey ? NSNumber(value: lock.withLock { cursor.position }) : nil
     }
 
     public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
         guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property),
             offset <= data.count
         else { return false }
-        position = Int(offset)
+        let position = Int(offset)
+        lock.withLock { cursor.position = position }
         if state.isOpenCompleted {
             if position >= data.count {
                 state.isAtEnd = true
@@ -141,5 +169,5 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
         return true
     }
 
-    public func close() { closed = true }
+    public func close() { lock.withLock { cursor.closed = true } }
 }

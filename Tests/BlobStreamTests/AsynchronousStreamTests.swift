@@ -179,9 +179,9 @@ struct AsynchronousStreamTests {
         let loops = Box<[RunLoop]>([])
         let ready = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
+        let lock = NSLock()  // one for both threads and this one: it guards `loops` and `stop`
         for _ in 0..<2 {
             Thread {
-                let lock = NSLock()
                 lock.withLock { loops.value.append(RunLoop.current) }
                 handle.stream.schedule(in: .current, forMode: .default)
                 ready.signal()
@@ -194,7 +194,7 @@ struct AsynchronousStreamTests {
         let done = recorder.wait(timeout: 10) { $0.last == .endEncountered }
         #expect(done)
         #expect(recorder.names == ["open", "bytes", "bytes", "bytes", "bytes", "bytes", "end"])
-        stop.value = true
+        lock.withLock { stop.value = true }
         finished.wait(); finished.wait()
         stream.close()
     }

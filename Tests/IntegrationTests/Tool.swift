@@ -48,12 +48,18 @@ enum Tool {
             try? input.fileHandleForWriting.close()
         }
         writer.start()
+        // stderr is read on a thread of its own (a full stderr pipe must not stall the
+        // tool while stdout is read here); the box hands its bytes over under a lock, and
+        // the semaphore says when they are all there.
         let errBox = DataBox()
-        let errReader = Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }
-        errReader.start()
+        let errDone = DispatchSemaphore(value: 0)
+        Thread {
+            errBox.data = err.fileHandleForReading.readDataToEndOfFile()
+            errDone.signal()
+        }.start()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while errReader.isExecuting || !errReader.isFinished { Thread.sleep(forTimeInterval: 0.005) }
+        errDone.wait()
         return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errBox.data, as: UTF8.self))
     }
 
@@ -62,7 +68,14 @@ enum Tool {
     }
 }
 
-/// Carries stderr's bytes from the reading thread (read after the thread finished).
+/// Carries stderr's bytes from the reading thread to the caller.
 final class DataBox: @unchecked Sendable {
-    var data = Data()
+    // Unchecked Sendable: `stored` is touched only with `lock` held.
+    private let lock = NSLock()
+    private var stored = Data()
+
+    var data: Data {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
 }

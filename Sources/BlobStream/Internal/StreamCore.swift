@@ -25,7 +25,17 @@ final class StreamCore: @unchecked Sendable {
     var nextHandlerID = 0
     var schedules: [(runLoop: RunLoop, mode: RunLoop.Mode)] = []
     var pending: [Stream.Event] = []
-    var armedTimers: [Timer] = []
+    /// One wake-up timer per scheduled run loop, added to each of that loop's scheduled
+    /// modes, made when the first event is queued and kept until the stream is unscheduled
+    /// from that loop or closed. Arming sets its fire date to now; between wake-ups it waits
+    /// `wakerInterval` away. (Foundation on Linux never frees a `Timer`: one per event
+    /// piled up megabytes; one per run loop and stream stays bounded.)
+    var wakers: [(runLoop: RunLoop, timer: Timer)] = []
+    /// A wake-up is set on the wakers and has not been delivered yet.
+    var armed = false
+    /// How many wakers this stream has made (the tests check it grows with run loops, not
+    /// with events).
+    var wakersMade = 0
     var reportedOpen = false, reportedEnd = false, reportedError = false
     /// How many times the source announced `hasBytesAvailable` true.
     var bytesAnnounced = 0
@@ -94,8 +104,9 @@ final class StreamCore: @unchecked Sendable {
         }
         status = .closed
         pending.removeAll(keepingCapacity: true)
-        let timers = armedTimers
-        armedTimers = []
+        let timers = wakers.map(\.timer)
+        wakers = []
+        armed = false
         schedules = []
         let tokens = observations
         observations = []
@@ -363,21 +374,33 @@ final class StreamCore: @unchecked Sendable {
         armLocked()
     }
 
-    /// Adds a zero-interval timer to every scheduled run loop (in each of its modes): a timer
-    /// wakes a sleeping run loop on Linux, `perform` does not. The first to fire delivers.
+    /// Wakes every scheduled run loop (in each of its scheduled modes) by setting its
+    /// waker's fire date to now: a timer wakes a sleeping run loop on Linux, `perform` does
+    /// not. The first loop to fire delivers.
     func armLocked() {
-        guard !pending.isEmpty, armedTimers.isEmpty, !schedules.isEmpty else { return }
-        var loops: [RunLoop] = []
-        for entry in schedules where !loops.contains(where: { $0 === entry.runLoop }) {
-            loops.append(entry.runLoop)
+        guard !pending.isEmpty, !armed, !schedules.isEmpty else { return }
+        for entry in schedules where !wakers.contains(where: { $0.runLoop === entry.runLoop }) {
+            addWakerLocked(for: entry.runLoop)
         }
-        for loop in loops {
-            let timer = Timer(timeInterval: 0, repeats: false) { [weak self] _ in self?.deliver() }
-            for entry in schedules where entry.runLoop === loop {
-                loop.add(timer, forMode: entry.mode)
-            }
-            armedTimers.append(timer)
+        armed = true
+        let now = Date()
+        for waker in wakers { waker.timer.fireDate = now }
+    }
+
+    /// Between wake-ups a waker waits this long: a fire date that never comes, within what
+    /// CoreFoundation accepts for an interval. A wake-up with nothing pending does nothing.
+    static let wakerInterval: TimeInterval = 1_000_000
+
+    /// Makes the waker for `runLoop` and adds it to each of the loop's scheduled modes.
+    private func addWakerLocked(for runLoop: RunLoop) {
+        let timer = Timer(
+            fire: Date(timeIntervalSinceNow: Self.wakerInterval), interval: Self.wakerInterval, repeats: true
+        ) { [weak self] _ in self?.deliver() }
+        for entry in schedules where entry.runLoop === runLoop {
+            runLoop.add(timer, forMode: entry.mode)
         }
+        wakers.append((runLoop, timer))
+        wakersMade += 1
     }
 
     func schedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
@@ -387,19 +410,30 @@ final class StreamCore: @unchecked Sendable {
             !schedules.contains(where: { $0.runLoop === runLoop && $0.mode == mode })
         else { return }
         schedules.append((runLoop, mode))
-        rearmLocked()
+        if let waker = wakers.first(where: { $0.runLoop === runLoop }) {
+            runLoop.add(waker.timer, forMode: mode)
+        } else if armed {
+            addWakerLocked(for: runLoop)  // the loops armed so far may not be running
+        }
+        if armed { wakers.first(where: { $0.runLoop === runLoop })!.timer.fireDate = Date() }
+        armLocked()
     }
 
     func unschedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
         condition.lock()
         defer { condition.unlock() }
+        guard schedules.contains(where: { $0.runLoop === runLoop && $0.mode == mode }) else { return }
         schedules.removeAll { $0.runLoop === runLoop && $0.mode == mode }
-        rearmLocked()
-    }
-
-    private func rearmLocked() {
-        for timer in armedTimers { timer.invalidate() }
-        armedTimers = []
+        // A timer cannot leave one mode only: the loop's waker goes, and when the loop keeps
+        // other modes a new one is made (now if a wake-up is due, else at the next one).
+        if let index = wakers.firstIndex(where: { $0.runLoop === runLoop }) {
+            wakers.remove(at: index).timer.invalidate()
+            if armed, schedules.contains(where: { $0.runLoop === runLoop }) {
+                addWakerLocked(for: runLoop)
+                wakers.last!.timer.fireDate = Date()
+            }
+        }
+        if wakers.isEmpty { armed = false }
         armLocked()
     }
 
@@ -418,11 +452,9 @@ final class StreamCore: @unchecked Sendable {
         defer {
             condition.lock()
             delivering = false
-            let stale = armedTimers
-            armedTimers = []
+            armed = false
             armLocked()  // events that arrived as the last handler returned
             condition.unlock()
-            for timer in stale { timer.invalidate() }
         }
         while true {
             var events = pending
