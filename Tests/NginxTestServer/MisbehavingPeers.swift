@@ -10,8 +10,7 @@ public final class StallingPeer: @unchecked Sendable {
     public let port: Int
     private let fd: Int32
     private var fillers: [Int32] = []
-    private let lock = NSLock()
-    private var stopped = false
+    private let once = StopOnce()
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -52,11 +51,7 @@ public final class StallingPeer: @unchecked Sendable {
 
     /// Closes the socket (and the connections filling the backlog).
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
+        guard once.first() else { return }
         for filler in fillers { Glibc.close(filler) }
         Glibc.close(fd)
     }
@@ -72,8 +67,7 @@ public final class EarlyAnswerPeer: @unchecked Sendable {
     // Unchecked Sendable: set in `init`, the process is only killed by `stop()`.
     public let port: Int
     private let pid: pid_t
-    private let lock = NSLock()
-    private var stopped = false
+    private let once = StopOnce()
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -133,9 +127,7 @@ while True:
             if port == nil { usleep(20_000) }
         }
         guard let port else {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            NginxTestServer.killAndReap(pid)
             throw NginxTestServer.Failure(description: "the early-answer peer did not start (python3 needed)")
         }
         self.port = port
@@ -144,14 +136,8 @@ while True:
 
     /// Stops the peer.
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        guard once.first() else { return }
+        NginxTestServer.killAndReap(pid)
     }
 
     deinit { stop() }

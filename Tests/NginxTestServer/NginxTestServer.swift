@@ -15,8 +15,7 @@ public final class NginxTestServer: @unchecked Sendable {
     public let port: Int
     public let folder: URL
     private let pid: pid_t
-    private var stopped = false
-    private let lock = NSLock()
+    private let once = StopOnce()
 
     /// The stored files' root.
     public var root: URL { folder.appendingPathComponent("www") }
@@ -59,9 +58,7 @@ public final class NginxTestServer: @unchecked Sendable {
                 self.pid = pid
                 return
             }
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            Self.killAndReap(pid)
             lastError = (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: folder)
         }
@@ -70,16 +67,10 @@ public final class NginxTestServer: @unchecked Sendable {
 
     /// Stops nginx and removes its folder.
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
+        guard once.first() else { return }
         // Every answer has been received by now, so the files are complete: no need for a
         // graceful exit (which nginx without a master process is slow to make).
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        Self.killAndReap(pid)
         try? FileManager.default.removeItem(at: folder)
     }
 
@@ -95,6 +86,13 @@ public final class NginxTestServer: @unchecked Sendable {
         let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, environ)
         guard rc == 0 else { throw Failure(description: "cannot start \(path): errno \(rc)") }
         return pid
+    }
+
+    /// Kills the process `pid` and waits for it, so that no zombie is left.
+    static func killAndReap(_ pid: pid_t) {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
     }
 
     deinit { stop() }
@@ -176,5 +174,20 @@ public final class NginxTestServer: @unchecked Sendable {
             usleep(20_000)
         }
         return false
+    }
+}
+
+/// Lets a `stop()` do its work once, whichever thread calls it first (a test, or `deinit`).
+final class StopOnce: @unchecked Sendable {
+    // Unchecked Sendable: `stopped` is only touched under `lock`.
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// True for the first call only.
+    func first() -> Bool {
+        lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
     }
 }
