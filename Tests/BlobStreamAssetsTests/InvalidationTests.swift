@@ -378,6 +378,21 @@ struct InvalidationTests {
             && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec
     }
 
+    /// `readChanging` from `library` (on disk in `dir`), the change being its original
+    /// rewritten to `other` at `offsets` keeping size and mtime (`rewriteKeepingStamp`);
+    /// `ok` is whether the rewrite was made, kept the stamp and was seen by the library.
+    static func readRewritingKeepingStamp(
+        _ source: AssetDataSource, _ mode: Mode, _ dir: TempDir, _ library: DirectoryAssetLibrary, size: Int = 10_000,
+        when: @escaping @Sendable (Int) -> Bool = { total in total >= 100_000 },
+        to other: Data, at offsets: [Int], _ how: SameStampChange
+    ) -> (r: (data: Data, error: BlobStreamError?, clean: Bool), ok: Bool) {
+        let kept = TestBox(false)
+        let (r, fired, sawGeneration) = Self.readChanging(source, mode, size: size, when: when, watching: library) {
+            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", other, at: offsets, how)
+        }
+        return (r, fired && kept.value && sawGeneration)
+    }
+
     @Test("on disk, rewritten mid-read keeping size and mtime (touch -r), a byte already read changed: a .changed error, not a splice",
           arguments: Mode.allCases, SameStampChange.allCases)
     func onDiskSameStampReadBytesChanged(mode: Mode, how: SameStampChange) throws {
@@ -389,11 +404,8 @@ struct InvalidationTests {
         let offsets = [70_000, 180_000]
         let printBefore = try library.asset(for: url).original.fingerprint
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let kept = TestBox(false)
-        let (r, fired, sawGeneration) = Self.readChanging(source, mode, watching: library) {
-            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
-        }
-        #expect(fired && kept.value && sawGeneration)
+        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        #expect(ok)
         #expect(try library.asset(for: url).original.fingerprint == printBefore, "the fingerprint cannot tell")
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
@@ -411,11 +423,8 @@ struct InvalidationTests {
         // 180,000 unsampled, 250,000 in the last 64 KiB: the fingerprint changes.
         let offsets = [180_000, 250_000]
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let kept = TestBox(false)
-        let (r, fired, sawGeneration) = Self.readChanging(source, mode, watching: library) {
-            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
-        }
-        #expect(fired && kept.value && sawGeneration)
+        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        #expect(ok)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.flipped(Self.bytes, at: offsets)))
         #expect(source.statistics.recheckedBytes >= 131_072)
@@ -428,12 +437,9 @@ struct InvalidationTests {
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let kept = TestBox(false)
-        let (r, fired, sawGeneration) = Self.readChanging(source, mode, watching: library) {
-            // The same bytes written again, read and not yet read.
-            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000, 180_000], how)
-        }
-        #expect(fired && kept.value && sawGeneration)
+        // The same bytes written again, read and not yet read.
+        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.bytes, at: [70_000, 180_000], how)
+        #expect(ok)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.bytes))
         #expect(source.statistics.lookups >= 2)
@@ -455,11 +461,9 @@ struct InvalidationTests {
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let offsets = [70_000, 180_000]  // outside the fingerprint's samples
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let kept = TestBox(false)
-        let (r, fired, sawGeneration) = Self.readChanging(source, mode, size: 1_000, when: Self.afterLastBlock, watching: library) {
-            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
-        }
-        #expect(fired && kept.value && sawGeneration)
+        let (r, ok) = Self.readRewritingKeepingStamp(
+            source, mode, dir, library, size: 1_000, when: Self.afterLastBlock, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        #expect(ok)
         #expect(!r.clean, "the change was made before the end was collected")
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         let message = cause(r.error)?.message ?? ""
