@@ -52,7 +52,10 @@ let package = Package(
             ]
         ),
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
-        .target(name: "NginxTestServer", path: "Tests/NginxTestServer"),
+        .target(
+            name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamNetworking", "BlobStreamTestSupport"],
+            path: "Tests/NginxTestServer"
+        ),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
         // The command-line tool: what its two programs share (registry, pump, console,

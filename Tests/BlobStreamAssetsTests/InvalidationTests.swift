@@ -31,6 +31,26 @@ struct InvalidationTests {
         }
     }
 
+    /// Reads `source` in `mode` with `size`-byte reads; after the first read that makes
+    /// `when(total)` true, runs `change` (an error it throws is recorded) and, `watching` a
+    /// library on disk, waits until that library saw a change. Returns the read, whether
+    /// `change` ran, and whether the library saw it (false when not `watching`).
+    static func readChanging(
+        _ source: AssetDataSource, _ mode: Mode, size: Int = 10_000,
+        when: @escaping @Sendable (Int) -> Bool = { total in total >= 100_000 },
+        watching library: DirectoryAssetLibrary? = nil, change: @escaping @Sendable () throws -> Void
+    ) -> (r: (data: Data, error: BlobStreamError?, clean: Bool), fired: Bool, sawGeneration: Bool) {
+        let fired = TestBox(false), sawGeneration = TestBox(false)
+        let r = Self.read(source, mode, size: size, progress: { total in
+            guard when(total), !fired.value else { return }
+            fired.value = true
+            let before = library?.generation
+            do { try change() } catch { Issue.record("changing the asset failed: \(error)") }
+            if let library, let before { sawGeneration.value = waitUntil { library.generation > before } }
+        })
+        return (r, fired.value, sawGeneration.value)
+    }
+
     @Test("getBytes invalidated at open and at block boundaries: the exact bytes, both modes",
           arguments: Mode.allCases, [[0], [65_536], [0, 65_536, 131_072, 262_144], [131_072, 131_072, 131_072]] as [[Int64]])
     func atBlockBoundaries(mode: Mode, offsets: [Int64]) {
@@ -109,17 +129,14 @@ struct InvalidationTests {
         let edited = sampleBytes(Self.bytes.count, seed: 77)
         let url = library.add(id: "A", original: Self.bytes, edited: change == "rendition" ? edited : nil)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
+        let (r, _, _) = Self.readChanging(source, mode) {
             switch change {
             case "bytes": library.replace(id: "A", original: sampleBytes(Self.bytes.count, seed: 5))
             case "size": library.replace(id: "A", original: Self.bytes + Data([1]))
             case "rendition": library.replace(id: "A", original: Self.bytes, edited: nil)
             default: library.replace(id: "A", original: nil)
             }
-        })
+        }
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         #expect(r.error?.description.contains(url) == true)
@@ -157,25 +174,16 @@ struct InvalidationTests {
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         #expect(library.isWatching)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false), sawGeneration = TestBox(true)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            let before = library.generation
-            do {
-                switch change {
-                case .addAnotherFile: try dir.file("originals/NEW.JPG", sampleBytes(10))
-                case .touchAnotherFile: _ = utimensat(AT_FDCWD, dir.path("originals/OTHER.JPG"), nil, 0)
-                case .rewriteSameBytes: try dir.replace("originals/IMG_0001.JPG", Self.bytes)
-                case .rewriteInPlaceSameBytes: try dir.file("originals/IMG_0001.JPG", Self.bytes)
-                }
-            } catch {
-                Issue.record("changing the library failed: \(error)")
+        // Another file's change is seen through inotify: wait until it arrived.
+        let (r, fired, sawGeneration) = Self.readChanging(source, mode, watching: library) {
+            switch change {
+            case .addAnotherFile: try dir.file("originals/NEW.JPG", sampleBytes(10))
+            case .touchAnotherFile: _ = utimensat(AT_FDCWD, dir.path("originals/OTHER.JPG"), nil, 0)
+            case .rewriteSameBytes: try dir.replace("originals/IMG_0001.JPG", Self.bytes)
+            case .rewriteInPlaceSameBytes: try dir.file("originals/IMG_0001.JPG", Self.bytes)
             }
-            // Another file's change is seen through inotify: wait until it arrived.
-            sawGeneration.value = waitUntil { library.generation > before }
-        })
-        #expect(fired.value && sawGeneration.value)
+        }
+        #expect(fired && sawGeneration)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.bytes))
         #expect(source.statistics.lookups >= 2)
@@ -189,10 +197,7 @@ struct InvalidationTests {
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
+        let (r, _, _) = Self.readChanging(source, mode) {
             if remove {
                 unlink(dir.path("originals/IMG_0001.JPG"))
             } else {
@@ -200,7 +205,7 @@ struct InvalidationTests {
                 other[10] ^= 0xFF  // same size, one byte different
                 try? dir.replace("originals/IMG_0001.JPG", other)
             }
-        })
+        }
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         #expect(r.error?.description.contains(url) == true, "\(String(describing: r.error))")
@@ -222,14 +227,11 @@ struct InvalidationTests {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
+        let (r, fired, _) = Self.readChanging(source, mode) {
             // One byte already read, one not yet: the old code handed out a mix of both.
             library.replace(id: "A", original: Self.flipped(Self.bytes, at: [50_000, 200_000]))
-        })
-        #expect(fired.value)
+        }
+        #expect(fired)
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         let message = cause(r.error)?.message ?? ""
@@ -245,14 +247,9 @@ struct InvalidationTests {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false)
         let other = Self.flipped(Self.bytes, at: [140_000, 263_000])
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            library.replace(id: "A", original: other)
-        })
-        #expect(fired.value)
+        let (r, fired, _) = Self.readChanging(source, mode) { library.replace(id: "A", original: other) }
+        #expect(fired)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(other))
         // Resumed at 131,072 (the next block): everything before it was read again.
@@ -297,12 +294,9 @@ struct InvalidationTests {
             let library = TestLibrary(sizeOnlyFingerprints: true)
             let url = library.add(id: "A", original: Self.bytes)
             let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-            let fired = TestBox(false)
-            let r = Self.read(source, mode, size: 7_919, progress: { total in
-                guard total >= trigger, !fired.value else { return }
-                fired.value = true
+            let (r, _, _) = Self.readChanging(source, mode, size: 7_919, when: { total in total >= trigger }) {
                 library.replace(id: "A", original: other)
-            })
+            }
             if !r.clean, cause(r.error)?.code == .changed, r.data == Self.bytes.prefix(r.data.count) {
                 outcomes.errors += 1
                 // Only a change among the bytes already handed out is an error.
@@ -384,6 +378,21 @@ struct InvalidationTests {
             && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec
     }
 
+    /// `readChanging` from `library` (on disk in `dir`), the change being its original
+    /// rewritten to `other` at `offsets` keeping size and mtime (`rewriteKeepingStamp`);
+    /// `ok` is whether the rewrite was made, kept the stamp and was seen by the library.
+    static func readRewritingKeepingStamp(
+        _ source: AssetDataSource, _ mode: Mode, _ dir: TempDir, _ library: DirectoryAssetLibrary, size: Int = 10_000,
+        when: @escaping @Sendable (Int) -> Bool = { total in total >= 100_000 },
+        to other: Data, at offsets: [Int], _ how: SameStampChange
+    ) -> (r: (data: Data, error: BlobStreamError?, clean: Bool), ok: Bool) {
+        let kept = TestBox(false)
+        let (r, fired, sawGeneration) = Self.readChanging(source, mode, size: size, when: when, watching: library) {
+            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", other, at: offsets, how)
+        }
+        return (r, fired && kept.value && sawGeneration)
+    }
+
     @Test("on disk, rewritten mid-read keeping size and mtime (touch -r), a byte already read changed: a .changed error, not a splice",
           arguments: Mode.allCases, SameStampChange.allCases)
     func onDiskSameStampReadBytesChanged(mode: Mode, how: SameStampChange) throws {
@@ -395,19 +404,8 @@ struct InvalidationTests {
         let offsets = [70_000, 180_000]
         let printBefore = try library.asset(for: url).original.fingerprint
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            let before = library.generation
-            do {
-                kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
-            } catch {
-                Issue.record("changing the asset failed: \(error)")
-            }
-            sawGeneration.value = waitUntil { library.generation > before }
-        })
-        #expect(fired.value && kept.value && sawGeneration.value)
+        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        #expect(ok)
         #expect(try library.asset(for: url).original.fingerprint == printBefore, "the fingerprint cannot tell")
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
@@ -425,19 +423,8 @@ struct InvalidationTests {
         // 180,000 unsampled, 250,000 in the last 64 KiB: the fingerprint changes.
         let offsets = [180_000, 250_000]
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            let before = library.generation
-            do {
-                kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
-            } catch {
-                Issue.record("changing the asset failed: \(error)")
-            }
-            sawGeneration.value = waitUntil { library.generation > before }
-        })
-        #expect(fired.value && kept.value && sawGeneration.value)
+        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        #expect(ok)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.flipped(Self.bytes, at: offsets)))
         #expect(source.statistics.recheckedBytes >= 131_072)
@@ -450,20 +437,9 @@ struct InvalidationTests {
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            let before = library.generation
-            do {
-                // The same bytes written again, read and not yet read.
-                kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000, 180_000], how)
-            } catch {
-                Issue.record("changing the asset failed: \(error)")
-            }
-            sawGeneration.value = waitUntil { library.generation > before }
-        })
-        #expect(fired.value && kept.value && sawGeneration.value)
+        // The same bytes written again, read and not yet read.
+        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.bytes, at: [70_000, 180_000], how)
+        #expect(ok)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.bytes))
         #expect(source.statistics.lookups >= 2)
@@ -472,21 +448,9 @@ struct InvalidationTests {
 
     // MARK: - A change after the last getBytes
 
-    /// Reads 1,000 bytes at a time; after the read that fetched the last block (at 262,144)
-    /// and before the end is collected, runs `change` and waits until the library saw it.
-    static func readChangingAfterLastBlock(
-        _ source: AssetDataSource, _ mode: Mode, _ library: DirectoryAssetLibrary, change: @escaping @Sendable () throws -> Void
-    ) -> (r: (data: Data, error: BlobStreamError?, clean: Bool), fired: Bool, sawGeneration: Bool) {
-        let lastBlock = Self.bytes.count - Self.bytes.count % Self.block
-        let fired = TestBox(false), sawGeneration = TestBox(false)
-        let r = Self.read(source, mode, size: 1_000, progress: { total in
-            guard total > lastBlock, total < Self.bytes.count, !fired.value else { return }
-            fired.value = true
-            let before = library.generation
-            do { try change() } catch { Issue.record("changing the asset failed: \(error)") }
-            sawGeneration.value = waitUntil { library.generation > before }
-        })
-        return (r, fired.value, sawGeneration.value)
+    /// After the read that fetched the last block (at 262,144) and before the end is collected.
+    static let afterLastBlock: @Sendable (Int) -> Bool = { total in
+        total > Self.bytes.count - Self.bytes.count % Self.block && total < Self.bytes.count
     }
 
     @Test("on disk, rewritten keeping size and mtime after the last getBytes, before the end is collected: a .changed error, not a clean end",
@@ -497,11 +461,9 @@ struct InvalidationTests {
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let offsets = [70_000, 180_000]  // outside the fingerprint's samples
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let kept = TestBox(false)
-        let (r, fired, sawGeneration) = Self.readChangingAfterLastBlock(source, mode, library) {
-            kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: offsets), at: offsets, how)
-        }
-        #expect(fired && kept.value && sawGeneration)
+        let (r, ok) = Self.readRewritingKeepingStamp(
+            source, mode, dir, library, size: 1_000, when: Self.afterLastBlock, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        #expect(ok)
         #expect(!r.clean, "the change was made before the end was collected")
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         let message = cause(r.error)?.message ?? ""
@@ -519,7 +481,7 @@ struct InvalidationTests {
         let library = CountingLibrary(disk)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
         let kept = TestBox(true)
-        let (r, fired, sawGeneration) = Self.readChangingAfterLastBlock(source, mode, disk) {
+        let (r, fired, sawGeneration) = Self.readChanging(source, mode, size: 1_000, when: Self.afterLastBlock, watching: disk) {
             if rewrite { kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000], .inPlace) }
         }
         #expect(fired && kept.value && sawGeneration == rewrite)
@@ -538,14 +500,10 @@ struct InvalidationTests {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let lastBlock = Self.bytes.count - Self.bytes.count % Self.block
-        let fired = TestBox(false)
-        let r = Self.read(source, mode, size: 1_000, progress: { total in
-            guard total > lastBlock, total < Self.bytes.count, !fired.value else { return }
-            fired.value = true
+        let (r, fired, _) = Self.readChanging(source, mode, size: 1_000, when: Self.afterLastBlock) {
             if change { library.replace(id: "A", original: Self.flipped(Self.bytes, at: [5])) }
-        })
-        #expect(fired.value)
+        }
+        #expect(fired)
         #expect(r.data == Self.bytes)
         if change {
             #expect(!r.clean)
@@ -566,13 +524,8 @@ struct InvalidationTests {
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: verifies)
         #expect(source.verifiesDeliveredBytes == verifies)
         let other = Self.flipped(Self.bytes, at: [50_000, 200_000])
-        let fired = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            library.replace(id: "A", original: other)
-        })
-        #expect(fired.value)
+        let (r, fired, _) = Self.readChanging(source, mode) { library.replace(id: "A", original: other) }
+        #expect(fired)
         #expect(source.statistics.lookups == 2)
         if verifies {
             #expect(!r.clean)
@@ -594,16 +547,12 @@ struct InvalidationTests {
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: false)
-        let fired = TestBox(false), kept = TestBox(false), sawGeneration = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            guard total >= 100_000, !fired.value else { return }
-            fired.value = true
-            let before = library.generation
+        let kept = TestBox(false)
+        let (r, fired, sawGeneration) = Self.readChanging(source, mode, watching: library) {
             // 10 is in the first 64 KiB, which the fingerprint hashes.
             kept.value = (try? Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: [10]), at: [10], .inPlace)) ?? false
-            sawGeneration.value = waitUntil { library.generation > before }
-        })
-        #expect(fired.value && kept.value && sawGeneration.value)
+        }
+        #expect(fired && kept.value && sawGeneration)
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         let message = cause(r.error)?.message ?? ""

@@ -10,8 +10,7 @@ public final class StallingPeer: @unchecked Sendable {
     public let port: Int
     private let fd: Int32
     private var fillers: [Int32] = []
-    private let lock = NSLock()
-    private var stopped = false
+    private let once = StopOnce()
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -19,10 +18,7 @@ public final class StallingPeer: @unchecked Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         guard fd >= 0 else { throw NginxTestServer.Failure(description: "socket: errno \(errno)") }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
+        var addr = NginxTestServer.loopback(port: 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -52,11 +48,7 @@ public final class StallingPeer: @unchecked Sendable {
 
     /// Closes the socket (and the connections filling the backlog).
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
+        guard once.first() else { return }
         for filler in fillers { Glibc.close(filler) }
         Glibc.close(fd)
     }
@@ -72,8 +64,7 @@ public final class EarlyAnswerPeer: @unchecked Sendable {
     // Unchecked Sendable: set in `init`, the process is only killed by `stop()`.
     public let port: Int
     private let pid: pid_t
-    private let lock = NSLock()
-    private var stopped = false
+    private let once = StopOnce()
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -133,9 +124,7 @@ while True:
             if port == nil { usleep(20_000) }
         }
         guard let port else {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            NginxTestServer.killAndReap(pid)
             throw NginxTestServer.Failure(description: "the early-answer peer did not start (python3 needed)")
         }
         self.port = port
@@ -144,14 +133,8 @@ while True:
 
     /// Stops the peer.
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        guard once.first() else { return }
+        NginxTestServer.killAndReap(pid)
     }
 
     deinit { stop() }

@@ -15,8 +15,7 @@ public final class NginxTestServer: @unchecked Sendable {
     public let port: Int
     public let folder: URL
     private let pid: pid_t
-    private var stopped = false
-    private let lock = NSLock()
+    private let once = StopOnce()
 
     /// The stored files' root.
     public var root: URL { folder.appendingPathComponent("www") }
@@ -59,9 +58,7 @@ public final class NginxTestServer: @unchecked Sendable {
                 self.pid = pid
                 return
             }
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            Self.killAndReap(pid)
             lastError = (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: folder)
         }
@@ -70,16 +67,10 @@ public final class NginxTestServer: @unchecked Sendable {
 
     /// Stops nginx and removes its folder.
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
+        guard once.first() else { return }
         // Every answer has been received by now, so the files are complete: no need for a
         // graceful exit (which nginx without a master process is slow to make).
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        Self.killAndReap(pid)
         try? FileManager.default.removeItem(at: folder)
     }
 
@@ -95,6 +86,13 @@ public final class NginxTestServer: @unchecked Sendable {
         let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, environ)
         guard rc == 0 else { throw Failure(description: "cannot start \(path): errno \(rc)") }
         return pid
+    }
+
+    /// Kills the process `pid` and waits for it, so that no zombie is left.
+    static func killAndReap(_ pid: pid_t) {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
     }
 
     deinit { stop() }
@@ -139,15 +137,21 @@ public final class NginxTestServer: @unchecked Sendable {
         """
     }
 
+    /// The address 127.0.0.1:`port` (0: any free port, for `bind`).
+    static func loopback(port: Int) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        return addr
+    }
+
     /// A port on 127.0.0.1 that nothing listens on (free when asked).
     public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
+        var addr = loopback(port: 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
@@ -162,10 +166,7 @@ public final class NginxTestServer: @unchecked Sendable {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid { return false }  // it exited
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            addr.sin_port = in_port_t(UInt16(port).bigEndian)
+            var addr = loopback(port: port)
             let ok = withUnsafePointer(to: &addr) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
@@ -176,5 +177,20 @@ public final class NginxTestServer: @unchecked Sendable {
             usleep(20_000)
         }
         return false
+    }
+}
+
+/// Lets a `stop()` do its work once, whichever thread calls it first (a test, or `deinit`).
+final class StopOnce: @unchecked Sendable {
+    // Unchecked Sendable: `stopped` is only touched under `lock`.
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// True for the first call only.
+    func first() -> Bool {
+        lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
     }
 }
