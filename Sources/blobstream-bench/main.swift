@@ -2,9 +2,11 @@
 // compared with Foundation's own streams and URLSession in the same run.
 //
 //   blobstream-bench foundation-read FILE...          InputStream(fileAtPath:), 64 KiB reads
-//   blobstream-bench asset-read ROOT URL SIZE TIMES   an asset of a DirectoryAssetLibrary read
-//                                                      TIMES times through BlobInputStream with
-//                                                      SIZE-byte reads; prints getBytes calls
+//   blobstream-bench asset-read ROOT URL SIZE TIMES [unverified]
+//                                                    an asset of a DirectoryAssetLibrary read
+//                                                    TIMES times through BlobInputStream with
+//                                                    SIZE-byte reads; prints getBytes calls;
+//                                                    `unverified`: verifiesDeliveredBytes false
 //   (URLSession's uploadTask(fromFile:) is blobstream-bench-urlsession: linking
 //   FoundationNetworking here would load libcurl into every asset row's process.)
 import BlobStream
@@ -35,13 +37,13 @@ func foundationRead(_ paths: [String]) -> Int {
     return total
 }
 
-func assetRead(root: String, url: String, readSize: Int, times: Int) -> String {
+func assetRead(root: String, url: String, readSize: Int, times: Int, verified: Bool) -> String {
     let library = DirectoryAssetLibrary(root: URL(fileURLWithPath: root))
     let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: readSize)
     defer { buffer.deallocate() }
     var total = 0, getBytes = 0
     for _ in 0..<times {
-        let source = AssetDataSource(url: url, library: library)
+        let source = AssetDataSource(url: url, library: library, verifiesDeliveredBytes: verified)
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()
         while true {
@@ -60,8 +62,11 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "foundation-read":
     print(foundationRead(Array(arguments.dropFirst())))
-case "asset-read" where arguments.count == 5:
-    print(assetRead(root: arguments[1], url: arguments[2], readSize: Int(arguments[3])!, times: Int(arguments[4])!))
+case "asset-read" where arguments.count == 5 || (arguments.count == 6 && arguments[5] == "unverified"):
+    print(
+        assetRead(
+            root: arguments[1], url: arguments[2], readSize: Int(arguments[3])!, times: Int(arguments[4])!,
+            verified: arguments.count == 5))
 default:
-    fail("usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES")
+    fail("usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES [unverified]")
 }
