@@ -100,6 +100,11 @@ public final class BlobDataSourceState: Sendable {
     private static let openBit: UInt8 = 1, bytesBit: UInt8 = 2, endBit: UInt8 = 4, errorBit: UInt8 = 8
 
     private let flags = Atomic<UInt8>(0)
+    /// How many times `hasBytesAvailable` turned true. Counted before the new value is
+    /// stored, so whoever sees the value true also sees the count moved: the stream tells a
+    /// read of 0 that went quiet and was announced again from the end by it, without
+    /// waiting for its observer (which runs later, maybe after other observers).
+    private let bytesTurns = Atomic<Int>(0)
     private let registry = Mutex(Registry())
 
     /// A fresh state: not open, no bytes, not at end, no error.
@@ -144,6 +149,10 @@ public final class BlobDataSourceState: Sendable {
             announce(observers, old, new)
         }
     }
+
+    /// How many times `hasBytesAvailable` has turned true (see `bytesTurns`). Read it
+    /// after `hasBytesAvailable`.
+    var bytesAvailableTurns: Int { bytesTurns.load(ordering: .acquiring) }
 
     /// All four values at once.
     public var status: BlobDataSourceStatus { registry.withLock { snapshot($0) } }
@@ -207,6 +216,7 @@ public final class BlobDataSourceState: Sendable {
             guard (flags.load(ordering: .acquiring) & bit != 0) != value else { return nil }
             let old = snapshot(reg)
             if value {
+                if bit == Self.bytesBit { bytesTurns.wrappingAdd(1, ordering: .releasing) }
                 flags.bitwiseOr(bit, ordering: .acquiringAndReleasing)
             } else {
                 flags.bitwiseAnd(~bit, ordering: .acquiringAndReleasing)

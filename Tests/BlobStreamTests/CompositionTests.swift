@@ -88,10 +88,25 @@ final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
     private let queue = DispatchQueue(label: "QuietThenBackSource")
     private var position = 0
     private var reads = 0
+    /// With `slowObserver`: signalled by an observer of the source's own that runs before the
+    /// stream's, once `hasBytesAvailable` is true again but before the stream is told.
+    private let seenBack = DispatchSemaphore(value: 0)
+    private var slowObservation: BlobObservation?
 
-    init(_ data: Data, quietEvery: Int) {
+    /// - Parameter slowObserver: `read` returns its 0 as soon as the renewed
+    ///   `hasBytesAvailable` can be seen, while the stream's own observer has not run yet
+    ///   (an observer registered first holds it back 50 ms): the widest window between a
+    ///   value and its announcement.
+    init(_ data: Data, quietEvery: Int, slowObserver: Bool = false) {
         self.data = data
         self.quietEvery = quietEvery
+        if slowObserver {
+            slowObservation = state.observe(\.hasBytesAvailable) { [seenBack] change in
+                guard change.newValue == true else { return }
+                seenBack.signal()
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
     }
 
     var length: Int64? { Int64(data.count) }
@@ -109,11 +124,12 @@ final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
         if reads % quietEvery == 0 {
             state.hasBytesAvailable = false
             let back = DispatchSemaphore(value: 0)
+            let slow = slowObservation != nil
             queue.async {
                 self.state.hasBytesAvailable = true
-                back.signal()
+                if !slow { back.signal() }
             }
-            back.wait()
+            (slow ? seenBack : back).wait()
             return 0
         }
         let n = min(maxLength, data.count - position, 1_000)
@@ -133,8 +149,17 @@ struct NothingYetTests {
     @Test("a read of 0 that went quiet is not the end, even when bytes were announced again before it returned",
           arguments: [false, true])
     func quietThenBack(asynchronous: Bool) {
-        let bytes = sampleBytes(25_000)
-        let source = QuietThenBackSource(bytes, quietEvery: 3)
+        readsWhole(QuietThenBackSource(sampleBytes(25_000), quietEvery: 3), asynchronous: asynchronous)
+    }
+
+    @Test("a read of 0 that went quiet is not the end, even when the renewed bytes are seen before they are announced",
+          arguments: [false, true])
+    func quietThenSeenBeforeAnnounced(asynchronous: Bool) {
+        readsWhole(QuietThenBackSource(sampleBytes(25_000), quietEvery: 3, slowObserver: true), asynchronous: asynchronous)
+    }
+
+    private func readsWhole(_ source: QuietThenBackSource, asynchronous: Bool) {
+        let bytes = source.data
         if asynchronous {
             let r = AsynchronousRead(reading: source, size: 4_096)
             #expect(r.error == nil)

@@ -37,8 +37,6 @@ final class StreamCore: @unchecked Sendable {
     /// with events).
     var wakersMade = 0
     var reportedOpen = false, reportedEnd = false, reportedError = false
-    /// How many times the source announced `hasBytesAvailable` true.
-    var bytesAnnounced = 0
     var delivering = false
 
     init(source: any BlobDataSource, mode: BlobInputStream.Mode) {
@@ -172,7 +170,7 @@ final class StreamCore: @unchecked Sendable {
 
     /// Waits (in both modes) until the source has bytes, its end or its error to hand out,
     /// and marks the stream reading: true then; false at the end; nil when the stream
-    /// failed, is closed or not open. `announced` is then `bytesAnnounced`.
+    /// failed, is closed or not open. `announced` is then the source state's `bytesAvailableTurns`.
     private func awaitReadable(announced: inout Int) -> Bool? {
         condition.lock()
         defer { condition.unlock() }
@@ -185,7 +183,7 @@ final class StreamCore: @unchecked Sendable {
                 // its end or its error (rule 2: the source's read never waits itself).
                 if status != .opening && !needsWait() {
                     if status == .open { status = .reading }
-                    announced = bytesAnnounced
+                    announced = sourceState.bytesAvailableTurns
                     return true
                 }
                 _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns nil
@@ -223,7 +221,10 @@ final class StreamCore: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         let s = sourceState
-        guard !s.isAtEnd && s.error == nil && (!s.hasBytesAvailable || bytesAnnounced != announcedBefore) else {
+        // The value first, then the count: a renewed `hasBytesAvailable` that can be seen has
+        // its turn counted already, even when the stream's observer has not run yet.
+        let hasBytes = s.hasBytesAvailable
+        guard !s.isAtEnd && s.error == nil && (!hasBytes || s.bytesAvailableTurns != announcedBefore) else {
             return false
         }
         if status == .reading { status = .open }
@@ -288,7 +289,6 @@ final class StreamCore: @unchecked Sendable {
     func sourceChanged(hasBytes: Bool) {
         condition.lock()
         defer { condition.unlock() }
-        if hasBytes { bytesAnnounced &+= 1 }
         switch status {
         case .opening, .open, .reading: break
         default: return
