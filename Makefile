@@ -4,7 +4,7 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip zstd tar binutils nginx python3
 BENCH_PACKAGES := pigz curl libarchive-tools nginx time
 
-.PHONY: all deps build demo test tsan bench fixtures clean
+.PHONY: all deps build demo test tsan lint format bench fixtures clean
 
 all: build
 
@@ -33,6 +33,14 @@ test: deps
 ## any report that scripts/tsan.supp does not suppress (each entry says why it may).
 tsan: deps
 	SWIFT="$(SWIFT)" scripts/tsan
+
+## lint: the committed .swift-format, strictly (plain `swift format lint` exits 0 on findings).
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Plugins
+
+## format: rewrite the sources in place by the committed .swift-format.
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Plugins
 
 ## bench: benchmarks against the reference tools on a large corpus outside the repo.
 bench: deps

@@ -4,7 +4,7 @@ import PackageDescription
 /// Settings every target shares: Swift 6 language mode (set package-wide below) with
 /// complete strict-concurrency checking.
 let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(
@@ -62,7 +62,7 @@ let package = Package(
         // exit statuses), the reading commands, and the commands that need an HTTP client
         // (`blobstream upload` and `blobstream demo` hand over to `blobstream-net`).
         .target(
-            name: "BlobstreamCLI",
+            name: "BlobStreamCLI",
             dependencies: [
                 "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -71,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "blobstream",
             dependencies: [
-                "BlobstreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -79,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "blobstream-net",
             dependencies: [
-                "BlobstreamCLI", "BlobStream", "BlobStreamAssets", "BlobStreamNetworking", "BlobStreamHTTPClient",
+                "BlobStreamCLI", "BlobStream", "BlobStreamAssets", "BlobStreamNetworking", "BlobStreamHTTPClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

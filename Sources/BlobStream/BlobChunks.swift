@@ -92,7 +92,8 @@ public struct BlobChunkBuffers<Chunk: Sendable>: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> Chunk? {
             try Task.checkCancellation()
-            let box = self.box, size = chunkSize
+            let box = self.box
+            let size = chunkSize
             let result: Result<Chunk?, any Error> = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in box.take(size, continuation) }
             } onCancel: {
@@ -192,7 +193,8 @@ final class StreamBox<Chunk: Sendable>: @unchecked Sendable {
             stream.close()
             return .success(nil)
         }
-        let error = stream.streamError
+        let error =
+            stream.streamError
             ?? BlobStreamError(.closed, "the stream was closed before its end")
         stream.close()
         return .failure(error)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a source reaches an offset set through `.fileCurrentOffsetKey`.
@@ -116,7 +117,8 @@ public protocol BlobDataSource: AnyObject {
     /// valid until the next call on the source. `false` (the default) when nothing is lent,
     /// and then nothing is consumed: the owner calls `read`, which also reports the end and
     /// errors.
-    func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool
+    func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>)
+        -> Bool
 
     /// A property value; at least `.fileCurrentOffsetKey` (an `NSNumber` of the next byte's
     /// offset) for sources that support offsets.
@@ -146,7 +148,9 @@ extension BlobDataSource {
     /// `.caller` by default: the source announces changes only inside the owner's calls.
     public var completionContext: BlobCompletionContext { .caller }
     /// `false`: no buffer to lend.
-    public func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool { false }
+    public func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
+    ) -> Bool { false }
     /// Nil for every key.
     public func property(forKey key: Stream.PropertyKey) -> Any? { nil }
     /// Refuses every key.

@@ -65,7 +65,7 @@ public final class BlobObservation: Sendable {
 /// A registered observer. `active` is checked right before each call so that an
 /// invalidation on another thread wins over a delivery already collected. Unchecked because
 /// of the key path: every stored property is immutable or atomic.
-fileprivate final class ObserverEntry: @unchecked Sendable {
+private final class ObserverEntry: @unchecked Sendable {
     let id: Int
     let keyPath: PartialKeyPath<BlobDataSourceStatus>
     let active = Atomic<Bool>(true)
@@ -139,13 +139,16 @@ public final class BlobDataSourceState: Sendable {
         set {
             guard let newValue, !flag(Self.errorBit) else { return }
             hasBytesAvailable = false
-            let (old, new, observers) = registry.withLock { reg -> (BlobDataSourceStatus, BlobDataSourceStatus, [ObserverEntry])? in
-                guard reg.error == nil else { return nil }
-                let old = snapshot(reg)
-                reg.error = newValue
-                flags.bitwiseOr(Self.errorBit, ordering: .acquiringAndReleasing)
-                return (old, snapshot(reg), reg.observers.values.filter { $0.keyPath == \BlobDataSourceStatus.error })
-            } ?? (BlobDataSourceStatus(), BlobDataSourceStatus(), [])
+            let (old, new, observers) =
+                registry.withLock { reg -> (BlobDataSourceStatus, BlobDataSourceStatus, [ObserverEntry])? in
+                    guard reg.error == nil else { return nil }
+                    let old = snapshot(reg)
+                    reg.error = newValue
+                    flags.bitwiseOr(Self.errorBit, ordering: .acquiringAndReleasing)
+                    return (
+                        old, snapshot(reg), reg.observers.values.filter { $0.keyPath == \BlobDataSourceStatus.error }
+                    )
+                } ?? (BlobDataSourceStatus(), BlobDataSourceStatus(), [])
             announce(observers, old, new)
         }
     }
@@ -173,14 +176,16 @@ public final class BlobDataSourceState: Sendable {
             [\BlobDataSourceStatus.isOpenCompleted, \.hasBytesAvailable, \.isAtEnd, \.error].contains(keyPath),
             "observe: only \\.isOpenCompleted, \\.hasBytesAvailable, \\.isAtEnd and \\.error can be observed")
         let typed = UncheckedKeyPath(keyPath: keyPath)
-        let wantOld = options.contains(.old), wantNew = options.contains(.new)
+        let wantOld = options.contains(.old)
+        let wantNew = options.contains(.new)
         let (entry, current) = registry.withLock { reg -> (ObserverEntry, BlobDataSourceStatus) in
             reg.nextID += 1
             let entry = ObserverEntry(id: reg.nextID, keyPath: keyPath) { old, new in
-                handler(BlobObservedChange(
-                    oldValue: wantOld ? old[keyPath: typed.keyPath] : nil,
-                    newValue: wantNew ? new[keyPath: typed.keyPath] : nil,
-                    isInitial: false))
+                handler(
+                    BlobObservedChange(
+                        oldValue: wantOld ? old[keyPath: typed.keyPath] : nil,
+                        newValue: wantNew ? new[keyPath: typed.keyPath] : nil,
+                        isInitial: false))
             }
             reg.observers[entry.id] = entry
             return (entry, snapshot(reg))
@@ -211,7 +216,7 @@ public final class BlobDataSourceState: Sendable {
     }
 
     private func setFlag(_ bit: UInt8, _ value: Bool, _ keyPath: KeyPath<BlobDataSourceStatus, Bool>) {
-        guard flag(bit) != value else { return }  // no change: no lock, no announcement
+        guard flag(bit) != value else { return } // no change: no lock, no announcement
         let change = registry.withLock { reg -> (BlobDataSourceStatus, BlobDataSourceStatus, [ObserverEntry])? in
             guard (flags.load(ordering: .acquiring) & bit != 0) != value else { return nil }
             let old = snapshot(reg)

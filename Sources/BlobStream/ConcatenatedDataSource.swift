@@ -85,7 +85,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
                 if change.newValue == true { state.hasBytesAvailable = true }
             },
             source.observe(\.isAtEnd) { change in
-                if change.newValue == true { state.hasBytesAvailable = true }  // read collects it
+                if change.newValue == true { state.hasBytesAvailable = true } // read collects it
             },
             source.observe(\.error) { change in
                 if let error = change.newValue ?? nil { state.error = error }
@@ -97,7 +97,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         } else if source.hasBytesAvailable || source.isAtEnd {
             state.hasBytesAvailable = true
         } else {
-            state.hasBytesAvailable = false  // the part opens later: its observer announces it
+            state.hasBytesAvailable = false // the part opens later: its observer announces it
         }
     }
 
@@ -105,10 +105,12 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         while skip > 0 {
             if scratch == nil { scratch = .allocate(capacity: 64 * 1024) }
             let n = readParts(scratch!, maxLength: Int(min(skip, 64 * 1024)))
-            if n == 0 && !state.isAtEnd { return 0 }  // nothing yet: the stream waits
+            if n == 0 && !state.isAtEnd { return 0 } // nothing yet: the stream waits
             if n <= 0 {
                 if n == 0 {
-                    state.error = BlobStreamError(.invalidOffset, "offset \(position + skip) is past the end of the concatenation (\(position) bytes)")
+                    state.error = BlobStreamError(
+                        .invalidOffset,
+                        "offset \(position + skip) is past the end of the concatenation (\(position) bytes)")
                 }
                 return -1
             }
@@ -125,12 +127,12 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
                 return -1
             }
             if !source.hasBytesAvailable && !source.isAtEnd {
-                state.hasBytesAvailable = false  // wait for the part to announce
+                state.hasBytesAvailable = false // wait for the part to announce
                 if source.hasBytesAvailable || source.isAtEnd || source.error != nil {
-                    state.hasBytesAvailable = true  // it announced in between
+                    state.hasBytesAvailable = true // it announced in between
                     continue
                 }
-                return 0  // "nothing yet" (rule 2): the stream waits for the announcement
+                return 0 // "nothing yet" (rule 2): the stream waits for the announcement
             }
             let n = source.isAtEnd ? 0 : source.read(buffer, maxLength: maxLength)
             if n > 0 {
@@ -138,7 +140,8 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
                 return n
             }
             if n < 0 {
-                state.error = source.error ?? BlobStreamError(.sourceFailed, "part \(index + 1) of the concatenation failed")
+                state.error =
+                    source.error ?? BlobStreamError(.sourceFailed, "part \(index + 1) of the concatenation failed")
                 return -1
             }
             source.close()

@@ -40,7 +40,9 @@ public final class DataSourceRegistry: Sendable {
         }
         guard let factory = factories.withLock({ $0[scheme.lowercased()] }) else {
             let known = schemes.joined(separator: ", ")
-            throw BlobStreamError(.unknownScheme, "unknown URL scheme '\(scheme)' in '\(url)' (registered: \(known.isEmpty ? "none" : known))")
+            throw BlobStreamError(
+                .unknownScheme,
+                "unknown URL scheme '\(scheme)' in '\(url)' (registered: \(known.isEmpty ? "none" : known))")
         }
         return try factory(url, self)
     }
@@ -67,8 +69,12 @@ public enum BlobURL {
 
     /// RFC 3986: a letter, then letters, digits, `+`, `-` or `.`.
     public static func isValidScheme(_ scheme: String) -> Bool {
-        guard let first = scheme.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else { return false }
-        return scheme.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0)) }
+        guard let first = scheme.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else {
+            return false
+        }
+        return scheme.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0))
+        }
     }
 
     /// `url` without its `scheme:` prefix (for wrapping schemes such as `gzip:`).
@@ -107,21 +113,28 @@ public enum BlobURL {
             if utf8[i] == UInt8(ascii: "%") {
                 guard i + 2 < utf8.count, let hi = hexValue(utf8[i + 1]), let lo = hexValue(utf8[i + 2]) else {
                     let escape = String(decoding: utf8[i..<min(i + 3, utf8.count)], as: UTF8.self)
-                    let why = i + 2 < utf8.count || escape.dropFirst().contains(where: { !$0.isHexDigit })
+                    let why =
+                        i + 2 < utf8.count || escape.dropFirst().contains(where: { !$0.isHexDigit })
                         ? "'%' must be followed by two hex digits" : "it is cut short"
                     throw BlobStreamError(
                         .malformedURL,
-                        "bad percent-escape '\(escapedText(escape))' at byte \(i) of '\(escapedText(context))': \(why) (a '%' itself is written %25)")
+                        "bad percent-escape '\(escapedText(escape))' at byte \(i) of '\(escapedText(context))': \(why) (a '%' itself is written %25)"
+                    )
                 }
                 let byte = hi << 4 | lo
                 guard byte != 0 else {
-                    throw BlobStreamError(.malformedURL, "'\(escapedText(context))' holds %00 (a NUL byte) at byte \(i): no path or name may contain NUL")
+                    throw BlobStreamError(
+                        .malformedURL,
+                        "'\(escapedText(context))' holds %00 (a NUL byte) at byte \(i): no path or name may contain NUL"
+                    )
                 }
                 bytes.append(byte)
                 i += 3
             } else {
                 guard utf8[i] != 0 else {
-                    throw BlobStreamError(.malformedURL, "'\(escapedText(context))' holds a NUL byte at byte \(i): no path or name may contain NUL")
+                    throw BlobStreamError(
+                        .malformedURL,
+                        "'\(escapedText(context))' holds a NUL byte at byte \(i): no path or name may contain NUL")
                 }
                 bytes.append(utf8[i])
                 i += 1
@@ -163,8 +176,10 @@ public enum BlobURL {
         while i < bytes.count {
             let b = bytes[i]
             if b < 0x80 {
-                let special = percent
-                    && (b == UInt8(ascii: "%") || (b == UInt8(ascii: "!") && i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "/")))
+                let special =
+                    percent
+                    && (b == UInt8(ascii: "%")
+                        || (b == UInt8(ascii: "!") && i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "/")))
                 if b < 0x20 || b == 0x7F || special { encode(b) } else { out.append(b) }
                 i += 1
                 continue
@@ -174,7 +189,7 @@ public enum BlobURL {
                 encode(b)
                 i += 1
             } else if n == 2, b == 0xC2, bytes[i + 1] < 0xA0 {
-                encode(b)  // a C1 control (U+0080–U+009F): some terminals act on them
+                encode(b) // a C1 control (U+0080–U+009F): some terminals act on them
                 encode(bytes[i + 1])
                 i += 2
             } else {
@@ -190,15 +205,24 @@ public enum BlobURL {
     private static func validSequenceLength(_ bytes: [UInt8], at i: Int) -> Int {
         let b = bytes[i]
         let n: Int
-        var lo: UInt8 = 0x80, hi: UInt8 = 0xBF  // bounds of the second byte
+        var lo: UInt8 = 0x80
+        var hi: UInt8 = 0xBF // bounds of the second byte
         switch b {
         case 0xC2...0xDF: n = 2
-        case 0xE0: n = 3; lo = 0xA0
+        case 0xE0:
+            n = 3
+            lo = 0xA0
         case 0xE1...0xEC, 0xEE...0xEF: n = 3
-        case 0xED: n = 3; hi = 0x9F
-        case 0xF0: n = 4; lo = 0x90
+        case 0xED:
+            n = 3
+            hi = 0x9F
+        case 0xF0:
+            n = 4
+            lo = 0x90
         case 0xF1...0xF3: n = 4
-        case 0xF4: n = 4; hi = 0x8F
+        case 0xF4:
+            n = 4
+            hi = 0x8F
         default: return 0
         }
         guard i + n <= bytes.count, (lo...hi).contains(bytes[i + 1]) else { return 0 }
@@ -237,11 +261,13 @@ public enum BlobURL {
             rest = rest.dropFirst(2)
             if rest.hasPrefix("localhost/") { rest = rest.dropFirst("localhost".count) }
             guard rest.hasPrefix("/") else {
-                throw BlobStreamError(.malformedURL, "'\(url)' names a host; file: URLs name local absolute paths (file:///path)")
+                throw BlobStreamError(
+                    .malformedURL, "'\(url)' names a host; file: URLs name local absolute paths (file:///path)")
             }
         }
         guard rest.hasPrefix("/") else {
-            throw BlobStreamError(.malformedURL, "'\(url)' has a relative path; file: URLs take absolute paths (file:///path)")
+            throw BlobStreamError(
+                .malformedURL, "'\(url)' has a relative path; file: URLs take absolute paths (file:///path)")
         }
         return try percentDecoded(String(rest), context: url)
     }

@@ -42,7 +42,9 @@ public enum ArchiveListing {
         upstream.open()
         if let signal, !upstream.isOpenCompleted, upstream.error == nil {
             if upstream.completionContext.isCurrent {
-                throw BlobStreamError(.wouldDeadlock, "\(prefix): listing would wait for the upstream's open on the very thread that announces it")
+                throw BlobStreamError(
+                    .wouldDeadlock,
+                    "\(prefix): listing would wait for the upstream's open on the very thread that announces it")
             }
             signal.wait { upstream.isOpenCompleted || upstream.error != nil }
         }
@@ -51,7 +53,8 @@ public enum ArchiveListing {
             throw BlobStreamError(code, "\(prefix): the upstream failed to open: \(error)", cause: error)
         }
         guard upstream.isOpenCompleted else {
-            throw BlobStreamError(.sourceFailed, "\(prefix): the upstream (\(type(of: upstream))) did not complete its open")
+            throw BlobStreamError(
+                .sourceFailed, "\(prefix): the upstream (\(type(of: upstream))) did not complete its open")
         }
         let input = UpstreamInput(upstream: upstream, signal: signal)
         var entries: [ArchiveEntry] = []
@@ -62,7 +65,8 @@ public enum ArchiveListing {
                 entries.append(header.entry)
             }
         } catch {
-            throw ArchiveErrors.translate(error, input: input, prefix: prefix, while: "listing (after \(entries.count) entries)")
+            throw ArchiveErrors.translate(
+                error, input: input, prefix: prefix, while: "listing (after \(entries.count) entries)")
         }
         return entries
     }

@@ -190,9 +190,15 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
 
     /// Makes a source for `member` of the archive read from `upstream`; `verifyingToEnd`
     /// true is `.wholeArchive`, false `.memberOnly`.
-    @available(*, deprecated, renamed: "init(archive:member:name:verification:)", message: "pass verification: .wholeArchive (now the default) or .memberOnly")
-    public convenience init(archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool) {
-        self.init(archive: upstream, member: member, name: name, verification: verifyingToEnd ? .wholeArchive : .memberOnly)
+    @available(
+        *, deprecated, renamed: "init(archive:member:name:verification:)",
+        message: "pass verification: .wholeArchive (now the default) or .memberOnly"
+    )
+    public convenience init(
+        archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool
+    ) {
+        self.init(
+            archive: upstream, member: member, name: name, verification: verifyingToEnd ? .wholeArchive : .memberOnly)
     }
 
     /// Makes a source for `member` of the archive file at `path` (read with `pread`, with
@@ -257,10 +263,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 guard let self else { return }
                 self.openQueue.async { [weak self] in self?.upstreamChanged() }
             }
-            observations = signal.observe(upstream) + [
-                upstream.observe(\.isOpenCompleted) { change in if change.newValue == true { poke() } },
-                upstream.observe(\.error) { _ in poke() },
-            ]
+            observations =
+                signal.observe(upstream) + [
+                    upstream.observe(\.isOpenCompleted) { change in if change.newValue == true { poke() } },
+                    upstream.observe(\.error) { _ in poke() },
+                ]
             upstream.open()
             poke()
             return
@@ -271,7 +278,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         } else if upstream.isOpenCompleted {
             finishOpen()
         } else {
-            fail(makeError(.sourceFailed, "the upstream (\(type(of: upstream))) says it completes inside its calls but did not complete its open"))
+            fail(
+                makeError(
+                    .sourceFailed,
+                    "the upstream (\(type(of: upstream))) says it completes inside its calls but did not complete its open"
+                ))
         }
     }
 
@@ -305,7 +316,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// The end is confirmed by the next call, not with the last bytes lent (confirming
     /// it means asking libarchive for more, which would end the loan early), so a check
     /// that fails there (a zip CRC) fails that next call.
-    public func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool {
+    public func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
+    ) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         guard failure == nil, pending == nil, !closed, handle != nil, state.isOpenCompleted else { return false }
@@ -314,9 +327,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 let end = current.offset + Int64(current.size)
                 // Before the block's data: a hole of a sparse member, which `read` fills.
                 if produced < current.offset || current.pointer == nil { return false }
-                if target > produced { produced = min(target, end) }  // skip to the target
+                if target > produced { produced = min(target, end) } // skip to the target
                 if produced < end {
-                    buffer.pointee = UnsafeMutablePointer(mutating: current.pointer!.assumingMemoryBound(to: UInt8.self)) + Int(produced - current.offset)
+                    buffer.pointee =
+                        UnsafeMutablePointer(mutating: current.pointer!.assumingMemoryBound(to: UInt8.self))
+                        + Int(produced - current.offset)
                     length.pointee = Int(end - produced)
                     produced = end
                     target = produced
@@ -349,7 +364,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         defer { lock.unlock() }
         guard !closed, failure == nil else { return false }
         guard started, state.isOpenCompleted else {
-            target = offset  // applied (and checked) when the open completes
+            target = offset // applied (and checked) when the open completes
             return true
         }
         if let memberLength, offset > memberLength { return false }
@@ -384,7 +399,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// Frees libarchive's state and closes the upstream. Ends a wait for an asynchronous
     /// upstream at once, from any thread. Further reads return −1.
     public func close() {
-        signal?.cancel()  // before the lock: a read or an open may be waiting while holding it
+        signal?.cancel() // before the lock: a read or an open may be waiting while holding it
         lock.lock()
         defer { lock.unlock() }
         guard !closed else { return }
@@ -462,11 +477,13 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         var wanted = self.wanted
         var links: [String] = []
         var atStart = true
-        let identity = UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
+        let identity =
+            UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
         var useIndex = identity != nil
         while true {
             let wantedHash = wanted.withUnsafeBufferPointer { TarHeaderIndex.hash($0) }
-            let plan: TarHeaderIndex.Plan = useIndex ? TarHeaderIndex.plan(identity: identity!, hash: wantedHash) : .scan
+            let plan: TarHeaderIndex.Plan =
+                useIndex ? TarHeaderIndex.plan(identity: identity!, hash: wantedHash) : .scan
             var start: Int64 = 0
             var recorded: TarHeaderIndex.Snapshot?
             switch plan {
@@ -477,16 +494,19 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 recorded = snapshot
             }
             if start != 0 || !atStart {
-                let moved = start != 0
+                let moved =
+                    start != 0
                     ? upstream.setProperty(NSNumber(value: start), forKey: .fileCurrentOffsetKey)
                     : rewindUpstream()
                 if !moved && links.isEmpty {
-                    throw makeError(.sourceFailed, "the upstream (\(type(of: upstream))) refused to move to offset \(start)")
+                    throw makeError(
+                        .sourceFailed, "the upstream (\(type(of: upstream))) refused to move to offset \(start)")
                 }
                 if !moved {
                     throw makeError(
                         .unsupported,
-                        "it is a hard link to '\(links.last ?? "")', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: upstream))) cannot do")
+                        "it is a hard link to '\(links.last ?? "")', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: upstream))) cannot do"
+                    )
                 }
             }
             atStart = start == 0
@@ -495,7 +515,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             block = nil
             let input = UpstreamInput(upstream: upstream, signal: signal, start: start, inflatingGzip: true)
             var found: ArchiveHandle.Header?
-            var stale = false  // a remembered position did not hold the expected header
+            var stale = false // a remembered position did not hold the expected header
             var first = true
             do {
                 let fresh = try ArchiveHandle(input: input)
@@ -525,9 +545,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 }
             } catch {
                 if first, start != 0, input.failure == nil {
-                    stale = true  // no archive, or no header, where one was remembered
+                    stale = true // no archive, or no header, where one was remembered
                 } else {
-                    throw translate(error, input: input, while: first && handle == nil ? "opening the archive" : "reading the headers")
+                    throw translate(
+                        error, input: input,
+                        while: first && handle == nil ? "opening the archive" : "reading the headers")
                 }
             }
             if stale {
@@ -551,7 +573,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 let target = entry.linkTarget ?? ""
                 links.append(target)
                 guard links.count <= 16 else {
-                    throw makeError(.corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
+                    throw makeError(
+                        .corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
                 }
                 wanted = Self.normalized(Array(target.utf8))
                 atStart = false
@@ -567,7 +590,10 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             case .directory:
                 throw makeError(.unsupported, "the member is a directory, not a file")
             case .symbolicLink:
-                throw makeError(.unsupported, "the member is a symbolic link to '\(entry.linkTarget ?? "")', not a file (name its target instead)")
+                throw makeError(
+                    .unsupported,
+                    "the member is a symbolic link to '\(entry.linkTarget ?? "")', not a file (name its target instead)"
+                )
             default:
                 throw makeError(.unsupported, "the member is a \(entry.type), not a file")
             }
@@ -593,7 +619,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         do {
             if let next = try handle.nextBlock() {
                 if next.offset < produced {
-                    return makeError(.corrupt, "libarchive returned data for offset \(next.offset) after offset \(produced)")
+                    return makeError(
+                        .corrupt, "libarchive returned data for offset \(next.offset) after offset \(produced)")
                 }
                 if let memberLength, next.offset + Int64(next.size) > memberLength {
                     return makeError(.corrupt, "the member has more bytes than the \(memberLength) its header gives")
@@ -603,7 +630,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 dataEnded = true
                 block = nil
                 if !isSparse, let memberLength, produced < memberLength {
-                    return makeError(.truncated, "the archive ends inside the member: \(produced) of its \(memberLength) bytes are there")
+                    return makeError(
+                        .truncated,
+                        "the archive ends inside the member: \(produced) of its \(memberLength) bytes are there")
                 }
                 if verification == .wholeArchive, let problem = verifyRest(handle) {
                     return problem
@@ -634,7 +663,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 while try handle.nextBlock() != nil {}
             }
         } catch {
-            return translate(error, input: input, while: "reading the rest of the archive to verify it (the member's bytes may be wrong)")
+            return translate(
+                error, input: input,
+                while: "reading the rest of the archive to verify it (the member's bytes may be wrong)")
         }
         while true {
             let n = input.read()
@@ -672,7 +703,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                         continue
                     }
                     let k = Int(min(Int64(capacity - n), end - produced))
-                    UnsafeMutableRawPointer(out + n).copyMemory(from: current.pointer! + Int(produced - current.offset), byteCount: k)
+                    UnsafeMutableRawPointer(out + n).copyMemory(
+                        from: current.pointer! + Int(produced - current.offset), byteCount: k)
                     n += k
                     produced += Int64(k)
                     continue
@@ -696,7 +728,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
                 return stop(problem, delivered: n)
             }
         }
-        if target < produced { target = produced }  // the bytes delivered
+        if target < produced { target = produced } // the bytes delivered
         // Confirm the end with the last bytes (a zip CRC is checked there): `isAtEnd` then
         // comes with them, and a failure is reported by the next read, never as a clean end.
         if n > 0, !dataEnded, let memberLength, produced == memberLength, target == produced,
@@ -705,12 +737,16 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             block = nil
             if let problem = fetchBlock() { return stop(problem, delivered: n) }
             if block != nil, block!.size > 0 {
-                return stop(makeError(.corrupt, "the member has more bytes than the \(memberLength) its header gives"), delivered: n)
+                return stop(
+                    makeError(.corrupt, "the member has more bytes than the \(memberLength) its header gives"),
+                    delivered: n)
             }
         }
         if isFinished {
             if target > produced {
-                return stop(makeError(.invalidOffset, "offset \(target) is past the end of the member (\(produced) bytes)"), delivered: n)
+                return stop(
+                    makeError(.invalidOffset, "offset \(target) is past the end of the member (\(produced) bytes)"),
+                    delivered: n)
             }
             state.isAtEnd = true
         }
@@ -745,8 +781,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         return makeError(code, "the upstream \(what): \(upstreamError)", cause: upstreamError)
     }
 
-    private func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, while doing: String) -> BlobStreamError {
-        ArchiveErrors.translate(failure, input: input, prefix: "archive '\(archiveName)', member '\(memberSpelling)'", while: doing)
+    private func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, while doing: String)
+        -> BlobStreamError
+    {
+        ArchiveErrors.translate(
+            failure, input: input, prefix: "archive '\(archiveName)', member '\(memberSpelling)'", while: doing)
     }
 
     /// A leading `./` (repeated) and a trailing `/` do not count.
@@ -756,8 +795,10 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
 
     /// The part of `name` that counts (see `normalized`).
     static func normalizedBounds(_ name: UnsafeBufferPointer<UInt8>) -> Range<Int> {
-        let dot = UInt8(ascii: "."), slash = UInt8(ascii: "/")
-        var lo = 0, hi = name.count
+        let dot = UInt8(ascii: ".")
+        let slash = UInt8(ascii: "/")
+        var lo = 0
+        var hi = name.count
         while hi - lo >= 2, name[lo] == dot, name[lo + 1] == slash {
             lo += 2
             while lo < hi, name[lo] == slash { lo += 1 }

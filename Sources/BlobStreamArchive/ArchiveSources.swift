@@ -18,7 +18,9 @@ public enum ArchiveSources {
     /// Members are read with `verification` (by default the whole archive is verified
     /// before a member's end is announced; `.memberOnly` is the fast mode that does not).
     public static func register(in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive) {
-        registry.register(scheme: scheme) { url, registry in try makeSource(url: url, registry: registry, verification: verification) }
+        registry.register(scheme: scheme) { url, registry in
+            try makeSource(url: url, registry: registry, verification: verification)
+        }
     }
 
     /// The source for an `archive:` URL: the inner URL's source (made by `registry`) as the
@@ -62,7 +64,9 @@ public enum ArchiveSources {
         }
         let rest = BlobURL.removingScheme(url)
         guard let separator = rest.range(of: "!/", options: .backwards) else {
-            throw BlobStreamError(.malformedURL, "'\(url)' has no '!/' between the archive's URL and the member (archive:<url>!/<member>)")
+            throw BlobStreamError(
+                .malformedURL, "'\(url)' has no '!/' between the archive's URL and the member (archive:<url>!/<member>)"
+            )
         }
         let inner = String(rest[..<separator.lowerBound])
         let rawMember = String(rest[separator.upperBound...])
@@ -70,7 +74,8 @@ public enum ArchiveSources {
             throw BlobStreamError(.malformedURL, "'\(url)' names no archive before '!/' (archive:<url>!/<member>)")
         }
         guard !rawMember.isEmpty else {
-            throw BlobStreamError(.malformedURL, "'\(url)' names no member after the last '!/' (archive:<url>!/<member>)")
+            throw BlobStreamError(
+                .malformedURL, "'\(url)' names no member after the last '!/' (archive:<url>!/<member>)")
         }
         return (inner, try BlobURL.percentDecodedBytes(rawMember, context: url))
     }

@@ -190,13 +190,13 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     private var phase = Phase.idle
     private var representation: (any AssetRepresentation)?
     private var size: Int64 = 0
-    private var fingerprint = ""  // at open, compared on resume when verifiesDeliveredBytes is false
+    private var fingerprint = "" // at open, compared on resume when verifiesDeliveredBytes is false
     private var opened: (rendition: AssetRendition, filename: String, uti: String)?
     private var attempts = 0
 
     // The cursor. `position` is written only by the owner's calls.
     private var position: Int64 = 0
-    private var cache: UnsafeMutableRawPointer?  // cacheSize bytes, holding [cacheStart, cacheEnd)
+    private var cache: UnsafeMutableRawPointer? // cacheSize bytes, holding [cacheStart, cacheEnd)
     private var cacheStart: Int64 = 0
     private var cacheEnd: Int64 = 0
 
@@ -324,16 +324,20 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         case (.looking, .failure(let error)):
             phase = .failed
             if let e = error as? BlobStreamError, e.code == .notFound {
-                announcement = .error(BlobStreamError(
-                    .changed, "'\(url)' changed while being read: it is no longer in its library (at offset \(position) of \(size) bytes)", cause: e))
+                announcement = .error(
+                    BlobStreamError(
+                        .changed,
+                        "'\(url)' changed while being read: it is no longer in its library (at offset \(position) of \(size) bytes)",
+                        cause: e))
             } else {
-                announcement = .error(namingURL(error, context: "cannot look up again after its library changed (at offset \(position))"))
+                announcement = .error(
+                    namingURL(error, context: "cannot look up again after its library changed (at offset \(position))"))
             }
         case (.opening, .success(let asset)):
             announcement = opening(asset.representation(renditionChoice))
         case (.looking, .success(let asset)):
             announcement = resuming(asset)
-        default:  // closed meanwhile
+        default: // closed meanwhile
             announcement = .none
         }
         lock.unlock()
@@ -344,7 +348,8 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     private func opening(_ rep: any AssetRepresentation) -> Announcement {
         if position > rep.size {
             phase = .failed
-            return .error(BlobStreamError(.invalidOffset, "offset \(position) is past the end of '\(url)' (\(rep.size) bytes)"))
+            return .error(
+                BlobStreamError(.invalidOffset, "offset \(position) is past the end of '\(url)' (\(rep.size) bytes)"))
         }
         representation = rep
         size = rep.size
@@ -379,15 +384,27 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         let found = opened.rendition == .edited ? asset.edited : asset.original
         guard let rep = found else {
             phase = .failed
-            return .error(BlobStreamError(.changed, "'\(url)' changed while being read: its edited rendition was removed (at offset \(position) of \(size) bytes)"))
+            return .error(
+                BlobStreamError(
+                    .changed,
+                    "'\(url)' changed while being read: its edited rendition was removed (at offset \(position) of \(size) bytes)"
+                ))
         }
         if rep.size != size {
             phase = .failed
-            return .error(BlobStreamError(.changed, "'\(url)' changed while being read: its size is now \(rep.size) bytes (at offset \(position) of \(size) bytes)"))
+            return .error(
+                BlobStreamError(
+                    .changed,
+                    "'\(url)' changed while being read: its size is now \(rep.size) bytes (at offset \(position) of \(size) bytes)"
+                ))
         }
         if !verifiesDeliveredBytes && rep.fingerprint != fingerprint {
             phase = .failed
-            return .error(BlobStreamError(.changed, "'\(url)' changed while being read: its bytes are different (fingerprint \(fingerprint) is now \(rep.fingerprint)) (at offset \(position) of \(size) bytes)"))
+            return .error(
+                BlobStreamError(
+                    .changed,
+                    "'\(url)' changed while being read: its bytes are different (fingerprint \(fingerprint) is now \(rep.fingerprint)) (at offset \(position) of \(size) bytes)"
+                ))
         }
         representation = rep
         switch verifiesDeliveredBytes ? recheckDelivered() : .same {
@@ -395,8 +412,11 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
             break
         case .different(let run):
             phase = .failed
-            return .error(BlobStreamError(
-                .changed, "'\(url)' changed while being read: the bytes already read from offset \(run.start) to \(run.end) are not those of its current version of the same size (at offset \(position) of \(size) bytes)"))
+            return .error(
+                BlobStreamError(
+                    .changed,
+                    "'\(url)' changed while being read: the bytes already read from offset \(run.start) to \(run.end) are not those of its current version of the same size (at offset \(position) of \(size) bytes)"
+                ))
         case .invalidated:
             return retryLocked()
         case .failed(let error):
@@ -438,12 +458,12 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         var runs = earlierRuns
         if position > runStart { runs.append(DeliveredRun(start: runStart, end: position, digest: runHash.digest())) }
         cacheStart = 0
-        cacheEnd = 0  // the cache is the scratch buffer: empty from now on
+        cacheEnd = 0 // the cache is the scratch buffer: empty from now on
         let block = Int64(blockSize)
         for run in runs {
             var hash = DeliveredHash()
             var at = run.start - run.start % block
-            let last = min(size, (run.end + block - 1) / block * block)  // the end of the run's last block
+            let last = min(size, (run.end + block - 1) / block * block) // the end of the run's last block
             while at < run.end {
                 if closing.load(ordering: .relaxed) { return .closed }
                 let want = Int(min(Int64(cacheSize), last - at))
@@ -452,7 +472,8 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
                 case .invalidated: return .invalidated
                 case .failed(let error): return .failed(error)
                 }
-                let from = max(run.start, at), to = min(run.end, at + Int64(want))
+                let from = max(run.start, at)
+                let to = min(run.end, at + Int64(want))
                 hash.combine(cache + Int(from - at), Int(to - from))
                 recheckedCount.add(Int(to - from), ordering: .relaxed)
                 at += Int64(want)
@@ -467,7 +488,11 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         attempts += 1
         if attempts > Self.maxAttempts {
             phase = .failed
-            return .error(BlobStreamError(.invalidated, "'\(url)' kept being invalidated by changes of its library: \(Self.maxAttempts) lookups in a row were invalid before a block could be read (at offset \(position))"))
+            return .error(
+                BlobStreamError(
+                    .invalidated,
+                    "'\(url)' kept being invalidated by changes of its library: \(Self.maxAttempts) lookups in a row were invalid before a block could be read (at offset \(position))"
+                ))
         }
         return .retry
     }
@@ -528,7 +553,8 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
 
     private func namingURL(_ error: any Error, context: String) -> BlobStreamError {
         if let e = error as? BlobStreamError {
-            return e.message.contains(url) ? e : BlobStreamError(e.code, "\(context) '\(url)': \(e.message)", cause: e.cause)
+            return e.message.contains(url)
+                ? e : BlobStreamError(e.code, "\(context) '\(url)': \(e.message)", cause: e.cause)
         }
         return BlobStreamError(.sourceFailed, "\(context) '\(url)'", cause: error)
     }
@@ -546,7 +572,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         }
         let start = offset - offset % Int64(blockSize)
         cacheStart = start
-        cacheEnd = start  // empty until filled
+        cacheEnd = start // empty until filled
         let want = Int(min(Int64(cacheSize), size - start))
         let fill = getBlock(at: start, count: want, into: cache)
         if case .filled = fill { cacheEnd = start + Int64(want) }
@@ -572,8 +598,11 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
                 return .failed(namingURL(error, context: "cannot read at offset \(start + Int64(got)) of"))
             }
             if n <= 0 {
-                return .failed(BlobStreamError(
-                    .changed, "'\(url)' changed while being read: its bytes end at offset \(start + Int64(got)), but it was \(size) bytes long when opened"))
+                return .failed(
+                    BlobStreamError(
+                        .changed,
+                        "'\(url)' changed while being read: its bytes end at offset \(start + Int64(got)), but it was \(size) bytes long when opened"
+                    ))
             }
             got += min(n, want - got)
         }
@@ -605,10 +634,11 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
                 if position % Int64(blockSize) == 0 && (room >= blockSize || Int64(room) >= rest) {
                     direct = Int64(room) >= rest ? Int(rest) : room - room % blockSize
                 }
-                let fill = direct.map { getBlock(at: position, count: $0, into: buffer + copied) } ?? fillCache(at: position)
+                let fill =
+                    direct.map { getBlock(at: position, count: $0, into: buffer + copied) } ?? fillCache(at: position)
                 switch fill {
                 case .filled:
-                    guard let direct else { break }  // the cache now holds `position`
+                    guard let direct else { break } // the cache now holds `position`
                     if verifiesDeliveredBytes { runHash.combine(buffer + copied, direct) }
                     copied += direct
                     position += Int64(direct)
@@ -647,16 +677,21 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         let error: BlobStreamError
         switch phase {
         case .ready where position < size:
-            return copy(into: buffer, maxLength: maxLength)  // announcement under way
+            return copy(into: buffer, maxLength: maxLength) // announcement under way
         case .ready where position == size:
-            endOfRead()  // the end, or "nothing yet" while the asset is looked up again
+            endOfRead() // the end, or "nothing yet" while the asset is looked up again
             return state.error != nil ? -1 : 0
         case .idle:
             error = BlobStreamError(.notOpen, "'\(url)' is not open")
         case .opening:
-            error = BlobStreamError(.notOpen, "'\(url)' is still being looked up: wait for isOpenCompleted and hasBytesAvailable before reading")
+            error = BlobStreamError(
+                .notOpen,
+                "'\(url)' is still being looked up: wait for isOpenCompleted and hasBytesAvailable before reading")
         case .looking:
-            error = BlobStreamError(.notOpen, "'\(url)' is being looked up again after its library changed: wait for hasBytesAvailable before reading")
+            error = BlobStreamError(
+                .notOpen,
+                "'\(url)' is being looked up again after its library changed: wait for hasBytesAvailable before reading"
+            )
         case .closed:
             error = BlobStreamError(.closed, "'\(url)' was closed")
         default:
@@ -694,20 +729,26 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
         let announcement: Announcement
         switch phase {
         case .idle, .opening:
-            position = offset  // checked against the size when the lookup answers
-            runStart = offset  // nothing was handed out yet
+            position = offset // checked against the size when the lookup answers
+            runStart = offset // nothing was handed out yet
             lock.unlock()
             return true
         case .looking:
-            guard offset <= size else { lock.unlock(); return false }
-            move(to: offset)  // the answer refills there
+            guard offset <= size else {
+                lock.unlock()
+                return false
+            }
+            move(to: offset) // the answer refills there
             lock.unlock()
             return true
         case .failed, .closed:
             lock.unlock()
             return false
         case .ready:
-            guard offset <= size else { lock.unlock(); return false }
+            guard offset <= size else {
+                lock.unlock()
+                return false
+            }
             move(to: offset)
             if offset == size {
                 announcement = endCheckedLocked()
@@ -739,7 +780,9 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     /// be checked on resume, and a new run starts at `offset`.
     private func move(to offset: Int64) {
         guard offset != position else { return }
-        if verifiesDeliveredBytes && position > runStart { earlierRuns.append(DeliveredRun(start: runStart, end: position, digest: runHash.digest())) }
+        if verifiesDeliveredBytes && position > runStart {
+            earlierRuns.append(DeliveredRun(start: runStart, end: position, digest: runHash.digest()))
+        }
         runHash = DeliveredHash()
         runStart = offset
         position = offset

@@ -24,17 +24,26 @@ public struct AssetURL: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: `BlobStreamError` `.malformedURL` naming `url` and what is wrong.
     public init(parsing url: String) throws {
         func malformed(_ why: String) -> BlobStreamError {
-            BlobStreamError(.malformedURL, "'\(url)' is not an asset URL: \(why) (expected assets-library://asset/asset.JPG?id=ID&ext=JPG)")
+            BlobStreamError(
+                .malformedURL,
+                "'\(url)' is not an asset URL: \(why) (expected assets-library://asset/asset.JPG?id=ID&ext=JPG)")
         }
-        guard BlobURL.scheme(of: url)?.lowercased() == Self.scheme else { throw malformed("the scheme is not \(Self.scheme):") }
+        guard BlobURL.scheme(of: url)?.lowercased() == Self.scheme else {
+            throw malformed("the scheme is not \(Self.scheme):")
+        }
         let rest = BlobURL.removingScheme(url)
         let prefix = "//asset/asset."
-        guard rest.lowercased().hasPrefix(prefix) else { throw malformed("it does not start with \(Self.scheme)://asset/asset.") }
+        guard rest.lowercased().hasPrefix(prefix) else {
+            throw malformed("it does not start with \(Self.scheme)://asset/asset.")
+        }
         let afterPrefix = rest.dropFirst(prefix.count)
         guard let question = afterPrefix.firstIndex(of: "?") else { throw malformed("it has no query (?id=…&ext=…)") }
         let pathExt = String(afterPrefix[..<question])
-        var id: String?, ext: String?
-        for pair in afterPrefix[afterPrefix.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true) {
+        var id: String?
+        var ext: String?
+        for pair in afterPrefix[afterPrefix.index(after: question)...].split(
+            separator: "&", omittingEmptySubsequences: true)
+        {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(parts[0]).lowercased()
             let value = parts.count > 1 ? try BlobURL.percentDecoded(String(parts[1]), context: url) : ""

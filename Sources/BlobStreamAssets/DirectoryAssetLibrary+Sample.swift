@@ -25,16 +25,24 @@ extension DirectoryAssetLibrary {
     ///   `ftyp` header, pseudo-random body).
     public static var sampleLibraryFiles: [SampleFile] {
         [
-            SampleFile(path: "originals/IMG_0001.JPG", summary: "a 6,000-byte JPEG-like photo (seed 0xA55E7001)",
-                       bytes: jpegLike(6_000, seed: 0xA55E_7001)),
-            SampleFile(path: "originals/IMG_0002.JPG", summary: "a 4,096-byte JPEG-like photo (seed 0xA55E7002)",
-                       bytes: jpegLike(4_096, seed: 0xA55E_7002)),
-            SampleFile(path: "renders/IMG_0002.JPG", summary: "the edited rendition of IMG_0002.JPG, 5,120 bytes (seed 0xED170002)",
-                       bytes: jpegLike(5_120, seed: 0xED17_0002)),
-            SampleFile(path: "originals/2024/Trip/IMG_0003.JPG", summary: "a 3,000-byte JPEG-like photo in a nested folder (seed 0xA55E7003)",
-                       bytes: jpegLike(3_000, seed: 0xA55E_7003)),
-            SampleFile(path: "originals/2024/Trip/MOV_0004.MOV", summary: "a 204,800-byte QuickTime-like video (seed 0xA55E7004)",
-                       bytes: movieLike(204_800, seed: 0xA55E_7004)),
+            SampleFile(
+                path: "originals/IMG_0001.JPG", summary: "a 6,000-byte JPEG-like photo (seed 0xA55E7001)",
+                bytes: jpegLike(6_000, seed: 0xA55E_7001)),
+            SampleFile(
+                path: "originals/IMG_0002.JPG", summary: "a 4,096-byte JPEG-like photo (seed 0xA55E7002)",
+                bytes: jpegLike(4_096, seed: 0xA55E_7002)),
+            SampleFile(
+                path: "renders/IMG_0002.JPG",
+                summary: "the edited rendition of IMG_0002.JPG, 5,120 bytes (seed 0xED170002)",
+                bytes: jpegLike(5_120, seed: 0xED17_0002)),
+            SampleFile(
+                path: "originals/2024/Trip/IMG_0003.JPG",
+                summary: "a 3,000-byte JPEG-like photo in a nested folder (seed 0xA55E7003)",
+                bytes: jpegLike(3_000, seed: 0xA55E_7003)),
+            SampleFile(
+                path: "originals/2024/Trip/MOV_0004.MOV",
+                summary: "a 204,800-byte QuickTime-like video (seed 0xA55E7004)",
+                bytes: movieLike(204_800, seed: 0xA55E_7004)),
         ]
     }
 
@@ -51,7 +59,8 @@ extension DirectoryAssetLibrary {
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             } catch {
-                throw BlobStreamError(.ioFailed, "cannot create the folder '\(folder)' of the sample asset library", cause: error)
+                throw BlobStreamError(
+                    .ioFailed, "cannot create the folder '\(folder)' of the sample asset library", cause: error)
             }
             if case .failure(let cause) = Syscalls.writeFile(path, file.bytes) {
                 throw BlobStreamError(
@@ -66,7 +75,7 @@ extension DirectoryAssetLibrary {
         var state = seed
         var out = [UInt8](repeating: 0, count: count)
         for i in 0..<count {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             out[i] = UInt8(truncatingIfNeeded: state >> 33)
         }
         return out

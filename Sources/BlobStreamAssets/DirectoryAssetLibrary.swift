@@ -130,16 +130,17 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
         for rel in DirectoryWalker.files(under: originals) {
             guard case .success(let original) = Syscalls.identity(path: originals + "/" + rel),
                 let url = Self.assetURL(forRelativePath: rel)
-            else { continue }  // removed meanwhile
+            else { continue } // removed meanwhile
             var edited: Int64?
             if case .success(let render) = Syscalls.identity(path: rootPath + "/renders/" + rel), render.isRegular {
                 edited = render.size
             }
-            entries.append(Entry(
-                id: Self.assetID(forRelativePath: rel), url: url, relativePath: rel,
-                size: edited ?? original.size, originalSize: original.size, editedSize: edited,
-                modificationDate: Date(timeIntervalSince1970: original.modificationTime),
-                uti: AssetNaming.uti(forExtension: AssetNaming.ext(of: rel) ?? "")))
+            entries.append(
+                Entry(
+                    id: Self.assetID(forRelativePath: rel), url: url, relativePath: rel,
+                    size: edited ?? original.size, originalSize: original.size, editedSize: edited,
+                    modificationDate: Date(timeIntervalSince1970: original.modificationTime),
+                    uti: AssetNaming.uti(forExtension: AssetNaming.ext(of: rel) ?? "")))
         }
         return entries
     }
@@ -162,15 +163,19 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
     ///   `.permissionDenied`, `.unsupported`, `.ioFailed` opening its files.
     public func asset(for url: String) throws -> Asset {
         let parsed = try AssetURL(parsing: url)
-        let generation = changes.current  // before looking: a change from now on invalidates
+        let generation = changes.current // before looking: a change from now on invalidates
         let originals = try checkRoot(context: "cannot look up '\(url)'")
         watcher.start()
         guard let rel = relativePath(forID: parsed.id, originals: originals) else {
-            throw BlobStreamError(.notFound, "no asset with id \(parsed.id) in the asset library '\(rootPath)' (looking up '\(url)')")
+            throw BlobStreamError(
+                .notFound, "no asset with id \(parsed.id) in the asset library '\(rootPath)' (looking up '\(url)')")
         }
         let ext = AssetNaming.ext(of: rel) ?? ""
         guard ext.lowercased() == parsed.ext.lowercased() else {
-            throw BlobStreamError(.notFound, "no asset with id \(parsed.id) and extension .\(parsed.ext) in the asset library '\(rootPath)': its extension is .\(ext) (looking up '\(url)')")
+            throw BlobStreamError(
+                .notFound,
+                "no asset with id \(parsed.id) and extension .\(parsed.ext) in the asset library '\(rootPath)': its extension is .\(ext) (looking up '\(url)')"
+            )
         }
         let canonical = AssetURL(id: parsed.id, ext: ext).string
         let original = try DirectoryRepresentation(
@@ -210,7 +215,7 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
             if !index.built || !watched || index.generation != now {
                 rebuild(&index, originals: originals, generation: now)
             } else if index.paths[id] == nil {
-                rebuild(&index, originals: originals, generation: now)  // a change not seen yet
+                rebuild(&index, originals: originals, generation: now) // a change not seen yet
             } else {
                 return index.paths[id]
             }

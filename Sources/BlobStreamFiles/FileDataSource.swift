@@ -115,7 +115,7 @@ public final class FileDataSource: BlobDataSource {
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         // Optional chaining mutates the reader in place: no copy, no allocation, no lock.
         if let n = reader?.read(buffer, maxLength: maxLength, state: state) {
-            if n < 0 { reader = nil }  // sticky: every later call fails the same way
+            if n < 0 { reader = nil } // sticky: every later call fails the same way
             return n
         }
         if state.error == nil {
@@ -140,7 +140,7 @@ public final class FileDataSource: BlobDataSource {
     public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
         guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
         if reader != nil { return reader!.seek(to: offset, state: state) }
-        guard !opened, !closed else { return false }  // failed or closed
+        guard !opened, !closed else { return false } // failed or closed
         startOffset = offset
         return true
     }

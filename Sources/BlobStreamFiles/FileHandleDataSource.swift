@@ -145,7 +145,8 @@ public final class FileHandleDataSource: BlobDataSource {
                     state.error = FileErrors.pastEnd(name, offset: startOffset, length: status.size)
                     return
                 }
-                positional = PositionalReader(fd: fd, length: status.size, offset: startOffset, name: name, state: state)
+                positional = PositionalReader(
+                    fd: fd, length: status.size, offset: startOffset, name: name, state: state)
             }
         }
     }
@@ -155,7 +156,7 @@ public final class FileHandleDataSource: BlobDataSource {
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         // Optional chaining mutates the readers in place: no copy, no allocation, no lock.
         if let n = positional?.read(buffer, maxLength: maxLength, state: state) {
-            if n < 0 { positional = nil }  // sticky: every later call fails the same way
+            if n < 0 { positional = nil } // sticky: every later call fails the same way
             return n
         }
         if let n = sequential?.read(buffer, maxLength: maxLength, state: state) {

@@ -34,21 +34,26 @@ public enum FileSources {
     /// - Throws: `BlobStreamError` `.notFound` for a path holding a NUL byte, `.sourceFailed`
     ///   when a FIFO gets no writer in time, `.permissionDenied`/`.ioFailed` when a FIFO,
     ///   device or socket cannot be opened.
-    public static func makeSource(path: String, writerTimeout: Duration = defaultWriterTimeout) throws -> any BlobDataSource {
+    public static func makeSource(path: String, writerTimeout: Duration = defaultWriterTimeout) throws
+        -> any BlobDataSource
+    {
         guard !path.utf8.contains(0) else { throw nulInPath(path) }
         var info = stat()
         guard stat(path, &info) == 0 else { return FileDataSource(path: path) }
         let kind = info.st_mode & S_IFMT
         switch kind {
         case S_IFIFO, S_IFCHR, S_IFSOCK:
-            let fd = kind == S_IFIFO ? try openFIFO(path, writerTimeout: writerTimeout) : Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            let fd =
+                kind == S_IFIFO
+                ? try openFIFO(path, writerTimeout: writerTimeout) : Glibc.open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let code = errno
                 throw BlobStreamError(
                     code == EACCES ? .permissionDenied : .ioFailed,
                     "cannot open '\(path)' for reading", cause: ErrnoError(code))
             }
-            return FileHandleDataSource(fileHandle: FileHandle(fileDescriptor: fd, closeOnDealloc: false), closeOnClose: true)
+            return FileHandleDataSource(
+                fileHandle: FileHandle(fileDescriptor: fd, closeOnDealloc: false), closeOnClose: true)
         default:
             return FileDataSource(path: path)
         }
@@ -65,7 +70,7 @@ public enum FileSources {
     /// succeeds, since a reader is waiting) releases it, and the FIFO is reported as having
     /// no writer. Returns the descriptor, or −1 with `errno` set when `open` failed.
     private static func openFIFO(_ path: String, writerTimeout: Duration) throws -> Int32 {
-        final class Outcome: @unchecked Sendable {  // written by the thread before `done` signals
+        final class Outcome: @unchecked Sendable { // written by the thread before `done` signals
             var fd: Int32 = -1
             var code: Int32 = 0
         }

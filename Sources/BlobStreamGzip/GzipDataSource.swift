@@ -226,14 +226,17 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             refreshAvailability()
             return n
         case .end:
-            desired.isAtEnd = true; desired.hasBytesAvailable = false
+            desired.isAtEnd = true
+            desired.hasBytesAvailable = false
             return 0
         case .failed:
             return -1
         case .starved:
-            fail(BlobStreamError(
-                .sourceFailed,
-                "\(name): read was called while the upstream has no bytes available at compressed offset \(compressedOffset) (the upstream announced bytes it does not have, or the owner broke contract rule 2)"))
+            fail(
+                BlobStreamError(
+                    .sourceFailed,
+                    "\(name): read was called while the upstream has no bytes available at compressed offset \(compressedOffset) (the upstream announced bytes it does not have, or the owner broke contract rule 2)"
+                ))
             return -1
         }
     }
@@ -260,7 +263,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         if closed || failure != nil { return false }
         if let knownLength, offset > knownLength { return false }
         guard started else {
-            target = offset  // inflated is 0: the first reads discard up to here
+            target = offset // inflated is 0: the first reads discard up to here
             return true
         }
         let windowStart = lookCount > 0 ? target : inflated
@@ -296,7 +299,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         let tokens = observations
         observations = []
         for token in tokens { token.invalidate() }
-        upstream.close()  // owned, opened or not
+        upstream.close() // owned, opened or not
         freeResources()
     }
 
@@ -314,7 +317,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         defer { announceLock.unlock() }
         while true {
             lock.lock()
-            let d = desired, generation = desiredGeneration
+            let d = desired
+            let generation = desiredGeneration
             lock.unlock()
             if let error = d.error {
                 state.error = error
@@ -392,12 +396,13 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             desired.hasBytesAvailable = true
         } else if phase == .finished {
             if target == inflated {
-                desired.isAtEnd = true; desired.hasBytesAvailable = false
+                desired.isAtEnd = true
+                desired.hasBytesAvailable = false
             } else {
-                desired.hasBytesAvailable = true  // the next read reports the offset past the end
+                desired.hasBytesAvailable = true // the next read reports the offset past the end
             }
         } else if !buffered {
-            desired.hasBytesAvailable = true  // a synchronous upstream answers every read
+            desired.hasBytesAvailable = true // a synchronous upstream answers every read
         } else {
             probe()
         }
@@ -412,11 +417,12 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             lookEnd = n
             desired.hasBytesAvailable = true
         case .end:
-            desired.isAtEnd = true; desired.hasBytesAvailable = false
+            desired.isAtEnd = true
+            desired.hasBytesAvailable = false
         case .failed:
             break
         case .starved:
-            desired.hasBytesAvailable = false  // the upstream's next announcement probes again
+            desired.hasBytesAvailable = false // the upstream's next announcement probes again
         }
     }
 
@@ -468,7 +474,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             return .filled
         }
         if n == 0 { return .ended }
-        let error = upstream.error ?? BlobStreamError(.sourceFailed, "the upstream returned -1 without setting an error")
+        let error =
+            upstream.error ?? BlobStreamError(.sourceFailed, "the upstream returned -1 without setting an error")
         fail(wrapUpstream(error, "failed"))
         return .failed
     }
@@ -486,7 +493,9 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         func refill() -> PumpResult? {
             switch fillInput() {
             case .filled: return nil
-            case .ended: upstreamEnded = true; return nil
+            case .ended:
+                upstreamEnded = true
+                return nil
             case .starved: return n > 0 ? .bytes(n) : .starved
             case .failed: return .failed
             }
@@ -516,28 +525,33 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
                     guard step.consumed == 0 && step.produced == 0 else { continue }
                     // No progress: zlib needs more input.
                     if inStart < inEnd {
-                        fail(BlobStreamError(
-                            .corrupt,
-                            "\(name): zlib made no progress at compressed offset \(compressedOffset) in member \(memberIndex + 1)"))
+                        fail(
+                            BlobStreamError(
+                                .corrupt,
+                                "\(name): zlib made no progress at compressed offset \(compressedOffset) in member \(memberIndex + 1)"
+                            ))
                         return .failed
                     }
                     if upstreamEnded {
-                        let what = memberIndex == 0 && compressedOffset == 0
+                        let what =
+                            memberIndex == 0 && compressedOffset == 0
                             ? "the input is empty (an empty input is not a gzip stream)"
                             : "the input ends inside member \(memberIndex + 1) (which starts at compressed offset \(memberStart))"
-                        fail(BlobStreamError(
-                            .truncated,
-                            "\(name): truncated gzip stream at compressed offset \(compressedOffset): \(what)"))
+                        fail(
+                            BlobStreamError(
+                                .truncated,
+                                "\(name): truncated gzip stream at compressed offset \(compressedOffset): \(what)"))
                         return .failed
                     }
                     if let result = refill() { return result }
                 case .memberEnd:
                     phase = .between
                 case .failed(let zlibError):
-                    fail(BlobStreamError(
-                        .corrupt,
-                        "\(name): corrupt gzip data at compressed offset \(compressedOffset) in member \(memberIndex + 1) (which starts at compressed offset \(memberStart)): \(zlibError.message)",
-                        cause: zlibError))
+                    fail(
+                        BlobStreamError(
+                            .corrupt,
+                            "\(name): corrupt gzip data at compressed offset \(compressedOffset) in member \(memberIndex + 1) (which starts at compressed offset \(memberStart)): \(zlibError.message)",
+                            cause: zlibError))
                     return .failed
                 }
             case .between:
@@ -553,9 +567,11 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
                 if byte == 0 {
                     phase = .padding
                 } else if byte != 0x1F {
-                    fail(BlobStreamError(
-                        .corrupt,
-                        "\(name): trailing garbage at compressed offset \(compressedOffset) after gzip member \(memberIndex + 1): byte 0x\(String(byte, radix: 16)) does not start a gzip member"))
+                    fail(
+                        BlobStreamError(
+                            .corrupt,
+                            "\(name): trailing garbage at compressed offset \(compressedOffset) after gzip member \(memberIndex + 1): byte 0x\(String(byte, radix: 16)) does not start a gzip member"
+                        ))
                     return .failed
                 } else {
                     inflater.reset()
@@ -567,9 +583,11 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
                 let bytes = UnsafeRawBufferPointer(start: input! + inStart, count: inEnd - inStart)
                 if let i = bytes.firstIndex(where: { $0 != 0 }) {
                     inStart += i
-                    fail(BlobStreamError(
-                        .corrupt,
-                        "\(name): trailing garbage at compressed offset \(compressedOffset) after the zero padding that follows the last gzip member"))
+                    fail(
+                        BlobStreamError(
+                            .corrupt,
+                            "\(name): trailing garbage at compressed offset \(compressedOffset) after the zero padding that follows the last gzip member"
+                        ))
                     return .failed
                 }
                 inStart = inEnd
@@ -580,9 +598,10 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
                 }
             case .finished:
                 if target > inflated {
-                    fail(BlobStreamError(
-                        .invalidOffset,
-                        "\(name): offset \(target) is past the end of the decompressed bytes (\(inflated) bytes)"))
+                    fail(
+                        BlobStreamError(
+                            .invalidOffset,
+                            "\(name): offset \(target) is past the end of the decompressed bytes (\(inflated) bytes)"))
                     return .failed
                 }
                 return n > 0 ? .bytes(n) : .end
@@ -592,6 +611,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     private func wrapUpstream(_ error: any Error, _ what: String) -> BlobStreamError {
         let code = (error as? BlobStreamError)?.code ?? .sourceFailed
-        return BlobStreamError(code, "\(name): the upstream \(what) at compressed offset \(compressedOffset): \(error)", cause: error)
+        return BlobStreamError(
+            code, "\(name): the upstream \(what) at compressed offset \(compressedOffset): \(error)", cause: error)
     }
 }

@@ -52,7 +52,8 @@ public enum HTTPClientUpload {
         // an iteration after the first (a client following a redirect) makes a fresh one.
         let first = FirstSource(try body.makeSource())
         let chunks = ByteBufferChunks(
-            body: body, first: first, chunkSize: chunkSize, mode: mode, progress: progress, failure: failure, activity: activity)
+            body: body, first: first, chunkSize: chunkSize, mode: mode, progress: progress, failure: failure,
+            activity: activity)
         return .stream(chunks, length: body.length.map { .known($0) } ?? .unknown)
     }
 
@@ -83,15 +84,18 @@ public enum HTTPClientUpload {
     ) async throws -> Response {
         let target = try UploadURL.validate(url)
         try Task.checkCancellation()
-        let own = client == nil ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(for: options)) : nil
+        let own =
+            client == nil
+            ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(for: options)) : nil
         let activity = UploadActivity()
         let outcome: Result<Response, any Error>
         do {
             let client = client ?? own!
             outcome = .success(
                 try await withUploadLimits(url: url, options: options, activity: activity) {
-                    try await send(body, to: target, method: method, headers: headers, client: client, options: options,
-                                   timeout: timeout, mode: mode, activity: activity, progress: progress)
+                    try await send(
+                        body, to: target, method: method, headers: headers, client: client, options: options,
+                        timeout: timeout, mode: mode, activity: activity, progress: progress)
                 })
         } catch {
             outcome = .failure(error)
@@ -132,7 +136,9 @@ public enum HTTPClientUpload {
             let eventLoop = client.eventLoopGroup.any()
             let request = try HTTPClient.Request(
                 url: name, method: method, headers: fields,
-                body: .stream(contentLength: body.length) { writer in writers.start(chunks, writer: writer, on: eventLoop) })
+                body: .stream(contentLength: body.length) { writer in
+                    writers.start(chunks, writer: writer, on: eventLoop)
+                })
             let delegate = AnswerDelegate(method: method, total: body.length, activity: activity)
             let task = client.execute(request: request, delegate: delegate, deadline: .now() + timeout)
             let answer: AnswerDelegate.Answer
@@ -147,14 +153,17 @@ public enum HTTPClientUpload {
                 writers.cancel()
                 try Task.checkCancellation()
                 if let cause = failure.error {
-                    throw BlobStreamError(.uploadFailed, "upload to \(name) aborted: the body failed: \(cause)", cause: cause)
+                    throw BlobStreamError(
+                        .uploadFailed, "upload to \(name) aborted: the body failed: \(cause)", cause: cause)
                 }
                 if let early = delegate.earlyAnswer {
-                    throw UploadRedirect.earlyAnswer(url: name, status: early.status, sent: early.sent, total: body.length)
+                    throw UploadRedirect.earlyAnswer(
+                        url: name, status: early.status, sent: early.sent, total: body.length)
                 }
                 if let error = error as? HTTPClientError, error == .connectTimeout {
                     throw BlobStreamError(
-                        .timedOut, "upload to \(name) timed out: no connection within \(options.connectTimeout.secondsText) (connect timeout)",
+                        .timedOut,
+                        "upload to \(name) timed out: no connection within \(options.connectTimeout.secondsText) (connect timeout)",
                         cause: error)
                 }
                 throw BlobStreamError(.uploadFailed, "upload to \(name) failed: \(error)", cause: error)
@@ -166,11 +175,14 @@ public enum HTTPClientUpload {
             // method (GET, without the body).
             if let changed = delegate.otherMethod {
                 throw BlobStreamError(
-                    .uploadFailed, "upload to \(name) failed: a redirect was followed to \(changed.uri) with \(changed.method.rawValue), without the body")
+                    .uploadFailed,
+                    "upload to \(name) failed: a redirect was followed to \(changed.uri) with \(changed.method.rawValue), without the body"
+                )
             }
             let status = Int(answer.head.status.code)
             if let next = try UploadRedirect.target(
-                status: status, location: answer.head.headers.first(name: "Location"), from: target, redirects: redirects, options: options,
+                status: status, location: answer.head.headers.first(name: "Location"), from: target,
+                redirects: redirects, options: options,
                 body: body)
             {
                 redirects += 1
@@ -178,7 +190,8 @@ public enum HTTPClientUpload {
                 continue
             }
             guard (200..<300).contains(status) else {
-                throw BlobStreamError(.uploadFailed, "upload to \(name) failed: HTTP \(status) \(answer.head.status.reasonPhrase)")
+                throw BlobStreamError(
+                    .uploadFailed, "upload to \(name) failed: HTTP \(status) \(answer.head.status.reasonPhrase)")
             }
             return Response(statusCode: status, body: answer.body)
         }
@@ -195,7 +208,9 @@ final class BodyWriters: @unchecked Sendable {
 
     /// Starts writing a fresh iteration of `chunks` (the client calls this once per
     /// request it sends: again after a redirect it follows).
-    func start(_ chunks: ByteBufferChunks, writer: HTTPClient.Body.StreamWriter, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+    func start(_ chunks: ByteBufferChunks, writer: HTTPClient.Body.StreamWriter, on eventLoop: any EventLoop)
+        -> EventLoopFuture<Void>
+    {
         let promise = eventLoop.makePromise(of: Void.self)
         let task = Task {
             var iterator = chunks.makeAsyncIterator()

@@ -39,14 +39,17 @@ public struct MultipartBody: Sendable {
     }
 
     /// Adds a file part streamed from `body`'s sources.
-    public mutating func addFile(name: String, filename: String, contentType: String = "application/octet-stream", body: UploadBody) {
+    public mutating func addFile(
+        name: String, filename: String, contentType: String = "application/octet-stream", body: UploadBody
+    ) {
         parts.append(.file(name: name, filename: filename, contentType: contentType, body: body))
     }
 
     /// The whole body as an `UploadBody`: fresh sources of it, its exact length when every
     /// part's length is known, and `contentType`; repeatable when every part is.
     public var uploadBody: UploadBody {
-        let boundary = self.boundary, parts = self.parts
+        let boundary = self.boundary
+        let parts = self.parts
         var total: Int64? = 0
         for segment in Self.segments(parts, boundary: boundary) {
             switch segment {
@@ -59,12 +62,13 @@ public struct MultipartBody: Sendable {
             return true
         }
         return UploadBody(length: total, contentType: contentType, repeatable: repeatable) {
-            try ConcatenatedDataSource(Self.segments(parts, boundary: boundary).map { segment in
-                switch segment {
-                case .bytes(let data): return .init(DataBytesSource(data))
-                case .body(let body): return .init(try body.makeSource(), declaredLength: body.length)
-                }
-            })
+            try ConcatenatedDataSource(
+                Self.segments(parts, boundary: boundary).map { segment in
+                    switch segment {
+                    case .bytes(let data): return .init(DataBytesSource(data))
+                    case .body(let body): return .init(try body.makeSource(), declaredLength: body.length)
+                    }
+                })
         }
     }
 

@@ -39,7 +39,9 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
     ///   - dataSource: the body's bytes.
     ///   - length: the body's length for progress, when known (defaults to the source's).
     ///   - progress: called on URLSession's threads as the body is read.
-    public init(dataSource: any BlobDataSource, length: Int64? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil) {
+    public init(
+        dataSource: any BlobDataSource, length: Int64? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil
+    ) {
         inner = BlobInputStream(dataSource: dataSource, mode: .synchronous)
         total = length ?? dataSource.length
         onProgress = progress
@@ -156,7 +158,9 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
         if !failed { onProgress?(UploadProgress(sent: sent, total: total, isFinished: true)) }
     }
 
-    public override func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length len: UnsafeMutablePointer<Int>) -> Bool { false }
+    public override func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length len: UnsafeMutablePointer<Int>
+    ) -> Bool { false }
     public override func property(forKey key: Stream.PropertyKey) -> AnyObject? { nil }
     public override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool { false }
     public override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}

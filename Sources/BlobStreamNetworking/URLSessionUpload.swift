@@ -1,7 +1,8 @@
 import BlobStream
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension BlobStreamError.Code {
@@ -60,16 +61,22 @@ public enum URLSessionUpload {
             var target = url
             var redirects = 0
             while true {
-                let hop = try await send(body, to: target, method: method, headers: headers, options: options, activity: activity, progress: progress)
+                let hop = try await send(
+                    body, to: target, method: method, headers: headers, options: options, activity: activity,
+                    progress: progress)
                 if let next = try UploadRedirect.target(
-                    status: hop.status, location: hop.location, from: target, redirects: redirects, options: options, body: body)
+                    status: hop.status, location: hop.location, from: target, redirects: redirects, options: options,
+                    body: body)
                 {
                     redirects += 1
                     target = next
                     continue
                 }
                 guard (200..<300).contains(hop.status) else {
-                    throw BlobStreamError(.uploadFailed, "upload to \(target.absoluteString) failed: HTTP \(hop.status) \(HTTPURLResponse.localizedString(forStatusCode: hop.status))")
+                    throw BlobStreamError(
+                        .uploadFailed,
+                        "upload to \(target.absoluteString) failed: HTTP \(hop.status) \(HTTPURLResponse.localizedString(forStatusCode: hop.status))"
+                    )
                 }
                 return Response(statusCode: hop.status, body: hop.data)
             }
@@ -92,7 +99,8 @@ public enum URLSessionUpload {
         let configuration = URLSessionConfiguration.ephemeral
         // FoundationNetworking's own idle timer (reset as bytes move): a backstop behind
         // the watchdog of `withUploadLimits`, which reports first and names the limit.
-        configuration.timeoutIntervalForRequest = (options.idleTimeout.seconds + options.connectTimeout.seconds).rounded(.up) + 1
+        configuration.timeoutIntervalForRequest =
+            (options.idleTimeout.seconds + options.connectTimeout.seconds).rounded(.up) + 1
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         defer { session.invalidateAndCancel() }
         var request = URLRequest(url: url)
@@ -116,20 +124,24 @@ public enum URLSessionUpload {
         }
         try Task.checkCancellation()
         if let failure = delegate.bodyError() {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) aborted: the body failed: \(failure)", cause: failure)
+            throw BlobStreamError(
+                .uploadFailed, "upload to \(url.absoluteString) aborted: the body failed: \(failure)", cause: failure)
         }
         if let early = delegate.earlyAnswer {
-            throw UploadRedirect.earlyAnswer(url: url.absoluteString, status: early.status, sent: early.sent, total: early.total)
+            throw UploadRedirect.earlyAnswer(
+                url: url.absoluteString, status: early.status, sent: early.sent, total: early.total)
         }
         if let error {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) failed: \(error.localizedDescription)", cause: error)
+            throw BlobStreamError(
+                .uploadFailed, "upload to \(url.absoluteString) failed: \(error.localizedDescription)", cause: error)
         }
         guard let http = response as? HTTPURLResponse else {
             throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) got no HTTP answer")
         }
         if (200..<300).contains(http.statusCode), !activity.bodyState.complete {
             let state = activity.bodyState
-            throw UploadRedirect.earlyAnswer(url: url.absoluteString, status: http.statusCode, sent: state.sent, total: state.total)
+            throw UploadRedirect.earlyAnswer(
+                url: url.absoluteString, status: http.statusCode, sent: state.sent, total: state.total)
         }
         return Hop(status: http.statusCode, data: data, location: http.value(forHTTPHeaderField: "Location"))
     }
@@ -155,7 +167,8 @@ public enum URLSessionUpload {
         }
 
         func makeStream() throws -> URLSessionBodyStream {
-            let activity = self.activity, progress = self.progress
+            let activity = self.activity
+            let progress = self.progress
             activity.beginBody(total: body.length)
             let stream = try URLSessionBodyStream(body: body) { report in
                 activity.body(sent: report.sent, finished: report.isFinished)
@@ -196,7 +209,10 @@ public enum URLSessionUpload {
         /// bytes handed over by then.
         var earlyAnswer: (status: Int, sent: Int64, total: Int64?)? { lock.withLock { _earlyAnswer } }
 
-        func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping (InputStream?) -> Void) {
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask,
+            needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
+        ) {
             // A fresh stream starts the body again: only for a body that is repeatable.
             let again = lock.withLock { !streams.isEmpty }
             completionHandler(again && !body.isRepeatable ? nil : try? makeStream())

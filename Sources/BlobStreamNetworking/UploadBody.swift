@@ -38,7 +38,8 @@ public struct UploadBody: Sendable {
     ///
     /// - Throws: the source's error when it cannot be opened.
     public static func probingLength(
-        contentType: String? = nil, repeatable: Bool = true, _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
+        contentType: String? = nil, repeatable: Bool = true,
+        _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
     ) throws -> UploadBody {
         let source = try makeSource()
         guard source.offsetCapability == .seek else {
@@ -50,7 +51,8 @@ public struct UploadBody: Sendable {
         stream.open()
         defer { stream.close() }
         if let error = stream.streamError { throw error }
-        return UploadBody(length: stream.dataSource.length, contentType: contentType, repeatable: repeatable, makeSource: makeSource)
+        return UploadBody(
+            length: stream.dataSource.length, contentType: contentType, repeatable: repeatable, makeSource: makeSource)
     }
 
     /// The same body starting at `offset` (a resumed upload): the length shrinks by the

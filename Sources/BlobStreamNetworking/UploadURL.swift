@@ -17,7 +17,8 @@ public enum UploadURL {
             throw BlobStreamError(.malformedURL, "'\(display(string))' is not a valid upload URL: \(problem)")
         }
         guard let url = URL(string: string), url.host != nil else {
-            throw BlobStreamError(.malformedURL, "'\(display(string))' is not a valid upload URL: it does not parse as a URL")
+            throw BlobStreamError(
+                .malformedURL, "'\(display(string))' is not a valid upload URL: it does not parse as a URL")
         }
         return url
     }

@@ -44,7 +44,8 @@ public struct AsynchronousRead: Sendable {
         let handoff = Handoff(value: source)
         let thread = Thread {
             result.value = AsynchronousRead(
-                readingHere: handoff.value, offset: offset, size: size, timeout: timeout, nextSize: nextSize, progress: progress)
+                readingHere: handoff.value, offset: offset, size: size, timeout: timeout, nextSize: nextSize,
+                progress: progress)
             done.signal()
         }
         thread.stackSize = 4 << 20

@@ -111,7 +111,10 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        enum Outcome { case closed, failed, end, bytes(Int, end: Bool) }
+        enum Outcome {
+            case closed, failed, end
+            case bytes(Int, end: Bool)
+        }
         let outcome: Outcome = lock.withLock {
             cursor.reads += 1
             if cursor.closed || state.error != nil { return .closed }

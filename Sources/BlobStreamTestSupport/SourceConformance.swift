@@ -122,8 +122,10 @@ public enum SourceConformance {
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()
         let status = stream.streamStatus
-        r.expect(status == .open || (expected.isEmpty && status == .atEnd),
-                 "synchronous open left the stream in status \(status.rawValue), error: \(String(describing: stream.streamError))")
+        r.expect(
+            status == .open || (expected.isEmpty && status == .atEnd),
+            "synchronous open left the stream in status \(status.rawValue), error: \(String(describing: stream.streamError))"
+        )
         r.expect(source.isOpenCompleted, "isOpenCompleted is false after the open completed")
         r.expect(source.error == nil, "error after open: \(String(describing: source.error))")
         if let length = source.length {
@@ -157,7 +159,8 @@ public enum SourceConformance {
         let (first, _) = drain(stream, size: 1, limit: head)
         let (rest, last) = drain(stream, size: 7919)
         r.expect(last == 0, "reading ended with \(last); error: \(String(describing: stream.streamError))")
-        r.expect(first + rest == expected, "1-byte reads then large reads: \(describe(first + rest, against: expected))")
+        r.expect(
+            first + rest == expected, "1-byte reads then large reads: \(describe(first + rest, against: expected))")
         stream.close()
     }
 
@@ -177,12 +180,16 @@ public enum SourceConformance {
         stream.open()
         _ = drain(stream, size: 65_536)
         let notes = seen.findings.map(\.message)
-        r.expect(notes.filter { $0 == "open false->true" }.count == 1,
-                 "isOpenCompleted observers saw \(notes.filter { $0.hasPrefix("open") }) instead of one false->true")
-        r.expect(notes.filter { $0 == "end true" }.count == 1,
-                 "isAtEnd observers saw \(notes.filter { $0.hasPrefix("end") }) instead of one change to true")
+        r.expect(
+            notes.filter { $0 == "open false->true" }.count == 1,
+            "isOpenCompleted observers saw \(notes.filter { $0.hasPrefix("open") }) instead of one false->true")
+        r.expect(
+            notes.filter { $0 == "end true" }.count == 1,
+            "isAtEnd observers saw \(notes.filter { $0.hasPrefix("end") }) instead of one change to true")
         r.expect(notes.contains("initial false"), "an .initial observation did not get the current value at once")
-        opened.invalidate(); ended.invalidate(); initial.invalidate()
+        opened.invalidate()
+        ended.invalidate()
+        initial.invalidate()
         stream.close()
     }
 
@@ -190,19 +197,24 @@ public enum SourceConformance {
         let probe = make()
         guard probe.offsetCapability != .none else {
             let stream = BlobInputStream(dataSource: probe)
-            r.expect(!stream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey),
-                     "offsetCapability is .none but an offset was accepted")
+            r.expect(
+                !stream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey),
+                "offsetCapability is .none but an offset was accepted")
             return
         }
         for start in Set([0, expected.count / 2, max(expected.count - 1, 0), expected.count]) {
             let stream = BlobInputStream(dataSource: make())
-            r.expect(stream.setProperty(NSNumber(value: start), forKey: .fileCurrentOffsetKey),
-                     "offset \(start) before open was refused")
+            r.expect(
+                stream.setProperty(NSNumber(value: start), forKey: .fileCurrentOffsetKey),
+                "offset \(start) before open was refused")
             stream.open()
             let (data, last) = drain(stream, size: 65_536)
-            r.expect(last == 0, "from offset \(start): reading ended with \(last); error: \(String(describing: stream.streamError))")
-            r.expect(data == expected.subdata(in: start..<expected.count),
-                     "from offset \(start): \(describe(data, against: expected.subdata(in: start..<expected.count)))")
+            r.expect(
+                last == 0,
+                "from offset \(start): reading ended with \(last); error: \(String(describing: stream.streamError))")
+            r.expect(
+                data == expected.subdata(in: start..<expected.count),
+                "from offset \(start): \(describe(data, against: expected.subdata(in: start..<expected.count)))")
             stream.close()
         }
         // After open: read a little, then move (back for a seeking source, forward for one
@@ -212,13 +224,15 @@ public enum SourceConformance {
         let head = min(100, expected.count)
         _ = drain(stream, size: 100, limit: head)
         let back = probe.offsetCapability == .seek ? expected.count / 3 : max(head, expected.count * 2 / 3)
-        r.expect(stream.setProperty(NSNumber(value: back), forKey: .fileCurrentOffsetKey),
-                 "moving to offset \(back) after open was refused")
+        r.expect(
+            stream.setProperty(NSNumber(value: back), forKey: .fileCurrentOffsetKey),
+            "moving to offset \(back) after open was refused")
         let reported = (stream.property(forKey: .fileCurrentOffsetKey) as? NSNumber)?.intValue
         r.expect(reported == back, "the offset property reads \(String(describing: reported)) after moving to \(back)")
         let (data, _) = drain(stream, size: 65_536)
-        r.expect(data == expected.subdata(in: back..<expected.count),
-                 "after moving to \(back): \(describe(data, against: expected.subdata(in: back..<expected.count)))")
+        r.expect(
+            data == expected.subdata(in: back..<expected.count),
+            "after moving to \(back): \(describe(data, against: expected.subdata(in: back..<expected.count)))")
         stream.close()
         let negative = BlobInputStream(dataSource: make())
         r.expect(!negative.setProperty(NSNumber(value: -1), forKey: .fileCurrentOffsetKey), "offset -1 was accepted")
@@ -241,8 +255,9 @@ public enum SourceConformance {
         r.expect(result.finished, "asynchronous mode did not reach its end; events: \(events)")
         r.expect(events.first == "open", "the first event is \(events.first ?? "none"), not openCompleted")
         r.expect(events.last == "end", "the last event is \(events.last ?? "none"), not endEncountered")
-        r.expect(!expected.isEmpty ? events.count > 1 && events[1] == "bytes" : true,
-                 "hasBytesAvailable did not follow openCompleted: \(events)")
+        r.expect(
+            !expected.isEmpty ? events.count > 1 && events[1] == "bytes" : true,
+            "hasBytesAvailable did not follow openCompleted: \(events)")
         r.expect(result.data == expected, "asynchronous mode: \(describe(result.data, against: expected))")
     }
 
@@ -254,7 +269,9 @@ public enum SourceConformance {
         r.expect(last == -1, "a failing source ended with \(last) instead of -1 (a clean end hides the failure)")
         r.expect(stream.streamStatus == .error, "status \(stream.streamStatus.rawValue) after the failure")
         let error = stream.streamError as? BlobStreamError
-        r.expect(error?.cause != nil, "streamError does not carry the source's error as its cause: \(String(describing: stream.streamError))")
+        r.expect(
+            error?.cause != nil,
+            "streamError does not carry the source's error as its cause: \(String(describing: stream.streamError))")
         r.expect(source.error != nil, "the source returned -1 without setting state.error")
         stream.close()
     }

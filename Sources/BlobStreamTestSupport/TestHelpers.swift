@@ -10,7 +10,7 @@ public enum TestData {
         var state = seed
         var bytes = [UInt8](repeating: 0, count: count)
         for i in 0..<count {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
         }
         return Data(bytes)
@@ -134,7 +134,9 @@ extension BlobInputStream {
     /// `close()` from another thread and waits up to `deadline` seconds for the read to
     /// return. Neither the read nor the close runs on the calling thread, so a close that
     /// cannot end the read shows up as a nil `result` rather than as a hung test.
-    public func closeWhileReading(opening: Bool = false, settle: TimeInterval = 0.2, deadline: TimeInterval = 5) -> ClosedWhileReading {
+    public func closeWhileReading(opening: Bool = false, settle: TimeInterval = 0.2, deadline: TimeInterval = 5)
+        -> ClosedWhileReading
+    {
         let done = DispatchSemaphore(value: 0)
         let result = TestBox<Int?>(nil)
         let stream = Handoff(value: self)
@@ -147,7 +149,9 @@ extension BlobInputStream {
         Thread.sleep(forTimeInterval: settle)
         let blocked = done.wait(timeout: .now()) == .timedOut
         Thread { stream.value.close() }.start()
-        guard done.wait(timeout: .now() + deadline) == .success else { return ClosedWhileReading(blocked: blocked, result: nil) }
+        guard done.wait(timeout: .now() + deadline) == .success else {
+            return ClosedWhileReading(blocked: blocked, result: nil)
+        }
         return ClosedWhileReading(blocked: blocked, result: result.value)
     }
 }

@@ -1,8 +1,9 @@
 // blobstream-bench-urlsession FILE URL: the reference for `make bench`'s U2 row: FILE PUT to
 // URL with URLSession's own uploadTask(fromFile:), which reads the file itself.
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 func fail(_ message: String) -> Never {
@@ -17,7 +18,11 @@ func uploadFromFile(_ path: String, to url: String) -> String {
     final class Result: @unchecked Sendable { var text = "" }
     let result = Result()
     let task = URLSession.shared.uploadTask(with: request, fromFile: URL(fileURLWithPath: path)) { _, response, error in
-        if let error { result.text = "error: \(error)" } else { result.text = "status=\((response as? HTTPURLResponse)?.statusCode ?? 0)" }
+        if let error {
+            result.text = "error: \(error)"
+        } else {
+            result.text = "status=\((response as? HTTPURLResponse)?.statusCode ?? 0)"
+        }
         done.signal()
     }
     task.resume()

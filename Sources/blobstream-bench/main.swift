@@ -41,7 +41,8 @@ func assetRead(root: String, url: String, readSize: Int, times: Int, verified: B
     let library = DirectoryAssetLibrary(root: URL(fileURLWithPath: root))
     let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: readSize)
     defer { buffer.deallocate() }
-    var total = 0, getBytes = 0
+    var total = 0
+    var getBytes = 0
     for _ in 0..<times {
         let source = AssetDataSource(url: url, library: library, verifiesDeliveredBytes: verified)
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)

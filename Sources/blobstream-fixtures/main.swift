@@ -18,7 +18,7 @@ func pseudoRandom(_ count: Int, seed: UInt64) -> Data {
     var state = seed
     var out = [UInt8](repeating: 0, count: count)
     for i in 0..<count {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         out[i] = UInt8(truncatingIfNeeded: state >> 33)
     }
     return Data(out)
@@ -41,11 +41,15 @@ func text() -> Data {
 
 let fixtures: [Fixture] = [
     Fixture(path: "files/sample.txt", how: "200 numbered UTF-8 lines (generator: text())", make: text),
-    Fixture(path: "files/sample.bin", how: "65,536 pseudo-random bytes (LCG, seed 0xB10B)", make: { pseudoRandom(65_536, seed: 0xB10B) }),
+    Fixture(
+        path: "files/sample.bin", how: "65,536 pseudo-random bytes (LCG, seed 0xB10B)",
+        make: { pseudoRandom(65_536, seed: 0xB10B) }),
     Fixture(path: "files/empty.bin", how: "an empty file", make: { Data() }),
-    Fixture(path: "files/photo.jpg", how: "a JPEG-like header + 20,000 pseudo-random bytes (seed 0xF070)", make: {
-        Data([0xFF, 0xD8, 0xFF, 0xE0]) + pseudoRandom(20_000, seed: 0xF070) + Data([0xFF, 0xD9])
-    }),
+    Fixture(
+        path: "files/photo.jpg", how: "a JPEG-like header + 20,000 pseudo-random bytes (seed 0xF070)",
+        make: {
+            Data([0xFF, 0xD8, 0xFF, 0xE0]) + pseudoRandom(20_000, seed: 0xF070) + Data([0xFF, 0xD9])
+        }),
 ]
 
 /// Runs a tool with a working folder; fails loudly.
@@ -61,8 +65,9 @@ func run(_ arguments: [String], in folder: URL, stdout: URL? = nil) throws {
     try process.run()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-        throw NSError(domain: "blobstream-fixtures", code: 1,
-                      userInfo: [NSLocalizedDescriptionKey: "\(arguments.joined(separator: " ")) failed"])
+        throw NSError(
+            domain: "blobstream-fixtures", code: 1,
+            userInfo: [NSLocalizedDescriptionKey: "\(arguments.joined(separator: " ")) failed"])
     }
 }
 
@@ -71,23 +76,37 @@ func run(_ arguments: [String], in folder: URL, stdout: URL? = nil) throws {
 func makeArchives(_ root: URL) throws -> [Fixture] {
     let stage = FileManager.default.temporaryDirectory.appendingPathComponent("fixtures-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: stage) }
-    try FileManager.default.createDirectory(at: stage.appendingPathComponent("DCIM/100TEST"), withIntermediateDirectories: true)
-    try FileManager.default.createDirectory(at: stage.appendingPathComponent("notes"), withIntermediateDirectories: true)
-    try Data(contentsOf: root.appendingPathComponent("files/photo.jpg")).write(to: stage.appendingPathComponent("DCIM/100TEST/IMG_0001.JPG"))
+    try FileManager.default.createDirectory(
+        at: stage.appendingPathComponent("DCIM/100TEST"), withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(
+        at: stage.appendingPathComponent("notes"), withIntermediateDirectories: true)
+    try Data(contentsOf: root.appendingPathComponent("files/photo.jpg")).write(
+        to: stage.appendingPathComponent("DCIM/100TEST/IMG_0001.JPG"))
     try pseudoRandom(48_000, seed: 0xA11CE).write(to: stage.appendingPathComponent("DCIM/100TEST/IMG_0002.JPG"))
     try text().write(to: stage.appendingPathComponent("notes/sample.txt"))
     let out = root.appendingPathComponent("archives")
     try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-    try run(["tar", "--format=ustar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
-             "--mode=u=rwX,go=rX", "-cf", out.appendingPathComponent("photos.tar").path, "DCIM", "notes"], in: stage)
+    try run(
+        [
+            "tar", "--format=ustar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
+            "--mode=u=rwX,go=rX", "-cf", out.appendingPathComponent("photos.tar").path, "DCIM", "notes",
+        ], in: stage)
     try run(["gzip", "-n", "-6", "-c", "photos.tar"], in: out, stdout: out.appendingPathComponent("photos.tar.gz"))
-    try run(["gzip", "-n", "-6", "-c", root.appendingPathComponent("files/sample.txt").path], in: out,
-            stdout: out.appendingPathComponent("sample.txt.gz"))
-    let how = "GNU tar --format=ustar --sort=name --mtime=@0 --owner=0 --group=0 of DCIM/100TEST/IMG_0001.JPG (= files/photo.jpg), IMG_0002.JPG (48,000 pseudo-random bytes, seed 0xA11CE), notes/sample.txt (= files/sample.txt)"
+    try run(
+        ["gzip", "-n", "-6", "-c", root.appendingPathComponent("files/sample.txt").path], in: out,
+        stdout: out.appendingPathComponent("sample.txt.gz"))
+    let how =
+        "GNU tar --format=ustar --sort=name --mtime=@0 --owner=0 --group=0 of DCIM/100TEST/IMG_0001.JPG (= files/photo.jpg), IMG_0002.JPG (48,000 pseudo-random bytes, seed 0xA11CE), notes/sample.txt (= files/sample.txt)"
     return [
-        Fixture(path: "archives/photos.tar", how: how, make: { try Data(contentsOf: out.appendingPathComponent("photos.tar")) }),
-        Fixture(path: "archives/photos.tar.gz", how: "gzip -n -6 of archives/photos.tar", make: { try Data(contentsOf: out.appendingPathComponent("photos.tar.gz")) }),
-        Fixture(path: "archives/sample.txt.gz", how: "gzip -n -6 of files/sample.txt", make: { try Data(contentsOf: out.appendingPathComponent("sample.txt.gz")) }),
+        Fixture(
+            path: "archives/photos.tar", how: how,
+            make: { try Data(contentsOf: out.appendingPathComponent("photos.tar")) }),
+        Fixture(
+            path: "archives/photos.tar.gz", how: "gzip -n -6 of archives/photos.tar",
+            make: { try Data(contentsOf: out.appendingPathComponent("photos.tar.gz")) }),
+        Fixture(
+            path: "archives/sample.txt.gz", how: "gzip -n -6 of files/sample.txt",
+            make: { try Data(contentsOf: out.appendingPathComponent("sample.txt.gz")) }),
     ]
 }
 
@@ -114,7 +133,9 @@ do {
     try DirectoryAssetLibrary.writeSampleLibrary(at: library)
     for file in DirectoryAssetLibrary.sampleLibraryFiles {
         let hex = SHA256.hash(data: Data(file.bytes)).map { String(format: "%02x", $0) }.joined()
-        rows.append("| `library/\(file.path)` | \(file.bytes.count) | \(file.summary) (DirectoryAssetLibrary.writeSampleLibrary) | `\(hex)` |")
+        rows.append(
+            "| `library/\(file.path)` | \(file.bytes.count) | \(file.summary) (DirectoryAssetLibrary.writeSampleLibrary) | `\(hex)` |"
+        )
         print("wrote library/\(file.path)")
     }
     // Archives made from the samples.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import BlobstreamCLI
+import BlobStreamCLI
 
 /// `blobstream-net`: the commands of `blobstream` that need an HTTP client (`upload`,
 /// `demo`). `blobstream upload …` and `blobstream demo …` hand over to it; it can also be

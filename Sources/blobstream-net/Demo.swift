@@ -2,7 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import BlobStream
 import BlobStreamAssets
-import BlobstreamCLI
+import BlobStreamCLI
 import BlobStreamHTTPClient
 import BlobStreamNetworking
 import Crypto
@@ -17,7 +17,10 @@ struct Demo: ParsableCommand {
     @Option(help: "The fixtures folder of the BlobStream repository.")
     var fixtures = "Fixtures"
 
-    @Option(help: "Also upload every sample under this http:// URL (a WebDAV folder), read each copy back and compare SHA-256.")
+    @Option(
+        help:
+            "Also upload every sample under this http:// URL (a WebDAV folder), read each copy back and compare SHA-256."
+    )
     var uploadTo: String?
 
     func run() throws {
@@ -64,7 +67,9 @@ struct Demo: ParsableCommand {
                     var copy = try await response.body.collect(upTo: 64 << 20)
                     let bytes = copy.readBytes(length: copy.readableBytes) ?? []
                     let stored = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-                    report.add("\(sample)\t\(bytes.count)\t\(sent.hex)\t\(stored == sent.hex ? "identical" : "DIFFERENT: \(stored)")", ok: stored == sent.hex)
+                    report.add(
+                        "\(sample)\t\(bytes.count)\t\(sent.hex)\t\(stored == sent.hex ? "identical" : "DIFFERENT: \(stored)")",
+                        ok: stored == sent.hex)
                 }
             } catch {
                 report.fail(error)
@@ -96,13 +101,16 @@ struct Demo: ParsableCommand {
     func sampleSources() throws -> [String] {
         let folder = fixtures + "/files"
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder), !names.isEmpty else {
-            throw ToolFailure(message: "no samples in '\(folder)': run the demo from the repository's root or pass --fixtures")
+            throw ToolFailure(
+                message: "no samples in '\(folder)': run the demo from the repository's root or pass --fixtures")
         }
         let absolute = fixtures.hasPrefix("/") ? fixtures : FileManager.default.currentDirectoryPath + "/" + fixtures
         var samples = names.sorted().map { "\(folder)/\($0)" }
         samples.append("gzip:" + BlobURL.fileURL(path: absolute + "/archives/sample.txt.gz"))
         samples.append(fixtures + "/archives/photos.tar!/DCIM/100TEST/IMG_0002.JPG")
-        samples.append("archive:gzip:" + BlobURL.fileURL(path: absolute + "/archives/photos.tar.gz") + "!/DCIM/100TEST/IMG_0001.JPG")
+        samples.append(
+            "archive:gzip:" + BlobURL.fileURL(path: absolute + "/archives/photos.tar.gz")
+                + "!/DCIM/100TEST/IMG_0001.JPG")
         let library = DirectoryAssetLibrary(root: URL(fileURLWithPath: fixtures + "/library"))
         samples += try library.assets().map(\.url)
         return samples
@@ -116,7 +124,9 @@ struct Demo: ParsableCommand {
 
     /// Reads one URL to its end in `mode`. Asynchronous mode runs on a thread of its own
     /// with a run loop, reading on each hasBytesAvailable event.
-    static func stream(_ url: String, registry: DataSourceRegistry, mode: BlobInputStream.Mode) -> Result<Outcome, any Error> {
+    static func stream(_ url: String, registry: DataSourceRegistry, mode: BlobInputStream.Mode) -> Result<
+        Outcome, any Error
+    > {
         let box = OutcomeBox()
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
@@ -130,7 +140,9 @@ struct Demo: ParsableCommand {
         return box.result!
     }
 
-    private static func readAll(_ url: String, registry: DataSourceRegistry, mode: BlobInputStream.Mode) throws -> Outcome {
+    private static func readAll(_ url: String, registry: DataSourceRegistry, mode: BlobInputStream.Mode) throws
+        -> Outcome
+    {
         let stream = try BlobInputStream(url: url, registry: registry, mode: mode)
         var outcome = Outcome()
         var hasher = SHA256()
@@ -143,7 +155,9 @@ struct Demo: ParsableCommand {
             }
             return n
         }
-        let subscription = stream.addEventHandler(for: [.openCompleted, .hasBytesAvailable, .endEncountered, .errorOccurred]) { s, event in
+        let subscription = stream.addEventHandler(for: [
+            .openCompleted, .hasBytesAvailable, .endEncountered, .errorOccurred,
+        ]) { s, event in
             outcome.events.append(eventName(event))
             if mode == .asynchronous, event == .hasBytesAvailable { _ = drainOnce() }
         }
@@ -204,6 +218,11 @@ private final class UploadReport: @unchecked Sendable {
     var lines: [String] { lock.withLock { _lines } }
     var error: (any Error)? { lock.withLock { _error } }
     var allIdentical: Bool { lock.withLock { _allIdentical } }
-    func add(_ line: String, ok: Bool) { lock.withLock { _lines.append(line); _allIdentical = _allIdentical && ok } }
+    func add(_ line: String, ok: Bool) {
+        lock.withLock {
+            _lines.append(line)
+            _allIdentical = _allIdentical && ok
+        }
+    }
     func fail(_ error: any Error) { lock.withLock { _error = error } }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import BlobStream
-import BlobstreamCLI
+import BlobStreamCLI
 import BlobStreamHTTPClient
 import BlobStreamNetworking
 import Foundation
@@ -38,7 +38,9 @@ struct Upload: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Give up when no connection is made within this many seconds.")
     var connectTimeout: Double = UploadOptions().connectTimeout.seconds
 
-    @Option(parsing: .unconditional, help: "Give up when no byte is sent or received for this many seconds (the wait for the answer included).")
+    @Option(
+        parsing: .unconditional,
+        help: "Give up when no byte is sent or received for this many seconds (the wait for the answer included).")
     var idleTimeout: Double = UploadOptions().idleTimeout.seconds
 
     func validate() throws {
@@ -60,7 +62,8 @@ struct Upload: AsyncParsableCommand {
     /// The limits the options ask for.
     var uploadOptions: UploadOptions {
         UploadOptions(
-            connectTimeout: .nanoseconds(Int64(connectTimeout * 1e9)), idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)))
+            connectTimeout: .nanoseconds(Int64(connectTimeout * 1e9)),
+            idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)))
     }
 
     func run() async throws {
@@ -68,7 +71,9 @@ struct Upload: AsyncParsableCommand {
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {
-            body = try UploadBody.probingLength(repeatable: Self.readsOnlyRegularFiles(url)) { try registry.makeSource(url: url) }
+            body = try UploadBody.probingLength(repeatable: Self.readsOnlyRegularFiles(url)) {
+                try registry.makeSource(url: url)
+            }
             if let offset = options.offset { body = try body.starting(at: offset) }
         } catch {
             throw failure(source, error)
@@ -86,10 +91,12 @@ struct Upload: AsyncParsableCommand {
             switch client {
             case .asynchttpclient:
                 _ = try await HTTPClientUpload.upload(
-                    body, to: to, method: HTTPMethod(rawValue: method.uppercased()), options: uploadOptions, progress: progress)
+                    body, to: to, method: HTTPMethod(rawValue: method.uppercased()), options: uploadOptions,
+                    progress: progress)
             case .urlsession:
                 _ = try await URLSessionUpload.upload(
-                    body, to: try UploadURL.validate(to), method: method.uppercased(), options: uploadOptions, progress: progress)
+                    body, to: try UploadURL.validate(to), method: method.uppercased(), options: uploadOptions,
+                    progress: progress)
             }
         } catch let error as BlobStreamError {
             bar.finish()
@@ -99,7 +106,8 @@ struct Upload: AsyncParsableCommand {
         let sent = bar.sent
         if Console.stderrIsTerminal {
             let seconds = Date().timeIntervalSince(started)
-            FileHandle.standardError.write(Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))
+            FileHandle.standardError.write(
+                Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))
         }
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import BlobstreamCLI
+import BlobStreamCLI
 
 /// `blobstream`: read any source BlobStream knows as bytes (cat), checksums (checksum) or
 /// facts (info, ls); upload it (upload) and run the demo (demo) through `blobstream-net`.
@@ -18,7 +18,7 @@ struct Blobstream: AsyncParsableCommand {
     )
 
     static func main() async {
-        NetworkCommands.handOverIfAsked()  // `upload` and `demo` run in blobstream-net
+        NetworkCommands.handOverIfAsked() // `upload` and `demo` run in blobstream-net
         await CommandMain.run(Blobstream.self)
     }
 }

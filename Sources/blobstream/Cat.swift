@@ -1,6 +1,6 @@
 import ArgumentParser
 import BlobStream
-import BlobstreamCLI
+import BlobStreamCLI
 import Foundation
 
 /// `blobstream cat SOURCE...`: the sources' bytes, one after another, on stdout.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import BlobStream
-import BlobstreamCLI
+import BlobStreamCLI
 import Crypto
 import Foundation
 
@@ -18,7 +18,7 @@ struct Checksum: ParsableCommand {
             var hasher = SHA256()
             try pumpBytes { hasher.update(bufferPointer: $0) }
             let hex = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-            try Console.print("\(hex)  \(BlobURL.escapedText(source))\n")  // one line whatever the name holds
+            try Console.print("\(hex)  \(BlobURL.escapedText(source))\n") // one line whatever the name holds
         }
     }
 }

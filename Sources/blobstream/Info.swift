@@ -1,6 +1,6 @@
 import ArgumentParser
 import BlobStream
-import BlobstreamCLI
+import BlobStreamCLI
 import Foundation
 
 /// `blobstream info SOURCE...`: what each source is, tab-separated with a header line.
@@ -16,7 +16,7 @@ struct Info: ParsableCommand {
 
     func run() throws {
         let registry = makeRegistry(library: library)
-        var headerShown = false  // before the first row: a failure prints nothing on stdout
+        var headerShown = false // before the first row: a failure prints nothing on stdout
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: nil)
             defer { stream.close() }
@@ -26,7 +26,9 @@ struct Info: ParsableCommand {
             // As given, but one line: control characters percent-encoded.
             if !headerShown { try Console.print("name\turl\tkind\tlength\toffset\n") }
             headerShown = true
-            try Console.print("\(BlobURL.escapedText(source))\t\(BlobURL.escapedText(url))\t\(kind(of: s))\t\(length)\t\(s.offsetCapability)\n")
+            try Console.print(
+                "\(BlobURL.escapedText(source))\t\(BlobURL.escapedText(url))\t\(kind(of: s))\t\(length)\t\(s.offsetCapability)\n"
+            )
         }
     }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import BlobStream
 import BlobStreamArchive
 import BlobStreamAssets
-import BlobstreamCLI
+import BlobStreamCLI
 import Foundation
 
 /// `blobstream ls ARCHIVE...` or `blobstream ls --library DIR`: members or assets,
@@ -30,19 +30,22 @@ struct List: ParsableCommand {
             try Console.print("url\tsize\tedited\tmtime\tpath\n")
             for e in entries {
                 let path = BlobURL.escapedName(e.relativePath.utf8)
-                try Console.print("\(BlobURL.escapedText(e.url))\t\(e.size)\t\(e.isEdited ? "yes" : "no")\t\(Self.iso(e.modificationDate))\t\(path)\n")
+                try Console.print(
+                    "\(BlobURL.escapedText(e.url))\t\(e.size)\t\(e.isEdited ? "yes" : "no")\t\(Self.iso(e.modificationDate))\t\(path)\n"
+                )
             }
             return
         }
         let registry = makeRegistry(library: library)
-        var headerShown = false  // after the first listing that worked: a failure prints nothing on stdout
+        var headerShown = false // after the first listing that worked: a failure prints nothing on stdout
         try forEachSource(archives) { archive in
             let url = try checkedSourceURL(archive, registry: registry)
             let entries = try ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
             if !headerShown { try Console.print("path\tsize\ttype\tmtime\n") }
             headerShown = true
             for e in entries {
-                try Console.print("\(e.escapedPath)\t\(e.size.map(String.init) ?? "-")\t\(e.type)\t\(e.mtime.map(Self.iso) ?? "-")\n")
+                try Console.print(
+                    "\(e.escapedPath)\t\(e.size.map(String.init) ?? "-")\t\(e.type)\t\(e.mtime.map(Self.iso) ?? "-")\n")
             }
         }
     }

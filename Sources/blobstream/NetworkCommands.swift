@@ -1,5 +1,5 @@
 import ArgumentParser
-import BlobstreamCLI
+import BlobStreamCLI
 import Foundation
 import Glibc
 
@@ -37,7 +37,8 @@ enum NetworkCommands {
         execv(path, &cArguments)
         let reason = String(cString: strerror(errno))
         Console.error(
-            "'\(command)' runs in \(program), which should be beside blobstream at \(path) (\(reason)); build every product with `swift build`, or install both programs together")
+            "'\(command)' runs in \(program), which should be beside blobstream at \(path) (\(reason)); build every product with `swift build`, or install both programs together"
+        )
         Glibc.exit(1)
     }
 
@@ -45,7 +46,9 @@ enum NetworkCommands {
     private static func siblingPath() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let own = n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        let own =
+            n > 0
+            ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
         return (own as NSString).deletingLastPathComponent + "/" + program
     }
 }

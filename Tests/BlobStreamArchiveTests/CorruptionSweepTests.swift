@@ -34,26 +34,32 @@ struct CorruptionSweepTests {
         Format(label: "tar.bz2", make: { try run("bsdtar", ["-cjf", $1, "-C", $0, "."]) }),
         Format(label: "tar.xz", make: { try run("bsdtar", ["-cJf", $1, "-C", $0, "."]) }),
         // With the frame's content checksum, as the zstd tool writes it.
-        Format(label: "tar.zst", make: {
-            try run("bsdtar", ["-cf", $1 + ".tar", "-C", $0, "."])
-            try run("zstd", ["-q", "-f", "--check", $1 + ".tar", "-o", $1])
-        }),
+        Format(
+            label: "tar.zst",
+            make: {
+                try run("bsdtar", ["-cf", $1 + ".tar", "-C", $0, "."])
+                try run("zstd", ["-q", "-f", "--check", $1 + ".tar", "-o", $1])
+            }),
         // As libarchive 3.6 writes it: no content checksum, so a flipped literal or raw
         // block byte decodes to a wrong byte that nothing can detect.
-        Format(label: "tar.zst-nocheck", make: { try run("bsdtar", ["--zstd", "-cf", $1, "-C", $0, "."]) },
-               unprotected: { _, _, _ in "a zstd frame without content checksum checks nothing" }),
+        Format(
+            label: "tar.zst-nocheck", make: { try run("bsdtar", ["--zstd", "-cf", $1, "-C", $0, "."]) },
+            unprotected: { _, _, _ in "a zstd frame without content checksum checks nothing" }),
         Format(label: "zip", make: { try run("bsdtar", ["--format", "zip", "-cf", $1, "-C", $0, "."]) }),
-        Format(label: "stored.zip", make: {
-            try run("bsdtar", ["--format", "zip", "--options", "zip:compression=store", "-cf", $1, "-C", $0, "."])
-        }),
+        Format(
+            label: "stored.zip",
+            make: {
+                try run("bsdtar", ["--format", "zip", "--options", "zip:compression=store", "-cf", $1, "-C", $0, "."])
+            }),
         Format(label: "7z", make: { try run("bsdtar", ["--format", "7zip", "-cf", $1, "-C", $0, "."]) }),
         // Not compressed: the tar format has no checksum over a member's body, only over its
         // header. A flip that lands inside the member's stored body is unprotected.
-        Format(label: "tar", make: { try run("bsdtar", ["--format", "ustar", "-cf", $1, "-C", $0, "."]) },
-               unprotected: { original, position, member in
-                   guard let body = original.range(of: member), body.contains(position) else { return nil }
-                   return "the flip is inside the member's body in an uncompressed tar, which has no checksum"
-               }),
+        Format(
+            label: "tar", make: { try run("bsdtar", ["--format", "ustar", "-cf", $1, "-C", $0, "."]) },
+            unprotected: { original, position, member in
+                guard let body = original.range(of: member), body.contains(position) else { return nil }
+                return "the flip is inside the member's body in an uncompressed tar, which has no checksum"
+            }),
     ]
 
     struct Counts: CustomStringConvertible {
@@ -62,8 +68,14 @@ struct CorruptionSweepTests {
         /// Reads of a cut archive that gave the right bytes (the member and its checks were whole).
         var cutIntact = 0
         mutating func add(_ other: Counts) {
-            inputs += other.inputs; flips += other.flips; truncations += other.truncations; reads += other.reads
-            errors += other.errors; intact += other.intact; unprotected += other.unprotected; silentWrong += other.silentWrong
+            inputs += other.inputs
+            flips += other.flips
+            truncations += other.truncations
+            reads += other.reads
+            errors += other.errors
+            intact += other.intact
+            unprotected += other.unprotected
+            silentWrong += other.silentWrong
             cutIntact += other.cutIntact
         }
         var description: String {
@@ -103,7 +115,9 @@ struct CorruptionSweepTests {
             // The intact archive reads back whole: otherwise the sweep would prove nothing.
             for (member, expected) in Self.tree {
                 let result = drain(ArchiveMemberDataSource(archive: original, member: member))
-                #expect(result.last == 0 && result.data == expected, "\(format.label) intact \(member): \(String(describing: result.error))")
+                #expect(
+                    result.last == 0 && result.data == expected,
+                    "\(format.label) intact \(member): \(String(describing: result.error))")
             }
             let mutations: [(String, Data, Int?)] =
                 Self.flipPositions(bytes.count).map { at in
@@ -123,8 +137,10 @@ struct CorruptionSweepTests {
                     if result.last != 0 {
                         counts.errors += 1
                         let message = result.error?.message ?? ""
-                        #expect(message.contains(path) && message.contains(member),
-                                "\(format.label) \(what) \(member): the error does not name the archive and the member: \(String(describing: result.error))")
+                        #expect(
+                            message.contains(path) && message.contains(member),
+                            "\(format.label) \(what) \(member): the error does not name the archive and the member: \(String(describing: result.error))"
+                        )
                     } else if result.data == expected {
                         counts.intact += 1
                         if flipped == nil { counts.cutIntact += 1 }
@@ -133,11 +149,15 @@ struct CorruptionSweepTests {
                         reasons.insert(why)
                     } else {
                         counts.silentWrong += 1
-                        Issue.record("SILENT-WRONG: \(format.label) \(what), member \(member): clean end with \(result.data.count) bytes, expected \(expected.count) (sha256 \(sha256(result.data)) vs \(sha256(expected)))")
+                        Issue.record(
+                            "SILENT-WRONG: \(format.label) \(what), member \(member): clean end with \(result.data.count) bytes, expected \(expected.count) (sha256 \(sha256(result.data)) vs \(sha256(expected)))"
+                        )
                     }
                 }
             }
-            rows.append("sweep \(format.label) (\(bytes.count) bytes): \(counts)" + (reasons.isEmpty ? "" : " [unprotected: \(reasons.sorted().joined(separator: "; "))]"))
+            rows.append(
+                "sweep \(format.label) (\(bytes.count) bytes): \(counts)"
+                    + (reasons.isEmpty ? "" : " [unprotected: \(reasons.sorted().joined(separator: "; "))]"))
             total.add(counts)
         }
         let seconds = Date().timeIntervalSince(started)

@@ -28,7 +28,7 @@ struct FormatTests {
     @Test("every member's bytes equal the file's and bsdtar -xOf's", arguments: labels)
     func everyMember(label: String) throws {
         let fixtures = try ArchiveFixtures.get()
-        guard let path = fixtures.archives[label] else { return }  // recorded by formatsAvailable
+        guard let path = fixtures.archives[label] else { return } // recorded by formatsAvailable
         let entries = try ArchiveListing.entries(ofArchiveAt: path)
         let files = entries.filter { $0.type == .file }
         let expected = fixtures.expectedFiles(label)
@@ -39,9 +39,15 @@ struct FormatTests {
             let source = ArchiveMemberDataSource(archive: path, member: entry.path)
             let result = drain(source, size: 10_007)
             #expect(result.last == 0, "\(label) \(entry.path): \(String(describing: result.error))")
-            #expect(sha256(result.data) == sha256(bytes), "\(label) \(entry.path): \(result.data.count) bytes instead of \(bytes.count)")
-            #expect(result.length == Int64(bytes.count), "\(label) \(entry.path): length \(String(describing: result.length))")
-            #expect(entry.size == Int64(bytes.count) || entry.size == nil, "\(label) \(entry.path): listed size \(String(describing: entry.size))")
+            #expect(
+                sha256(result.data) == sha256(bytes),
+                "\(label) \(entry.path): \(result.data.count) bytes instead of \(bytes.count)")
+            #expect(
+                result.length == Int64(bytes.count),
+                "\(label) \(entry.path): length \(String(describing: result.length))")
+            #expect(
+                entry.size == Int64(bytes.count) || entry.size == nil,
+                "\(label) \(entry.path): listed size \(String(describing: entry.size))")
             let reference = try run("bsdtar", ["-xOf", path, entry.path])
             #expect(sha256(reference.output) == sha256(result.data), "\(label) \(entry.path): differs from bsdtar -xOf")
         }
@@ -73,7 +79,8 @@ struct FormatTests {
                 #expect(result.error?.message.contains(name) == true && result.error?.message.contains(label) == true)
             } else {
                 // zip included: libarchive's streaming zip reader copes with data descriptors.
-                #expect(result.last == 0 && result.data == bytes, "\(label) \(name): \(String(describing: result.error))")
+                #expect(
+                    result.last == 0 && result.data == bytes, "\(label) \(name): \(String(describing: result.error))")
             }
         }
     }
@@ -93,14 +100,17 @@ struct FormatTests {
         // Over an upstream, and with the same result.
         let again = try ArchiveListing.entries(of: FileDataSource(path: fixtures.archives["pax.tar"]!))
         #expect(again == entries)
-        let overPipe = try ArchiveListing.entries(of: pipeSource(try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["tar.xz"]!))))
+        let overPipe = try ArchiveListing.entries(
+            of: pipeSource(try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["tar.xz"]!))))
         #expect(Set(overPipe.filter { $0.type == .file }.map { stripDotSlash($0.path) }) == Set(fixtures.files.keys))
     }
 
     @Test("the conformance check passes for a member over a file path")
     func conformance() throws {
         let fixtures = try ArchiveFixtures.get()
-        for (label, member) in [("pax.tar", "sub/text.txt"), ("zip", "sub/big.bin"), ("tar.gz", "./a.txt"), ("pax.tar", "empty.txt")] {
+        for (label, member) in [
+            ("pax.tar", "sub/text.txt"), ("zip", "sub/big.bin"), ("tar.gz", "./a.txt"), ("pax.tar", "empty.txt"),
+        ] {
             let path = fixtures.archives[label]!
             let expected = fixtures.files[stripDotSlash(member)]!
             let findings = SourceConformance.check(expected: expected) {

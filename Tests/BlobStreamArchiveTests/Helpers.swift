@@ -31,13 +31,14 @@ func run(_ tool: String, _ arguments: [String], in directory: String? = nil, che
     var environment = ProcessInfo.processInfo.environment
     environment["LC_ALL"] = "C.UTF-8"
     process.environment = environment
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     process.standardInput = FileHandle.nullDevice
     try process.run()
     // Read stderr on a thread of its own so that neither pipe can fill up and block.
-    final class Box: @unchecked Sendable { var data = Data() }  // Unchecked: written before `done`, read after.
+    final class Box: @unchecked Sendable { var data = Data() } // Unchecked: written before `done`, read after.
     let errBox = Box()
     let done = DispatchSemaphore(value: 0)
     Thread {
@@ -47,7 +48,8 @@ func run(_ tool: String, _ arguments: [String], in directory: String? = nil, che
     let output = out.fileHandleForReading.readDataToEndOfFile()
     done.wait()
     process.waitUntilExit()
-    let ran = Ran(status: process.terminationStatus, output: output, errors: String(decoding: errBox.data, as: UTF8.self))
+    let ran = Ran(
+        status: process.terminationStatus, output: output, errors: String(decoding: errBox.data, as: UTF8.self))
     if check && ran.status != 0 {
         throw TestFailure("\(tool) \(arguments.joined(separator: " ")) failed with status \(ran.status): \(ran.errors)")
     }
@@ -56,7 +58,9 @@ func run(_ tool: String, _ arguments: [String], in directory: String? = nil, che
 
 /// A fresh temporary folder.
 func makeTemporaryDirectory(_ label: String) throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-archive-\(label)-\(UUID().uuidString)").path
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "blobstream-archive-\(label)-\(UUID().uuidString)"
+    ).path
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
@@ -121,7 +125,8 @@ func drain(_ source: any BlobDataSource, size: Int = 65_536, offset: Int? = nil)
     if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
     stream.open()
     let (out, n) = stream.readToEnd(chunkSize: size)
-    let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
+    let error =
+        (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
         ?? stream.streamError as? BlobStreamError
     let length = source.length
     stream.close()
@@ -139,7 +144,7 @@ func makeRegistry() -> DataSourceRegistry {
 /// A `FileHandleDataSource` over the read end of a pipe whose write end is fed `data` by a
 /// thread of its own: a sequential upstream that cannot seek.
 func pipeSource(_ data: Data, chunk: Int = 16 * 1024) -> FileHandleDataSource {
-    signal(SIGPIPE, SIG_IGN)  // a reader that stops early must not kill the test process
+    signal(SIGPIPE, SIG_IGN) // a reader that stops early must not kill the test process
     var fds: [Int32] = [0, 0]
     precondition(pipe(&fds) == 0)
     let writeEnd = fds[1]
@@ -148,13 +153,14 @@ func pipeSource(_ data: Data, chunk: Int = 16 * 1024) -> FileHandleDataSource {
         data.withUnsafeBytes { raw in
             while offset < raw.count {
                 let n = Glibc.write(writeEnd, raw.baseAddress! + offset, min(chunk, raw.count - offset))
-                if n <= 0 { break }  // the reader closed its end
+                if n <= 0 { break } // the reader closed its end
                 offset += n
             }
         }
         close(writeEnd)
     }.start()
-    return FileHandleDataSource(fileHandle: FileHandle(fileDescriptor: fds[0], closeOnDealloc: false), closeOnClose: true)
+    return FileHandleDataSource(
+        fileHandle: FileHandle(fileDescriptor: fds[0], closeOnDealloc: false), closeOnClose: true)
 }
 
 /// Folders removed when the test process exits (fixtures shared by every test).

@@ -27,7 +27,8 @@ func drainLending(_ source: any BlobDataSource, readSize: Int = 4_099) -> (drain
         if last <= 0 { break }
         out.append(buffer, count: last)
     }
-    let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError ?? stream.streamError as? BlobStreamError
+    let error =
+        (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError ?? stream.streamError as? BlobStreamError
     let length = source.length
     stream.close()
     return (Drained(data: out, last: last, error: error, length: length), lentBytes)
@@ -57,7 +58,9 @@ final class IdentifiedBytes: BlobDataSource, @unchecked Sendable {
     func property(forKey key: Stream.PropertyKey) -> Any? {
         key == .blobContentIdentityKey ? identity : inner.property(forKey: key)
     }
-    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { inner.setProperty(property, forKey: key) }
+    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
+        inner.setProperty(property, forKey: key)
+    }
     func close() { inner.close() }
 }
 
@@ -66,12 +69,14 @@ struct LendingAndIndexTests {
     @Test("getBuffer lends every member's bytes, mixed with reads, as bsdtar gives them", arguments: FormatTests.labels)
     func lending(label: String) throws {
         let fixtures = try ArchiveFixtures.get()
-        guard let path = fixtures.archives[label] else { return }  // recorded by formatsAvailable
+        guard let path = fixtures.archives[label] else { return } // recorded by formatsAvailable
         var lentTotal = 0
         for (name, bytes) in fixtures.expectedFiles(label) {
             let (result, lent) = drainLending(ArchiveMemberDataSource(archive: path, member: name))
             #expect(result.last == 0, "\(label) \(name): \(String(describing: result.error))")
-            #expect(sha256(result.data) == sha256(bytes), "\(label) \(name): \(result.data.count) bytes instead of \(bytes.count)")
+            #expect(
+                sha256(result.data) == sha256(bytes),
+                "\(label) \(name): \(result.data.count) bytes instead of \(bytes.count)")
             lentTotal += lent
         }
         #expect(lentTotal > 0, "\(label): nothing was lent")
@@ -83,11 +88,14 @@ struct LendingAndIndexTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/sparse.img"
         try run("truncate", ["-s", "2000000", file])
-        try run("sh", ["-c", "printf 'data in the middle' | dd of='\(file)' bs=1 seek=700000 conv=notrunc status=none"])
+        try run(
+            "sh", ["-c", "printf 'data in the middle' | dd of='\(file)' bs=1 seek=700000 conv=notrunc status=none"])
         try run("tar", ["--format=pax", "--sparse", "-cf", dir + "/s.tar", "-C", dir, "sparse.img"])
         let reference = try run("tar", ["-xOf", dir + "/s.tar", "sparse.img"]).output
         let (result, lent) = drainLending(ArchiveMemberDataSource(archive: dir + "/s.tar", member: "sparse.img"))
-        #expect(result.last == 0 && result.data == reference, "\(result.data.count) bytes, \(String(describing: result.error))")
+        #expect(
+            result.last == 0 && result.data == reference,
+            "\(result.data.count) bytes, \(String(describing: result.error))")
         #expect(lent > 0 && lent < reference.count, "lent \(lent): data blocks are lent, holes are read")
     }
 
@@ -131,14 +139,16 @@ struct LendingAndIndexTests {
         try run("tar", ["--format=pax", "-rf", dir + "/a.tar", "-C", dir + "/tree", first])
         let path = dir + "/a.tar"
         var order = names
-        order.swapAt(0, order.count - 1)  // the last member first: every header is remembered
+        order.swapAt(0, order.count - 1) // the last member first: every header is remembered
         order.swapAt(1, 150)
         for name in order + ["missing.bin"] + order.reversed() {
             let result = drain(ArchiveMemberDataSource(archive: FileDataSource(path: path), member: name), size: 8_191)
             if name == "missing.bin" {
                 #expect(result.last == -1 && result.error?.code == .notFound, "\(String(describing: result.error))")
             } else {
-                #expect(result.last == 0 && result.data == files[name], "\(name): \(result.data.count) bytes, \(String(describing: result.error))")
+                #expect(
+                    result.last == 0 && result.data == files[name],
+                    "\(name): \(result.data.count) bytes, \(String(describing: result.error))")
             }
         }
         // The archive rewritten in place with other bytes: a new archive, read correctly.
@@ -146,7 +156,9 @@ struct LendingAndIndexTests {
         try run("tar", ["--format=pax", "-cf", path, "-C", dir + "/tree"] + names.reversed())
         for name in [names[0], names[200], names[299]] {
             let result = drain(ArchiveMemberDataSource(archive: path, member: name))
-            #expect(result.last == 0 && result.data == Data(name.utf8), "\(name) after the rewrite: \(String(describing: result.error))")
+            #expect(
+                result.last == 0 && result.data == Data(name.utf8),
+                "\(name) after the rewrite: \(String(describing: result.error))")
         }
     }
 
@@ -155,7 +167,9 @@ struct LendingAndIndexTests {
         let dir = try makeTemporaryDirectory("saved")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let names = (0..<2_000).map { String(format: "small/%04d.bin", $0) } + ["big/a.bin", "big/b.bin"]
-        for name in names { try write(randomBytes(name.hasPrefix("big") ? 100_000 : 2_003, seed: 9), to: dir + "/tree/" + name) }
+        for name in names {
+            try write(randomBytes(name.hasPrefix("big") ? 100_000 : 2_003, seed: 9), to: dir + "/tree/" + name)
+        }
         try run("tar", ["--format=ustar", "-cf", dir + "/s.tar", "-C", dir + "/tree"] + names)
         let tar = try Data(contentsOf: URL(fileURLWithPath: dir + "/s.tar"))
         let identity = "test:\(UUID())"
@@ -177,7 +191,9 @@ struct LendingAndIndexTests {
         let dir = try makeTemporaryDirectory("stale")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         func makeTar(_ label: String, _ names: [String]) throws -> Data {
-            for name in names { try write(Data((label + name).utf8) + randomBytes(5_000, seed: 1), to: dir + "/\(label)/" + name) }
+            for name in names {
+                try write(Data((label + name).utf8) + randomBytes(5_000, seed: 1), to: dir + "/\(label)/" + name)
+            }
             try run("tar", ["--format=ustar", "-cf", dir + "/\(label).tar", "-C", dir + "/\(label)"] + names)
             return try Data(contentsOf: URL(fileURLWithPath: dir + "/\(label).tar"))
         }
@@ -188,11 +204,15 @@ struct LendingAndIndexTests {
         // Remember `one`'s layout, then hand out `two`'s bytes under the same identity.
         for name in [names[39], names[20], names[5]] {
             let r = drain(ArchiveMemberDataSource(archive: IdentifiedBytes(one, identity: identity), member: name))
-            #expect(r.last == 0 && r.data.starts(with: Data(("one" + name).utf8)), "\(name): \(String(describing: r.error))")
+            #expect(
+                r.last == 0 && r.data.starts(with: Data(("one" + name).utf8)), "\(name): \(String(describing: r.error))"
+            )
         }
         for name in [names[5], names[20], names[39], names[0]] {
             let r = drain(ArchiveMemberDataSource(archive: IdentifiedBytes(two, identity: identity), member: name))
-            #expect(r.last == 0 && r.data.starts(with: Data(("two" + name).utf8)), "\(name): \(String(describing: r.error))")
+            #expect(
+                r.last == 0 && r.data.starts(with: Data(("two" + name).utf8)), "\(name): \(String(describing: r.error))"
+            )
         }
     }
 }

@@ -8,7 +8,9 @@ import Testing
 
 @Suite("Members: names, links, types, sparse files")
 struct MemberTests {
-    @Test("a sparse member comes out as tar -xO gives it (holes as zeros, trailing hole included)", arguments: ["gnu", "pax"])
+    @Test(
+        "a sparse member comes out as tar -xO gives it (holes as zeros, trailing hole included)",
+        arguments: ["gnu", "pax"])
     func sparse(format: String) throws {
         let dir = try makeTemporaryDirectory("sparse")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -34,7 +36,8 @@ struct MemberTests {
         // Offsets inside a hole, inside data, in the trailing hole.
         for offset in [1_000, 300_005, 2_000_000, 2_999_999, 3_000_000] {
             let result = drain(ArchiveMemberDataSource(archive: dir + "/s.tar", member: "sparse.img"), offset: offset)
-            #expect(result.last == 0 && result.data == reference.subdata(in: offset..<reference.count), "offset \(offset)")
+            #expect(
+                result.last == 0 && result.data == reference.subdata(in: offset..<reference.count), "offset \(offset)")
         }
         // Over a pipe too.
         let archive = try Data(contentsOf: URL(fileURLWithPath: dir + "/s.tar"))
@@ -51,7 +54,9 @@ struct MemberTests {
             #expect(names.contains("фото/été.jpg"), "\(label): \(names)")
             for member in ["фото/été.jpg", "./фото/été.jpg"] {
                 let result = drain(ArchiveMemberDataSource(archive: path, member: member))
-                #expect(result.last == 0 && result.data == fixtures.files["фото/été.jpg"], "\(label) \(member): \(String(describing: result.error))")
+                #expect(
+                    result.last == 0 && result.data == fixtures.files["фото/été.jpg"],
+                    "\(label) \(member): \(String(describing: result.error))")
             }
         }
     }
@@ -111,12 +116,15 @@ struct MemberTests {
         let fixtures = try ArchiveFixtures.get()
         for label in ["pax.tar", "gnu.tar", "zip", "cpio"] {
             let path = fixtures.archives[label]!
-            for (member, word) in [("emptydir", "directory"), ("sub/", "directory"), ("./sub", "directory"), ("link", "symbolic link")] {
+            for (member, word) in [
+                ("emptydir", "directory"), ("sub/", "directory"), ("./sub", "directory"), ("link", "symbolic link"),
+            ] {
                 let result = drain(ArchiveMemberDataSource(archive: path, member: member))
                 #expect(result.last == -1)
                 #expect(result.error?.code == .unsupported, "\(label) \(member): \(String(describing: result.error))")
-                #expect(result.error?.message.contains(word) == true && result.error?.message.contains(member) == true,
-                        "\(label) \(member): \(String(describing: result.error))")
+                #expect(
+                    result.error?.message.contains(word) == true && result.error?.message.contains(member) == true,
+                    "\(label) \(member): \(String(describing: result.error))")
             }
         }
     }
@@ -129,7 +137,8 @@ struct MemberTests {
         try write(bytes, to: dir + "/tree/target.bin")
         try write(Data("other\n".utf8), to: dir + "/tree/other.txt")
         try FileManager.default.linkItem(atPath: dir + "/tree/target.bin", toPath: dir + "/tree/link.bin")
-        try run("tar", ["--format=gnu", "-cf", dir + "/h.tar", "-C", dir + "/tree", "target.bin", "other.txt", "link.bin"])
+        try run(
+            "tar", ["--format=gnu", "-cf", dir + "/h.tar", "-C", dir + "/tree", "target.bin", "other.txt", "link.bin"])
         let entries = try ArchiveListing.entries(ofArchiveAt: dir + "/h.tar")
         let link = entries.first { $0.path == "link.bin" }
         #expect(link?.type == .hardLink && link?.linkTarget == "target.bin", "\(entries)")
@@ -146,7 +155,8 @@ struct MemberTests {
         let piped = drain(ArchiveMemberDataSource(archive: pipeSource(archive), member: "link.bin", name: "h.tar"))
         #expect(piped.last == -1)
         #expect(piped.error?.code == .unsupported, "\(String(describing: piped.error))")
-        #expect(piped.error?.message.contains("hard link to 'target.bin'") == true, "\(String(describing: piped.error))")
+        #expect(
+            piped.error?.message.contains("hard link to 'target.bin'") == true, "\(String(describing: piped.error))")
     }
 
     @Test("an encrypted zip entry is .unsupported: encrypted")
@@ -161,6 +171,8 @@ struct MemberTests {
         #expect(try ArchiveListing.entries(ofArchiveAt: dir + "/e.zip").first?.isEncrypted == true)
         let result = drain(ArchiveMemberDataSource(archive: dir + "/e.zip", member: "s.txt"))
         #expect(result.last == -1)
-        #expect(result.error?.code == .unsupported && result.error?.message.contains("encrypted") == true, "\(String(describing: result.error))")
+        #expect(
+            result.error?.code == .unsupported && result.error?.message.contains("encrypted") == true,
+            "\(String(describing: result.error))")
     }
 }

@@ -49,7 +49,8 @@ struct OffsetTests {
     @Test("an offset past the end set before open fails the open with .invalidOffset")
     func pastEndBeforeOpen() throws {
         let fixtures = try ArchiveFixtures.get()
-        let result = drain(ArchiveMemberDataSource(archive: fixtures.archives["pax.tar"]!, member: "a.txt"), offset: 1_000)
+        let result = drain(
+            ArchiveMemberDataSource(archive: fixtures.archives["pax.tar"]!, member: "a.txt"), offset: 1_000)
         #expect(result.last == -1)
         #expect(result.error?.code == .invalidOffset, "\(String(describing: result.error))")
     }
@@ -59,7 +60,8 @@ struct OffsetTests {
         let fixtures = try ArchiveFixtures.get()
         let data = try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["tar.xz"]!))
         let bytes = fixtures.files["sub/text.txt"]!
-        let stream = BlobInputStream(dataSource: ArchiveMemberDataSource(archive: pipeSource(data), member: "sub/text.txt"))
+        let stream = BlobInputStream(
+            dataSource: ArchiveMemberDataSource(archive: pipeSource(data), member: "sub/text.txt"))
         stream.open()
         var buffer = [UInt8](repeating: 0, count: 5000)
         #expect(stream.read(&buffer, maxLength: 5000) == 5000)

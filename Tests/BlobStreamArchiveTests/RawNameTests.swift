@@ -20,8 +20,11 @@ struct RawNameTests {
                 return Array((String(repeating: "0", count: width - 1 - digits.count) + digits).utf8) + [0]
             }
             put(name, 0)
-            put(octal(0o644, 8), 100); put(octal(0, 8), 108); put(octal(0, 8), 116)
-            put(octal(content.count, 12), 124); put(octal(1_700_000_000, 12), 136)
+            put(octal(0o644, 8), 100)
+            put(octal(0, 8), 108)
+            put(octal(0, 8), 116)
+            put(octal(content.count, 12), 124)
+            put(octal(1_700_000_000, 12), 136)
             put([UInt8](repeating: 32, count: 8), 148)
             h[156] = UInt8(ascii: "0")
             put(Array("ustar\u{0}00".utf8), 257)
@@ -32,7 +35,7 @@ struct RawNameTests {
         return out + Data(count: 1024)
     }
 
-    static let latin1: [UInt8] = [0x4B, 0xC4, 0x53, 0x45]  // "KÄSE" in latin-1
+    static let latin1: [UInt8] = [0x4B, 0xC4, 0x53, 0x45] // "KÄSE" in latin-1
     static let archive = tar([
         (latin1, Data("cheese\n".utf8)),
         (Array("a\nb".utf8), Data("newline\n".utf8)),
@@ -48,14 +51,18 @@ struct RawNameTests {
 
     @Test("a member is found by its raw bytes, and by its spelling in an archive: URL")
     func lookup() throws {
-        let source = ArchiveMemberDataSource(archive: InMemoryDataSource(data: Self.archive), memberBytes: Self.latin1, name: "raw.tar")
+        let source = ArchiveMemberDataSource(
+            archive: InMemoryDataSource(data: Self.archive), memberBytes: Self.latin1, name: "raw.tar")
         #expect(String(decoding: drain(source).data, as: UTF8.self) == "cheese\n")
         #expect(source.member == "K%C4SE")
         let registry = DataSourceRegistry()
         ArchiveSources.register(in: registry)
         let archive = Self.archive
         registry.register(scheme: "mem") { _, _ in InMemoryDataSource(data: archive) }
-        for (url, content) in [("archive:mem:x!/K%C4SE", "cheese\n"), ("archive:mem:x!/a%0Ab", "newline\n"), ("archive:mem:x!/50%25", "percent\n")] {
+        for (url, content) in [
+            ("archive:mem:x!/K%C4SE", "cheese\n"), ("archive:mem:x!/a%0Ab", "newline\n"),
+            ("archive:mem:x!/50%25", "percent\n"),
+        ] {
             #expect(String(decoding: drain(try registry.makeSource(url: url)).data, as: UTF8.self) == content, "\(url)")
         }
     }
@@ -66,9 +73,12 @@ struct RawNameTests {
         ArchiveSources.register(in: registry)
         registry.register(scheme: "mem") { _, _ in InMemoryDataSource(data: Data()) }
         #expect(throws: BlobStreamError.self) { try registry.makeSource(url: "archive:mem:x!/K%00SE") }
-        let source = ArchiveMemberDataSource(archive: InMemoryDataSource(data: Self.archive), member: "K\u{0}SE", name: "raw.tar")
+        let source = ArchiveMemberDataSource(
+            archive: InMemoryDataSource(data: Self.archive), member: "K\u{0}SE", name: "raw.tar")
         source.open()
         let error = source.error as? BlobStreamError
-        #expect(error?.message.contains("NUL") == true && error?.message.contains("K%00SE") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("NUL") == true && error?.message.contains("K%00SE") == true,
+            "\(String(describing: error))")
     }
 }

@@ -18,7 +18,7 @@ struct UpstreamTests {
         #expect(upstream.isOpenCompleted)
         stream.close()
         var byte: UInt8 = 0
-        #expect(upstream.read(&byte, maxLength: 1) == -1)  // closed
+        #expect(upstream.read(&byte, maxLength: 1) == -1) // closed
     }
 
     @Test("an upstream that opens late and hands out bytes late, in both stream modes")
@@ -48,7 +48,9 @@ struct UpstreamTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["pax.tar"]!))
         let queue = DispatchQueue(label: "very slow upstream")
         let source = ArchiveMemberDataSource(
-            archive: InMemoryDataSource(data: data, open: .async(queue: queue, delay: 0.01), chunkSize: 512, refillDelay: (queue: queue, delay: 0.2)),
+            archive: InMemoryDataSource(
+                data: data, open: .async(queue: queue, delay: 0.01), chunkSize: 512,
+                refillDelay: (queue: queue, delay: 0.2)),
             member: "фото/été.jpg")
         source.open()
         Thread.sleep(forTimeInterval: 0.1)

@@ -36,7 +36,9 @@ struct VerificationTests {
         return path
     }
 
-    @Test("a garbled byte in the member's compressed bytes fails the member by default", arguments: ["tar.gz", "tar.bz2", "tar.xz", "tar.zst"])
+    @Test(
+        "a garbled byte in the member's compressed bytes fails the member by default",
+        arguments: ["tar.gz", "tar.bz2", "tar.xz", "tar.zst"])
     func garbledMember(format: String) throws {
         let dir = try makeTemporaryDirectory("verify")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -50,10 +52,15 @@ struct VerificationTests {
             let path = "\(dir)/flip-\(at).\(format)"
             try data.write(to: URL(fileURLWithPath: path))
             let result = drain(ArchiveMemberDataSource(archive: path, member: "first.bin"))
-            #expect(result.last == -1, "\(format) flipped at \(at): ended with \(result.last), bytes right: \(result.data == Self.first)")
-            #expect(result.error?.code == .corrupt || result.error?.code == .truncated, "\(format) at \(at): \(String(describing: result.error))")
-            #expect(result.error?.message.contains(path) == true && result.error?.message.contains("first.bin") == true,
-                    "\(format) at \(at): \(String(describing: result.error))")
+            #expect(
+                result.last == -1,
+                "\(format) flipped at \(at): ended with \(result.last), bytes right: \(result.data == Self.first)")
+            #expect(
+                result.error?.code == .corrupt || result.error?.code == .truncated,
+                "\(format) at \(at): \(String(describing: result.error))")
+            #expect(
+                result.error?.message.contains(path) == true && result.error?.message.contains("first.bin") == true,
+                "\(format) at \(at): \(String(describing: result.error))")
             // Over a pipe (an upstream that cannot seek) as well.
             let piped = drain(ArchiveMemberDataSource(archive: pipeSource(data), member: "first.bin", name: path))
             #expect(piped.last == -1, "\(format) flipped at \(at), piped: ended with \(piped.last)")
@@ -65,7 +72,9 @@ struct VerificationTests {
             // Stored deflate blocks, LZMA2 uncompressed chunks, zstd raw blocks: the flips decode.
             #expect(fastWrong > 0, "\(format): .memberOnly never gave wrong bytes; the flips missed the member")
         }
-        print("\(format): \(fastWrong) of 8 flips in first.bin end cleanly with wrong bytes in .memberOnly mode, 0 by default")
+        print(
+            "\(format): \(fastWrong) of 8 flips in first.bin end cleanly with wrong bytes in .memberOnly mode, 0 by default"
+        )
     }
 
     @Test("the gzip CRC-32 is checked: a garbled stored block is .corrupt, naming the gzip check")
@@ -83,8 +92,9 @@ struct VerificationTests {
             let result = drain(ArchiveMemberDataSource(archive: path, member: member))
             #expect(result.last == -1, "\(member): ended with \(result.last)")
             #expect(result.error?.code == .corrupt)
-            #expect(result.error?.message.contains("gzip") == true && result.error?.message.contains(member) == true,
-                    "\(String(describing: result.error))")
+            #expect(
+                result.error?.message.contains("gzip") == true && result.error?.message.contains(member) == true,
+                "\(String(describing: result.error))")
         }
         // The trailer cut short: .truncated.
         let cut = dir + "/cut.tar.gz"
@@ -102,14 +112,18 @@ struct VerificationTests {
         try write(Data("2.0\n".utf8), to: dir + "/debian-binary")
         try run("ar", ["rc", dir + "/ok.deb", "debian-binary", "data.tar.xz"], in: dir)
         var deb = try Data(contentsOf: URL(fileURLWithPath: dir + "/ok.deb"))
-        let start = try #require(deb.range(of: Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]))).lowerBound  // xz magic
+        let start = try #require(deb.range(of: Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]))).lowerBound // xz magic
         deb[start + 300_000] ^= 0x04
         let path = dir + "/bad.deb"
         try deb.write(to: URL(fileURLWithPath: path))
-        let nested = drain(ArchiveMemberDataSource(archive: ArchiveMemberDataSource(archive: path, member: "data.tar.xz"), member: "first.bin"))
+        let nested = drain(
+            ArchiveMemberDataSource(
+                archive: ArchiveMemberDataSource(archive: path, member: "data.tar.xz"), member: "first.bin"))
         #expect(nested.last == -1, "ended with \(nested.last), bytes right: \(nested.data == Self.first)")
-        #expect(nested.error?.message.contains("first.bin") == true && nested.error?.message.contains("data.tar.xz") == true,
-                "\(String(describing: nested.error))")
+        #expect(
+            nested.error?.message.contains("first.bin") == true
+                && nested.error?.message.contains("data.tar.xz") == true,
+            "\(String(describing: nested.error))")
         let url = "archive:archive:\(BlobURL.fileURL(path: path))!/data.tar.xz!/first.bin"
         let viaURL = drain(try makeRegistry().makeSource(url: url))
         #expect(viaURL.last == -1, "\(url) ended with \(viaURL.last)")
@@ -123,7 +137,9 @@ struct VerificationTests {
 
     /// Zip and 7z keep a CRC-32 per member, which libarchive checks at the member's end:
     /// in both modes a flipped byte in a member's compressed data is an error.
-    @Test("a flipped byte in a zip member's deflate data or a 7z member's data is an error, in both modes", arguments: ["zip", "7z"])
+    @Test(
+        "a flipped byte in a zip member's deflate data or a 7z member's data is an error, in both modes",
+        arguments: ["zip", "7z"])
     func zipAnd7z(format: String) throws {
         let dir = try makeTemporaryDirectory("verifyzip")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -132,7 +148,9 @@ struct VerificationTests {
         try write(Data("after\n".utf8), to: dir + "/tree/z.txt")
         try run("touch", ["-d", "@1700000000", dir + "/tree/text.txt", dir + "/tree/z.txt"])
         let path = dir + "/a." + format
-        try run("bsdtar", ["--format", format == "zip" ? "zip" : "7zip", "-cf", path, "-C", dir + "/tree", "text.txt", "z.txt"])
+        try run(
+            "bsdtar",
+            ["--format", format == "zip" ? "zip" : "7zip", "-cf", path, "-C", dir + "/tree", "text.txt", "z.txt"])
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
         for i in 0..<12 {
             // Inside text.txt's compressed bytes: past the first header, before the index.
@@ -142,15 +160,22 @@ struct VerificationTests {
             let bad = "\(dir)/flip-\(at).\(format)"
             try data.write(to: URL(fileURLWithPath: bad))
             for verification in [ArchiveVerification.wholeArchive, .memberOnly] {
-                let result = drain(ArchiveMemberDataSource(archive: bad, member: "text.txt", verification: verification))
-                #expect(result.last == -1, "\(format) flipped at \(at), \(verification): ended with \(result.last), bytes right: \(result.data == text)")
-                #expect(result.error?.message.contains(bad) == true && result.error?.message.contains("text.txt") == true,
-                        "\(String(describing: result.error))")
+                let result = drain(
+                    ArchiveMemberDataSource(archive: bad, member: "text.txt", verification: verification))
+                #expect(
+                    result.last == -1,
+                    "\(format) flipped at \(at), \(verification): ended with \(result.last), bytes right: \(result.data == text)"
+                )
+                #expect(
+                    result.error?.message.contains(bad) == true && result.error?.message.contains("text.txt") == true,
+                    "\(String(describing: result.error))")
             }
             if format == "zip" {
                 // Read from its local headers, in one pass.
                 let piped = drain(ArchiveMemberDataSource(archive: pipeSource(data), member: "text.txt", name: bad))
-                #expect(piped.last == -1, "zip flipped at \(at), piped: ended with \(piped.last), bytes right: \(piped.data == text)")
+                #expect(
+                    piped.last == -1,
+                    "zip flipped at \(at), piped: ended with \(piped.last), bytes right: \(piped.data == text)")
             }
         }
     }
@@ -162,7 +187,7 @@ struct VerificationTests {
         try write(Data("hello\n".utf8), to: dir + "/a.txt")
         try write(Data("secret\n".utf8), to: dir + "/s.txt")
         guard (try? run("zip", ["-q", dir + "/m.zip", "a.txt"], in: dir)) != nil,
-              (try? run("zip", ["-q", "-P", "password", dir + "/m.zip", "s.txt"], in: dir)) != nil
+            (try? run("zip", ["-q", "-P", "password", dir + "/m.zip", "s.txt"], in: dir)) != nil
         else {
             Issue.record("zip cannot write an encrypted archive here")
             return
@@ -183,11 +208,18 @@ struct VerificationTests {
             let path = try Self.make(format, in: dir)
             for (member, bytes) in [("first.bin", Self.first), ("second.txt", Self.second)] {
                 for verification in [ArchiveVerification.wholeArchive, .memberOnly] {
-                    let result = drain(ArchiveMemberDataSource(archive: path, member: member, verification: verification), size: 7_001)
-                    #expect(result.last == 0 && result.data == bytes, "\(format) \(member) \(verification): \(String(describing: result.error))")
+                    let result = drain(
+                        ArchiveMemberDataSource(archive: path, member: member, verification: verification), size: 7_001)
+                    #expect(
+                        result.last == 0 && result.data == bytes,
+                        "\(format) \(member) \(verification): \(String(describing: result.error))")
                 }
-                let piped = drain(ArchiveMemberDataSource(archive: pipeSource(try Data(contentsOf: URL(fileURLWithPath: path))), member: member))
-                #expect(piped.last == 0 && piped.data == bytes, "\(format) \(member) piped: \(String(describing: piped.error))")
+                let piped = drain(
+                    ArchiveMemberDataSource(
+                        archive: pipeSource(try Data(contentsOf: URL(fileURLWithPath: path))), member: member))
+                #expect(
+                    piped.last == 0 && piped.data == bytes,
+                    "\(format) \(member) piped: \(String(describing: piped.error))")
             }
         }
     }

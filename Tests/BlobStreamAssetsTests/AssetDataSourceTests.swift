@@ -15,7 +15,9 @@ struct AssetDataSourceTests {
         try DirectoryAssetLibrary.writeSampleLibrary(at: dir.url)
         let library = DirectoryAssetLibrary(root: dir.url)
         for entry in try library.assets() {
-            let edited = entry.isEdited ? try Data(contentsOf: URL(fileURLWithPath: dir.path("renders/" + entry.relativePath))) : nil
+            let edited =
+                entry.isEdited
+                ? try Data(contentsOf: URL(fileURLWithPath: dir.path("renders/" + entry.relativePath))) : nil
             let original = try Data(contentsOf: URL(fileURLWithPath: dir.path("originals/" + entry.relativePath)))
             let expected = edited ?? original
 
@@ -56,24 +58,28 @@ struct AssetDataSourceTests {
     struct ReadCase: CustomTestStringConvertible, Sendable {
         let readSize: Int, blockSize: Int, cachedBlocks: Int, assetSize: Int
         init(readSize: Int, blockSize: Int, cachedBlocks: Int = AssetDataSource.defaultCachedBlocks, assetSize: Int) {
-            (self.readSize, self.blockSize, self.cachedBlocks, self.assetSize) = (readSize, blockSize, cachedBlocks, assetSize)
+            (self.readSize, self.blockSize, self.cachedBlocks, self.assetSize) = (
+                readSize, blockSize, cachedBlocks, assetSize
+            )
         }
         var testDescription: String {
             "\(readSize)-byte reads, \(blockSize)-byte blocks, \(cachedBlocks) cached, \(assetSize) bytes"
         }
     }
 
-    @Test("getBytes runs at most once per block whatever the read size", arguments: [
-        ReadCase(readSize: 1, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
-        ReadCase(readSize: 4_096, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
-        ReadCase(readSize: 1 << 20, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
-        ReadCase(readSize: 7_919, blockSize: 4_096, cachedBlocks: 3, assetSize: 300_001),
-        ReadCase(readSize: 1, blockSize: AssetDataSource.defaultBlockSize, assetSize: 300_001),
-        ReadCase(readSize: 4_096, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
-        ReadCase(readSize: 1 << 20, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
-        ReadCase(readSize: 65_536, blockSize: 65_536, cachedBlocks: 1, assetSize: 65_536 * 4),
-        ReadCase(readSize: 100_000, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
-    ])
+    @Test(
+        "getBytes runs at most once per block whatever the read size",
+        arguments: [
+            ReadCase(readSize: 1, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
+            ReadCase(readSize: 4_096, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
+            ReadCase(readSize: 1 << 20, blockSize: 65_536, cachedBlocks: 1, assetSize: 300_001),
+            ReadCase(readSize: 7_919, blockSize: 4_096, cachedBlocks: 3, assetSize: 300_001),
+            ReadCase(readSize: 1, blockSize: AssetDataSource.defaultBlockSize, assetSize: 300_001),
+            ReadCase(readSize: 4_096, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
+            ReadCase(readSize: 1 << 20, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
+            ReadCase(readSize: 65_536, blockSize: 65_536, cachedBlocks: 1, assetSize: 65_536 * 4),
+            ReadCase(readSize: 100_000, blockSize: AssetDataSource.defaultBlockSize, assetSize: 3 << 20 | 77),
+        ])
     func blockCache(c: ReadCase) throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -90,7 +96,9 @@ struct AssetDataSourceTests {
         #expect(library.lookups == 1)
         // Every byte is asked for once, in aligned pieces.
         let calls = library.calls
-        #expect(calls.map(\.offset) == calls.indices.map { i in i == 0 ? 0 : calls[i - 1].offset + Int64(calls[i - 1].length) })
+        #expect(
+            calls.map(\.offset)
+                == calls.indices.map { i in i == 0 ? 0 : calls[i - 1].offset + Int64(calls[i - 1].length) })
         #expect(calls.allSatisfy { $0.offset % Int64(c.blockSize) == 0 })
         #expect(calls.reduce(0) { $0 + $1.length } == c.assetSize)
     }
@@ -105,7 +113,8 @@ struct AssetDataSourceTests {
 
         // Reads of two blocks, a cache of two blocks.
         let library = CountingLibrary(disk)
-        let stream = BlobInputStream(dataSource: AssetDataSource(url: url, library: library, blockSize: block, cachedBlocks: 2))
+        let stream = BlobInputStream(
+            dataSource: AssetDataSource(url: url, library: library, blockSize: block, cachedBlocks: 2))
         stream.open()
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 2 * block)
         defer { buffer.deallocate() }
@@ -127,7 +136,8 @@ struct AssetDataSourceTests {
         // Reads smaller than a block: getBytes fills the cache, two blocks at a time; only
         // the short last block fits a read's buffer.
         let small = CountingLibrary(disk)
-        let read = readSynchronously(AssetDataSource(url: url, library: small, blockSize: block, cachedBlocks: 2), size: 4_096)
+        let read = readSynchronously(
+            AssetDataSource(url: url, library: small, blockSize: block, cachedBlocks: 2), size: 4_096)
         #expect(read.data == bytes)
         #expect(small.calls.map(\.offset) == [0, 2, 4, 6, 8].map { Int64($0 * block) })
         #expect(Set(small.calls.dropLast().map(\.destination)).count == 1, "one cache")
@@ -206,7 +216,9 @@ struct AssetDataSourceTests {
         let openQueue = DispatchQueue(label: "test.open")
         let read = readSynchronously(AssetDataSource(url: url, library: library, openQueue: openQueue))
         #expect(sha(read.data) == sha(bytes))
-        let code = Self.synchronousOpen(on: openQueue) { AssetDataSource(url: url, library: library, openQueue: openQueue) }
+        let code = Self.synchronousOpen(on: openQueue) {
+            AssetDataSource(url: url, library: library, openQueue: openQueue)
+        }
         #expect(code != nil, "the open deadlocked")
         #expect(code == .wouldDeadlock)
     }
@@ -271,7 +283,9 @@ struct AssetDataSourceTests {
         let original = try BlobInputStream(url: url, registry: originals)
         original.open()
         #expect(drain(original).0 == bytes)
-        let error = #expect(throws: BlobStreamError.self) { try registry.makeSource(url: "assets-library://asset/asset.JPG") }
+        let error = #expect(throws: BlobStreamError.self) {
+            try registry.makeSource(url: "assets-library://asset/asset.JPG")
+        }
         #expect(error?.code == .malformedURL)
     }
 

@@ -1,6 +1,7 @@
-@testable import BlobStreamAssets
 import Foundation
 import Testing
+
+@testable import BlobStreamAssets
 
 @Suite("DeliveredHash")
 struct DeliveredHashTests {
@@ -9,7 +10,8 @@ struct DeliveredHashTests {
         bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress else { return }
             guard let chunks else { return hash.combine(base, raw.count) }
-            var at = 0, i = 0
+            var at = 0
+            var i = 0
             while at < raw.count {
                 let n = min(chunks[i % chunks.count], raw.count - at)
                 hash.combine(base + at, n)
@@ -39,8 +41,9 @@ struct DeliveredHashTests {
         }
     }
 
-    @Test("the digest does not depend on how the bytes were cut into combine calls",
-          arguments: [[1], [3, 29], [31, 1, 64], [7, 100, 33, 4_096], [32], [65_536]])
+    @Test(
+        "the digest does not depend on how the bytes were cut into combine calls",
+        arguments: [[1], [3, 29], [31, 1, 64], [7, 100, 33, 4_096], [32], [65_536]])
     func chunking(chunks: [Int]) {
         let bytes = [UInt8](sampleBytes(10_007))
         #expect(Self.digest(bytes, chunks: chunks) == Self.digest(bytes))

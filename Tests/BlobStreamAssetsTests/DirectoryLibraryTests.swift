@@ -29,8 +29,12 @@ struct DirectoryLibraryTests {
 
     @Test("ids are stable: derived from the relative path, the same on every run")
     func stableIDs() {
-        #expect(DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG") == DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG"))
-        #expect(DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG") != DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0002.JPG"))
+        #expect(
+            DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG")
+                == DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG"))
+        #expect(
+            DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG")
+                != DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0002.JPG"))
         // Pinned: a change of the derivation would break every URL users saved.
         #expect(DirectoryAssetLibrary.assetID(forRelativePath: "IMG_0001.JPG") == Self.pinnedID)
         #expect(DirectoryAssetLibrary.assetURL(forRelativePath: "a/b/IMG_9.heic")?.hasSuffix("&ext=heic") == true)
@@ -41,8 +45,12 @@ struct DirectoryLibraryTests {
 
     @Test("the sample library: listing, sizes, relative paths, edited rendition, deterministic bytes")
     func sampleLibrary() throws {
-        let a = try TempDir(), b = try TempDir()
-        defer { a.remove(); b.remove() }
+        let a = try TempDir()
+        let b = try TempDir()
+        defer {
+            a.remove()
+            b.remove()
+        }
         try DirectoryAssetLibrary.writeSampleLibrary(at: a.url)
         try DirectoryAssetLibrary.writeSampleLibrary(at: b.url)
         for file in DirectoryAssetLibrary.sampleLibraryFiles {
@@ -51,15 +59,17 @@ struct DirectoryLibraryTests {
             #expect(x == y && x == Data(file.bytes), "\(file.path)")
         }
         let entries = try DirectoryAssetLibrary(root: a.url).assets()
-        #expect(entries.map(\.relativePath) == [
-            "2024/Trip/IMG_0003.JPG", "2024/Trip/MOV_0004.MOV", "IMG_0001.JPG", "IMG_0002.JPG",
-        ])
+        #expect(
+            entries.map(\.relativePath) == [
+                "2024/Trip/IMG_0003.JPG", "2024/Trip/MOV_0004.MOV", "IMG_0001.JPG", "IMG_0002.JPG",
+            ])
         #expect(entries.map(\.size) == [3_000, 204_800, 6_000, 5_120])
         #expect(entries.map(\.isEdited) == [false, false, false, true])
         #expect(entries[3].originalSize == 4_096 && entries[3].editedSize == 5_120)
         #expect(entries[1].uti == "com.apple.quicktime-movie" && entries[0].uti == "public.jpeg")
-        #expect(try DirectoryAssetLibrary(root: b.url).assets().map { [$0.id, $0.url, $0.relativePath, "\($0.size)"] }
-            == entries.map { [$0.id, $0.url, $0.relativePath, "\($0.size)"] })
+        #expect(
+            try DirectoryAssetLibrary(root: b.url).assets().map { [$0.id, $0.url, $0.relativePath, "\($0.size)"] }
+                == entries.map { [$0.id, $0.url, $0.relativePath, "\($0.size)"] })
         for entry in entries {
             let url = try AssetURL(parsing: entry.url)
             #expect(url.id == entry.id)
@@ -73,7 +83,8 @@ struct DirectoryLibraryTests {
     func lookup() throws {
         let dir = try TempDir()
         defer { dir.remove() }
-        let (library, url) = try makeLibrary(dir, name: "2024/IMG_0007.JPG", original: sampleBytes(10_000), edited: sampleBytes(12_000, seed: 9))
+        let (library, url) = try makeLibrary(
+            dir, name: "2024/IMG_0007.JPG", original: sampleBytes(10_000), edited: sampleBytes(12_000, seed: 9))
         let asset = try library.asset(for: url)
         #expect(asset.url == url)
         #expect(asset.original.size == 10_000 && asset.original.rendition == .original)
@@ -82,7 +93,9 @@ struct DirectoryLibraryTests {
         #expect(asset.representation(.original).rendition == .original)
         #expect(asset.original.filename == "IMG_0007.JPG" && asset.original.uti == "public.jpeg")
         var buffer = [UInt8](repeating: 0, count: 100)
-        let n = try buffer.withUnsafeMutableBytes { try asset.original.getBytes(into: $0.baseAddress!, fromOffset: 9_950, length: 100) }
+        let n = try buffer.withUnsafeMutableBytes {
+            try asset.original.getBytes(into: $0.baseAddress!, fromOffset: 9_950, length: 100)
+        }
         #expect(n == 50)
         #expect(Data(buffer[0..<50]) == sampleBytes(10_000).suffix(50))
     }
@@ -97,7 +110,9 @@ struct DirectoryLibraryTests {
         let missing = DirectoryAssetLibrary(root: URL(fileURLWithPath: dir.path("nowhere")))
         let empty = try TempDir()
         defer { empty.remove() }
-        for (lib, u) in [(library, unknown), (library, wrongExt), (missing, url), (DirectoryAssetLibrary(root: empty.url), url)] {
+        for (lib, u) in [
+            (library, unknown), (library, wrongExt), (missing, url), (DirectoryAssetLibrary(root: empty.url), url),
+        ] {
             let error = #expect(throws: BlobStreamError.self) { try lib.asset(for: u) }
             #expect(error?.code == .notFound, "\(String(describing: error))")
             #expect(error?.message.contains(u) == true, "\(String(describing: error))")
@@ -108,7 +123,9 @@ struct DirectoryLibraryTests {
     func listingErrors() throws {
         let dir = try TempDir()
         defer { dir.remove() }
-        let error = #expect(throws: BlobStreamError.self) { try DirectoryAssetLibrary(root: URL(fileURLWithPath: dir.path("nowhere"))).assets() }
+        let error = #expect(throws: BlobStreamError.self) {
+            try DirectoryAssetLibrary(root: URL(fileURLWithPath: dir.path("nowhere"))).assets()
+        }
         #expect(error?.code == .notFound)
         #expect(error?.message.contains(dir.path("nowhere")) == true)
     }
@@ -122,7 +139,8 @@ struct DirectoryLibraryTests {
         let library = DirectoryAssetLibrary(root: dir.url, callbackQueue: queue)
         let url = DirectoryAssetLibrary.assetURL(forRelativePath: "A.JPG")!
         let done = DispatchSemaphore(value: 0)
-        let onQueue = TestBox(false), size = TestBox<Int64>(0)
+        let onQueue = TestBox(false)
+        let size = TestBox<Int64>(0)
         queue.setSpecific(key: Self.key, value: 1)
         library.asset(for: url) { result in
             onQueue.value = DispatchQueue.getSpecific(key: Self.key) == 1
@@ -156,6 +174,7 @@ struct DirectoryLibraryTests {
         try dir.file("renders/B.JPG", sampleBytes(5))
         #expect(waitUntil { library.generation > seen }, "adding renders/ and a rendition")
         // The index follows: the new asset is found.
-        #expect(try library.asset(for: DirectoryAssetLibrary.assetURL(forRelativePath: "2025/C.JPG")!).original.size == 5)
+        #expect(
+            try library.asset(for: DirectoryAssetLibrary.assetURL(forRelativePath: "2025/C.JPG")!).original.size == 5)
     }
 }

@@ -21,7 +21,9 @@ typealias TempDir = TemporaryDirectory
 
 /// A library folder with one asset at `originals/<name>` (and optionally an edited one);
 /// returns the library and the asset's URL.
-func makeLibrary(_ dir: TempDir, name: String = "IMG_0001.JPG", original: Data, edited: Data? = nil) throws -> (DirectoryAssetLibrary, String) {
+func makeLibrary(_ dir: TempDir, name: String = "IMG_0001.JPG", original: Data, edited: Data? = nil) throws -> (
+    DirectoryAssetLibrary, String
+) {
     try dir.file("originals/" + name, original)
     if let edited { try dir.file("renders/" + name, edited) }
     let library = DirectoryAssetLibrary(root: dir.url)
@@ -40,7 +42,9 @@ func waitUntil(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
 
 /// Reads a stream to its end with reads of `size` bytes; `progress` runs after each read
 /// with the total so far. Returns the bytes and the last result (0 or −1).
-func drain(_ stream: InputStream, size: Int = 65_536, nextSize: ((Int) -> Int)? = nil, progress: (Int) -> Void = { _ in }) -> (Data, Int) {
+func drain(
+    _ stream: InputStream, size: Int = 65_536, nextSize: ((Int) -> Int)? = nil, progress: (Int) -> Void = { _ in }
+) -> (Data, Int) {
     var out = Data()
     var buffer = [UInt8](repeating: 0, count: size)
     while true {
@@ -53,7 +57,8 @@ func drain(_ stream: InputStream, size: Int = 65_536, nextSize: ((Int) -> Int)? 
 
 /// Reads `source` through a synchronous stream (opened on this thread).
 func readSynchronously(
-    _ source: any BlobDataSource, size: Int = 65_536, nextSize: ((Int) -> Int)? = nil, progress: (Int) -> Void = { _ in }
+    _ source: any BlobDataSource, size: Int = 65_536, nextSize: ((Int) -> Int)? = nil,
+    progress: (Int) -> Void = { _ in }
 ) -> (data: Data, last: Int, error: BlobStreamError?) {
     let stream = BlobInputStream(dataSource: source, mode: .synchronous)
     stream.open()

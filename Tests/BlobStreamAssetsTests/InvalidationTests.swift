@@ -19,8 +19,10 @@ struct InvalidationTests {
     }
 
     /// Reads `source` in `mode` with `size`-byte reads; `progress` runs after each read.
-    static func read(_ source: AssetDataSource, _ mode: Mode, size: Int = 10_000, nextSize: (@Sendable (Int) -> Int)? = nil,
-                     progress: @escaping @Sendable (Int) -> Void = { _ in }) -> (data: Data, error: BlobStreamError?, clean: Bool) {
+    static func read(
+        _ source: AssetDataSource, _ mode: Mode, size: Int = 10_000, nextSize: (@Sendable (Int) -> Int)? = nil,
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) -> (data: Data, error: BlobStreamError?, clean: Bool) {
         switch mode {
         case .synchronous:
             let r = readSynchronously(source, size: size, nextSize: nextSize, progress: progress)
@@ -40,19 +42,24 @@ struct InvalidationTests {
         when: @escaping @Sendable (Int) -> Bool = { total in total >= 100_000 },
         watching library: DirectoryAssetLibrary? = nil, change: @escaping @Sendable () throws -> Void
     ) -> (r: (data: Data, error: BlobStreamError?, clean: Bool), fired: Bool, sawGeneration: Bool) {
-        let fired = TestBox(false), sawGeneration = TestBox(false)
-        let r = Self.read(source, mode, size: size, progress: { total in
-            guard when(total), !fired.value else { return }
-            fired.value = true
-            let before = library?.generation
-            do { try change() } catch { Issue.record("changing the asset failed: \(error)") }
-            if let library, let before { sawGeneration.value = waitUntil { library.generation > before } }
-        })
+        let fired = TestBox(false)
+        let sawGeneration = TestBox(false)
+        let r = Self.read(
+            source, mode, size: size,
+            progress: { total in
+                guard when(total), !fired.value else { return }
+                fired.value = true
+                let before = library?.generation
+                do { try change() } catch { Issue.record("changing the asset failed: \(error)") }
+                if let library, let before { sawGeneration.value = waitUntil { library.generation > before } }
+            })
         return (r, fired.value, sawGeneration.value)
     }
 
-    @Test("getBytes invalidated at open and at block boundaries: the exact bytes, both modes",
-          arguments: Mode.allCases, [[0], [65_536], [0, 65_536, 131_072, 262_144], [131_072, 131_072, 131_072]] as [[Int64]])
+    @Test(
+        "getBytes invalidated at open and at block boundaries: the exact bytes, both modes",
+        arguments: Mode.allCases,
+        [[0], [65_536], [0, 65_536, 131_072, 262_144], [131_072, 131_072, 131_072]] as [[Int64]])
     func atBlockBoundaries(mode: Mode, offsets: [Int64]) {
         let library = TestLibrary()
         let url = library.add(id: "A", original: Self.bytes)
@@ -65,8 +72,9 @@ struct InvalidationTests {
         #expect(source.statistics.invalidations == offsets.count)
     }
 
-    @Test("getBytes into the caller's buffer invalidated (at a read's start, twice in a row, the short last block): the exact bytes, both modes",
-          arguments: Mode.allCases)
+    @Test(
+        "getBytes into the caller's buffer invalidated (at a read's start, twice in a row, the short last block): the exact bytes, both modes",
+        arguments: Mode.allCases)
     func wholeBlockReads(mode: Mode) {
         let library = TestLibrary()
         let url = library.add(id: "A", original: Self.bytes)
@@ -82,15 +90,18 @@ struct InvalidationTests {
         #expect(source.statistics.invalidations == offsets.count)
     }
 
-    @Test("the library invalidated after N bytes were read (mid-block, at and around boundaries, last byte): the exact bytes",
-          arguments: Mode.allCases, [1, 65_535, 65_536, 65_537, 200_000, 4 * 65_536, 4 * 65_536 + 1_233])
+    @Test(
+        "the library invalidated after N bytes were read (mid-block, at and around boundaries, last byte): the exact bytes",
+        arguments: Mode.allCases, [1, 65_535, 65_536, 65_537, 200_000, 4 * 65_536, 4 * 65_536 + 1_233])
     func afterBytes(mode: Mode, after: Int) {
         let library = TestLibrary()
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
         let fired = TestBox(false)
         // Reads that stop exactly at the point, then a 1-byte read, then larger ones.
-        let r = Self.read(source, mode, size: 7_919, nextSize: { total in total < after ? after - total : total == after ? 1 : 7_919 }) { total in
+        let r = Self.read(
+            source, mode, size: 7_919, nextSize: { total in total < after ? after - total : total == after ? 1 : 7_919 }
+        ) { total in
             if total == after, !fired.value {
                 fired.value = true
                 library.invalidateAll()
@@ -122,8 +133,9 @@ struct InvalidationTests {
         stream.close()
     }
 
-    @Test("content changed mid-read (other bytes, other size, rendition removed, asset removed): a .changed error naming the URL",
-          arguments: Mode.allCases, ["bytes", "size", "rendition", "removed"])
+    @Test(
+        "content changed mid-read (other bytes, other size, rendition removed, asset removed): a .changed error naming the URL",
+        arguments: Mode.allCases, ["bytes", "size", "rendition", "removed"])
     func contentChanged(mode: Mode, change: String) {
         let library = TestLibrary()
         let edited = sampleBytes(Self.bytes.count, seed: 77)
@@ -141,7 +153,9 @@ struct InvalidationTests {
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
         #expect(r.error?.description.contains(url) == true)
         #expect(r.data.count < Self.bytes.count)
-        #expect(r.data == Self.bytes.prefix(r.data.count) || change == "rendition", "what was read is a prefix of one version")
+        #expect(
+            r.data == Self.bytes.prefix(r.data.count) || change == "rendition",
+            "what was read is a prefix of one version")
     }
 
     @Test("a library that invalidates forever: an error, not a hang", arguments: Mode.allCases)
@@ -150,9 +164,14 @@ struct InvalidationTests {
         let url = library.add(id: "A", original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
         let fired = TestBox(false)
-        let r = Self.read(source, mode, progress: { total in
-            if !fired.value { fired.value = true; library.invalidateForever() }
-        })
+        let r = Self.read(
+            source, mode,
+            progress: { total in
+                if !fired.value {
+                    fired.value = true
+                    library.invalidateForever()
+                }
+            })
         #expect(!r.clean)
         #expect(cause(r.error)?.code == .invalidated, "\(String(describing: r.error))")
         #expect(r.data == Self.bytes.prefix(r.data.count))
@@ -165,8 +184,9 @@ struct InvalidationTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("the library really changed on disk mid-read: looked up again, the exact bytes",
-          arguments: Mode.allCases, DiskChange.allCases)
+    @Test(
+        "the library really changed on disk mid-read: looked up again, the exact bytes",
+        arguments: Mode.allCases, DiskChange.allCases)
     func onDisk(mode: Mode, change: DiskChange) throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -190,8 +210,9 @@ struct InvalidationTests {
         #expect(source.statistics.invalidations >= 1)
     }
 
-    @Test("the asset rewritten on disk with other bytes, or removed, mid-read: a .changed error naming the URL",
-          arguments: Mode.allCases, [true, false])
+    @Test(
+        "the asset rewritten on disk with other bytes, or removed, mid-read: a .changed error naming the URL",
+        arguments: Mode.allCases, [true, false])
     func onDiskChanged(mode: Mode, remove: Bool) throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -202,7 +223,7 @@ struct InvalidationTests {
                 unlink(dir.path("originals/IMG_0001.JPG"))
             } else {
                 var other = Self.bytes
-                other[10] ^= 0xFF  // same size, one byte different
+                other[10] ^= 0xFF // same size, one byte different
                 try? dir.replace("originals/IMG_0001.JPG", other)
             }
         }
@@ -221,8 +242,9 @@ struct InvalidationTests {
         return other
     }
 
-    @Test("same size and a fingerprint that cannot tell, a byte already read changed: a .changed error naming the URL and offset, not a splice",
-          arguments: Mode.allCases)
+    @Test(
+        "same size and a fingerprint that cannot tell, a byte already read changed: a .changed error naming the URL and offset, not a splice",
+        arguments: Mode.allCases)
     func samePrintReadBytesChanged(mode: Mode) {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
@@ -241,8 +263,9 @@ struct InvalidationTests {
         #expect(source.statistics.recheckedBytes > 0)
     }
 
-    @Test("same size and a fingerprint that cannot tell, only bytes not read yet changed: goes on, the bytes of the new version",
-          arguments: Mode.allCases)
+    @Test(
+        "same size and a fingerprint that cannot tell, only bytes not read yet changed: goes on, the bytes of the new version",
+        arguments: Mode.allCases)
     func samePrintUnreadBytesChanged(mode: Mode) {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
@@ -279,8 +302,9 @@ struct InvalidationTests {
         stream.close()
     }
 
-    @Test("a sweep of same-size changes (fingerprint blind) at 48 places, after 48 amounts read: every outcome is a .changed error or one version's bytes, never a splice",
-          arguments: Mode.allCases)
+    @Test(
+        "a sweep of same-size changes (fingerprint blind) at 48 places, after 48 amounts read: every outcome is a .changed error or one version's bytes, never a splice",
+        arguments: Mode.allCases)
     func sameSizeSweep(mode: Mode) {
         var seed: UInt64 = 0x5EED
         func next(_ bound: Int) -> Int {
@@ -289,7 +313,8 @@ struct InvalidationTests {
         }
         var outcomes = (errors: 0, newVersion: 0, wrong: 0)
         for _ in 0..<48 {
-            let changeAt = next(Self.bytes.count), trigger = 1 + next(Self.bytes.count - 1)
+            let changeAt = next(Self.bytes.count)
+            let trigger = 1 + next(Self.bytes.count - 1)
             let other = Self.flipped(Self.bytes, at: [changeAt])
             let library = TestLibrary(sizeOnlyFingerprints: true)
             let url = library.add(id: "A", original: Self.bytes)
@@ -307,7 +332,9 @@ struct InvalidationTests {
                 // A clean end with the first version's bytes is wrong too: the change was
                 // made before the end was collected (the check before the end sees it).
                 outcomes.wrong += 1
-                Issue.record("change at \(changeAt), trigger \(trigger): \(r.data.count) bytes, clean \(r.clean), \(String(describing: r.error))")
+                Issue.record(
+                    "change at \(changeAt), trigger \(trigger): \(r.data.count) bytes, clean \(r.clean), \(String(describing: r.error))"
+                )
             }
         }
         #expect(outcomes.wrong == 0)
@@ -354,7 +381,9 @@ struct InvalidationTests {
     /// Writes `other` (of the same size) over the file `name` — in place, the bytes at
     /// `offsets`, or as a copy renamed over it — then gives it back its modification time,
     /// as `touch -r` does; returns whether size and mtime are as before.
-    static func rewriteKeepingStamp(_ dir: TempDir, _ name: String, _ other: Data, at offsets: [Int], _ how: SameStampChange) throws -> Bool {
+    static func rewriteKeepingStamp(
+        _ dir: TempDir, _ name: String, _ other: Data, at offsets: [Int], _ how: SameStampChange
+    ) throws -> Bool {
         let path = dir.path(name)
         var before = stat()
         guard stat(path, &before) == 0 else { throw TestFailure("stat \(path): errno \(errno)") }
@@ -393,8 +422,9 @@ struct InvalidationTests {
         return (r, fired && kept.value && sawGeneration)
     }
 
-    @Test("on disk, rewritten mid-read keeping size and mtime (touch -r), a byte already read changed: a .changed error, not a splice",
-          arguments: Mode.allCases, SameStampChange.allCases)
+    @Test(
+        "on disk, rewritten mid-read keeping size and mtime (touch -r), a byte already read changed: a .changed error, not a splice",
+        arguments: Mode.allCases, SameStampChange.allCases)
     func onDiskSameStampReadBytesChanged(mode: Mode, how: SameStampChange) throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -404,7 +434,8 @@ struct InvalidationTests {
         let offsets = [70_000, 180_000]
         let printBefore = try library.asset(for: url).original.fingerprint
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        let (r, ok) = Self.readRewritingKeepingStamp(
+            source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
         #expect(ok)
         #expect(try library.asset(for: url).original.fingerprint == printBefore, "the fingerprint cannot tell")
         #expect(!r.clean)
@@ -414,8 +445,9 @@ struct InvalidationTests {
         #expect(r.data == Self.bytes.prefix(r.data.count), "what was read is a prefix of the first version")
     }
 
-    @Test("on disk, rewritten mid-read keeping size and mtime, only bytes not read yet changed: goes on, the bytes of the new version",
-          arguments: Mode.allCases, SameStampChange.allCases)
+    @Test(
+        "on disk, rewritten mid-read keeping size and mtime, only bytes not read yet changed: goes on, the bytes of the new version",
+        arguments: Mode.allCases, SameStampChange.allCases)
     func onDiskSameStampUnreadBytesChanged(mode: Mode, how: SameStampChange) throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -423,22 +455,25 @@ struct InvalidationTests {
         // 180,000 unsampled, 250,000 in the last 64 KiB: the fingerprint changes.
         let offsets = [180_000, 250_000]
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
-        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+        let (r, ok) = Self.readRewritingKeepingStamp(
+            source, mode, dir, library, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
         #expect(ok)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.flipped(Self.bytes, at: offsets)))
         #expect(source.statistics.recheckedBytes >= 131_072)
     }
 
-    @Test("on disk, rewritten mid-read with the same bytes keeping size and mtime: goes on, the exact bytes",
-          arguments: Mode.allCases, SameStampChange.allCases)
+    @Test(
+        "on disk, rewritten mid-read with the same bytes keeping size and mtime: goes on, the exact bytes",
+        arguments: Mode.allCases, SameStampChange.allCases)
     func onDiskSameStampSameBytes(mode: Mode, how: SameStampChange) throws {
         let dir = try TempDir()
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
         // The same bytes written again, read and not yet read.
-        let (r, ok) = Self.readRewritingKeepingStamp(source, mode, dir, library, to: Self.bytes, at: [70_000, 180_000], how)
+        let (r, ok) = Self.readRewritingKeepingStamp(
+            source, mode, dir, library, to: Self.bytes, at: [70_000, 180_000], how)
         #expect(ok)
         #expect(r.clean, "\(String(describing: r.error))")
         #expect(sha(r.data) == sha(Self.bytes))
@@ -453,16 +488,18 @@ struct InvalidationTests {
         total > Self.bytes.count - Self.bytes.count % Self.block && total < Self.bytes.count
     }
 
-    @Test("on disk, rewritten keeping size and mtime after the last getBytes, before the end is collected: a .changed error, not a clean end",
-          arguments: Mode.allCases, SameStampChange.allCases)
+    @Test(
+        "on disk, rewritten keeping size and mtime after the last getBytes, before the end is collected: a .changed error, not a clean end",
+        arguments: Mode.allCases, SameStampChange.allCases)
     func onDiskChangedAfterLastBlock(mode: Mode, how: SameStampChange) throws {
         let dir = try TempDir()
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
-        let offsets = [70_000, 180_000]  // outside the fingerprint's samples
+        let offsets = [70_000, 180_000] // outside the fingerprint's samples
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
         let (r, ok) = Self.readRewritingKeepingStamp(
-            source, mode, dir, library, size: 1_000, when: Self.afterLastBlock, to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
+            source, mode, dir, library, size: 1_000, when: Self.afterLastBlock,
+            to: Self.flipped(Self.bytes, at: offsets), at: offsets, how)
         #expect(ok)
         #expect(!r.clean, "the change was made before the end was collected")
         #expect(cause(r.error)?.code == .changed, "\(String(describing: r.error))")
@@ -472,8 +509,9 @@ struct InvalidationTests {
         #expect(source.statistics.recheckedBytes == Self.bytes.count)
     }
 
-    @Test("on disk, unchanged or rewritten with the same bytes keeping size and mtime after the last getBytes: a clean end, the exact bytes",
-          arguments: Mode.allCases, [false, true])
+    @Test(
+        "on disk, unchanged or rewritten with the same bytes keeping size and mtime after the last getBytes: a clean end, the exact bytes",
+        arguments: Mode.allCases, [false, true])
     func onDiskSameAfterLastBlock(mode: Mode, rewrite: Bool) throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -481,8 +519,13 @@ struct InvalidationTests {
         let library = CountingLibrary(disk)
         let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1)
         let kept = TestBox(true)
-        let (r, fired, sawGeneration) = Self.readChanging(source, mode, size: 1_000, when: Self.afterLastBlock, watching: disk) {
-            if rewrite { kept.value = try Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000], .inPlace) }
+        let (r, fired, sawGeneration) = Self.readChanging(
+            source, mode, size: 1_000, when: Self.afterLastBlock, watching: disk
+        ) {
+            if rewrite {
+                kept.value = try Self.rewriteKeepingStamp(
+                    dir, "originals/IMG_0001.JPG", Self.bytes, at: [70_000], .inPlace)
+            }
         }
         #expect(fired && kept.value && sawGeneration == rewrite)
         #expect(r.clean, "\(String(describing: r.error))")
@@ -494,8 +537,9 @@ struct InvalidationTests {
         #expect(library.getBytesCalls == blocks * (rewrite ? 2 : 1), "\(library.calls)")
     }
 
-    @Test("a library whose representations use the default checkValid(): changed after the last getBytes, a .changed error; unchanged, a clean end",
-          arguments: Mode.allCases, [false, true])
+    @Test(
+        "a library whose representations use the default checkValid(): changed after the last getBytes, a .changed error; unchanged, a clean end",
+        arguments: Mode.allCases, [false, true])
     func defaultCheckAfterLastBlock(mode: Mode, change: Bool) {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
@@ -516,12 +560,14 @@ struct InvalidationTests {
 
     // MARK: - Opting out
 
-    @Test("verifiesDeliveredBytes: same size and a fingerprint that cannot tell, a byte already read changed: true gives .changed; false hashes and re-reads nothing and splices (what the option gives up)",
-          arguments: Mode.allCases, [true, false])
+    @Test(
+        "verifiesDeliveredBytes: same size and a fingerprint that cannot tell, a byte already read changed: true gives .changed; false hashes and re-reads nothing and splices (what the option gives up)",
+        arguments: Mode.allCases, [true, false])
     func optOut(mode: Mode, verifies: Bool) {
         let library = TestLibrary(sizeOnlyFingerprints: true)
         let url = library.add(id: "A", original: Self.bytes)
-        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: verifies)
+        let source = AssetDataSource(
+            url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: verifies)
         #expect(source.verifiesDeliveredBytes == verifies)
         let other = Self.flipped(Self.bytes, at: [50_000, 200_000])
         let (r, fired, _) = Self.readChanging(source, mode) { library.replace(id: "A", original: other) }
@@ -540,17 +586,21 @@ struct InvalidationTests {
         }
     }
 
-    @Test("verifiesDeliveredBytes false: a change the fingerprint sees is still a .changed error naming the fingerprints",
-          arguments: Mode.allCases)
+    @Test(
+        "verifiesDeliveredBytes false: a change the fingerprint sees is still a .changed error naming the fingerprints",
+        arguments: Mode.allCases)
     func optOutFingerprintChanged(mode: Mode) throws {
         let dir = try TempDir()
         defer { dir.remove() }
         let (library, url) = try makeLibrary(dir, original: Self.bytes)
-        let source = AssetDataSource(url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: false)
+        let source = AssetDataSource(
+            url: url, library: library, blockSize: Self.block, cachedBlocks: 1, verifiesDeliveredBytes: false)
         let kept = TestBox(false)
         let (r, fired, sawGeneration) = Self.readChanging(source, mode, watching: library) {
             // 10 is in the first 64 KiB, which the fingerprint hashes.
-            kept.value = (try? Self.rewriteKeepingStamp(dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: [10]), at: [10], .inPlace)) ?? false
+            kept.value =
+                (try? Self.rewriteKeepingStamp(
+                    dir, "originals/IMG_0001.JPG", Self.flipped(Self.bytes, at: [10]), at: [10], .inPlace)) ?? false
         }
         #expect(fired && kept.value && sawGeneration)
         #expect(!r.clean)

@@ -1,9 +1,10 @@
 import BlobStream
-@testable import BlobStreamAssets
 import BlobStreamTestSupport
 import Foundation
 import Glibc
 import Testing
+
+@testable import BlobStreamAssets
 
 @Suite("DirectoryRepresentation")
 struct RepresentationTests {
@@ -30,7 +31,7 @@ struct RepresentationTests {
         defer { dir.remove() }
         let bytes = sampleBytes(10_000)
         let path = try dir.file("originals/A.JPG", bytes)
-        let generation = Generation()  // never moves, as when inotify is not available
+        let generation = Generation() // never moves, as when inotify is not available
         let rep = try DirectoryRepresentation(
             path: path, rendition: .original, url: "assets-library://asset/asset.JPG?id=A&ext=JPG",
             generation: generation, lookedUpAt: generation.current)

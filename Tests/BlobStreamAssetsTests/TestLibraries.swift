@@ -67,9 +67,13 @@ final class TestLibrary: AssetLibrary, @unchecked Sendable {
             guard let entry = assets[parsed.id] else {
                 throw BlobStreamError(.notFound, "no asset '\(url)' in the test library")
             }
-            let original = TestRepresentation(library: self, generation: generation, data: entry.original, rendition: .original, name: "\(parsed.id).\(entry.ext)")
+            let original = TestRepresentation(
+                library: self, generation: generation, data: entry.original, rendition: .original,
+                name: "\(parsed.id).\(entry.ext)")
             let edited = entry.edited.map {
-                TestRepresentation(library: self, generation: generation, data: $0, rendition: .edited, name: "\(parsed.id).\(entry.ext)")
+                TestRepresentation(
+                    library: self, generation: generation, data: $0, rendition: .edited,
+                    name: "\(parsed.id).\(entry.ext)")
             }
             return Asset(url: url, id: parsed.id, original: original, edited: edited)
         }
@@ -147,10 +151,12 @@ final class CountingLibrary: AssetLibrary, @unchecked Sendable {
     func asset(for url: String, completion: @escaping @Sendable (Result<Asset, any Error>) -> Void) {
         lock.withLock { _lookups += 1 }
         inner.asset(for: url) { result in
-            completion(result.map { asset in
-                Asset(url: asset.url, id: asset.id, original: Counted(asset.original, self),
-                      edited: asset.edited.map { Counted($0, self) })
-            })
+            completion(
+                result.map { asset in
+                    Asset(
+                        url: asset.url, id: asset.id, original: Counted(asset.original, self),
+                        edited: asset.edited.map { Counted($0, self) })
+                })
         }
     }
 
@@ -167,7 +173,7 @@ final class CountingLibrary: AssetLibrary, @unchecked Sendable {
         var uti: String { inner.uti }
         var rendition: AssetRendition { inner.rendition }
         var fingerprint: String { inner.fingerprint }
-        func checkValid() throws { try inner.checkValid() }  // not a getBytes
+        func checkValid() throws { try inner.checkValid() } // not a getBytes
         func getBytes(into buffer: UnsafeMutableRawPointer, fromOffset offset: Int64, length: Int) throws -> Int {
             owner.counted(.init(offset: offset, length: length, destination: UInt(bitPattern: buffer)))
             return try inner.getBytes(into: buffer, fromOffset: offset, length: length)

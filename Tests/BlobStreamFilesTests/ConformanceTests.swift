@@ -1,9 +1,8 @@
 import BlobStream
+import BlobStreamFiles
 import BlobStreamTestSupport
 import Foundation
 import Testing
-
-import BlobStreamFiles
 
 /// The contract checks of `BlobStreamTestSupport`, run against both sources.
 @Suite("Conformance")

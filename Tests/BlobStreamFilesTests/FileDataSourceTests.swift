@@ -35,8 +35,11 @@ struct FileDataSourceTests {
         let dir = try TempDir()
         defer { dir.remove() }
         let path = try dir.file("id.bin", Self.bytes)
-        func identity(_ source: FileDataSource) -> String? { source.property(forKey: .blobContentIdentityKey) as? String }
-        let a = FileDataSource(path: path), b = FileDataSource(path: path)
+        func identity(_ source: FileDataSource) -> String? {
+            source.property(forKey: .blobContentIdentityKey) as? String
+        }
+        let a = FileDataSource(path: path)
+        let b = FileDataSource(path: path)
         #expect(identity(a) == nil)
         a.open()
         b.open()
@@ -44,7 +47,7 @@ struct FileDataSourceTests {
         #expect(stat(path, &st) == 0)
         #expect(identity(a) == BlobContentIdentity.file(st))
         #expect(identity(a) == identity(b))
-        usleep(20_000)  // file times move with the kernel's clock tick
+        usleep(20_000) // file times move with the kernel's clock tick
         _ = try dir.file("id.bin", Self.bytes.prefix(10))
         let c = FileDataSource(path: path)
         c.open()

@@ -1,11 +1,10 @@
 import BlobStream
+import BlobStreamFiles
 import BlobStreamTestSupport
 import Crypto
 import Foundation
 import Glibc
 import Testing
-
-import BlobStreamFiles
 
 @Suite("FileHandleDataSource")
 struct FileHandleDataSourceTests {
@@ -149,7 +148,7 @@ struct FileHandleDataSourceTests {
 
     @Test("closing the stream from another thread ends a read blocked on a silent pipe: -1, .closed")
     func closeWakesBlockedRead() throws {
-        let pipe = Pipe()  // the writer stays open and silent
+        let pipe = Pipe() // the writer stays open and silent
         let source = FileHandleDataSource(fileHandle: pipe.fileHandleForReading)
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()

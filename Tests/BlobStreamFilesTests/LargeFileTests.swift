@@ -1,9 +1,8 @@
 import BlobStream
+import BlobStreamFiles
 import Foundation
 import Glibc
 import Testing
-
-import BlobStreamFiles
 
 /// Offsets past 4 GiB, on a sparse file of 5 GiB (no disk blocks but the markers).
 @Suite("Files past 4 GiB")

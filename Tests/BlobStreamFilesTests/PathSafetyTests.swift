@@ -16,7 +16,9 @@ struct PathSafetyTests {
         source.open()
         let error = sourceError(source)
         #expect(error?.code == .notFound)
-        #expect(error?.message.contains("NUL") == true && error?.message.contains("real.txt%00.jpg") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("NUL") == true && error?.message.contains("real.txt%00.jpg") == true,
+            "\(String(describing: error))")
         #expect(throws: BlobStreamError.self) { try FileSources.makeSource(path: real + "\u{0}") }
     }
 
@@ -30,7 +32,9 @@ struct PathSafetyTests {
             _ = try FileSources.makeSource(path: fifo, writerTimeout: .milliseconds(300))
             Issue.record("no error")
         } catch let error as BlobStreamError {
-            #expect(error.code == .sourceFailed && error.message.contains("no writer") && error.message.contains(fifo), "\(error)")
+            #expect(
+                error.code == .sourceFailed && error.message.contains("no writer") && error.message.contains(fifo),
+                "\(error)")
         }
         let waited = Date().timeIntervalSince(start)
         #expect(waited >= 0.3 && waited < 3, "waited \(waited) s")

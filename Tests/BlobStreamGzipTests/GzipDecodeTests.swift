@@ -55,9 +55,11 @@ struct GzipDecodeTests {
         #expect(sha256(result.data) == sha256(expected))
     }
 
-    @Test("decompresses with tiny upstream chunks and tiny reads", arguments: DecodeCase.all.filter {
-        !$0.name.contains("MiB")
-    })
+    @Test(
+        "decompresses with tiny upstream chunks and tiny reads",
+        arguments: DecodeCase.all.filter {
+            !$0.name.contains("MiB")
+        })
     func decodesInSmallPieces(_ testCase: DecodeCase) throws {
         let gz = try testCase.make()
         let expected = try Gzip.decompress(gz)
@@ -71,7 +73,7 @@ struct GzipDecodeTests {
     @Test("header fields: FEXTRA, FNAME, FCOMMENT, FHCRC are skipped and the payload is right")
     func headerFields() throws {
         let gz = try fixture("header-fields.gz")
-        #expect(gz[3] == 0x1E)  // FHCRC | FEXTRA | FNAME | FCOMMENT
+        #expect(gz[3] == 0x1E) // FHCRC | FEXTRA | FNAME | FCOMMENT
         let line = "BlobStream gzip fixture: a header with FEXTRA, FNAME, FCOMMENT and FHCRC.\n"
         let expected = Data(String(repeating: line, count: 20).utf8)
         let result = drainSync(gzipSource(gz))
@@ -91,7 +93,8 @@ struct GzipDecodeTests {
         #expect(gzipSource(gz).length == nil)
         #expect(GzipDataSource(upstream: InMemoryDataSource(data: gz), length: 3).length == 3)
         #expect(gzipSource(gz).offsetCapability == .readAndDiscard)
-        if case .caller = gzipSource(gz).completionContext {} else {
+        if case .caller = gzipSource(gz).completionContext {
+        } else {
             Issue.record("a gzip source over a synchronous upstream should complete on the caller")
         }
     }

@@ -18,8 +18,9 @@ private func expectError(
     #expect(result.last == -1, "ended with \(result.last), not an error", sourceLocation: sourceLocation)
     #expect(result.error?.code == code, "\(String(describing: result.error))", sourceLocation: sourceLocation)
     if let text {
-        #expect(result.error?.message.contains(text) == true, "\(String(describing: result.error))",
-                sourceLocation: sourceLocation)
+        #expect(
+            result.error?.message.contains(text) == true, "\(String(describing: result.error))",
+            sourceLocation: sourceLocation)
     }
 }
 
@@ -33,8 +34,9 @@ struct GzipErrorTests {
             #expect(result.last == -1, "length \(length) of \(gz.count) ended cleanly")
             #expect(result.error?.code == .truncated, "length \(length): \(String(describing: result.error))")
             #expect(result.error?.message.contains("cut.gz") == true)
-            #expect(result.error?.message.contains("compressed offset \(length)") == true,
-                    "length \(length): \(result.error?.message ?? "")")
+            #expect(
+                result.error?.message.contains("compressed offset \(length)") == true,
+                "length \(length): \(result.error?.message ?? "")")
         }
     }
 
@@ -43,9 +45,10 @@ struct GzipErrorTests {
         let (gz, first) = try smallMultiMember()
         for length in 0..<gz.count {
             // Also with 1-byte upstream reads, to cut zlib's input at every byte.
-            let result = drainSync(GzipDataSource(
-                upstream: InMemoryDataSource(data: gz.prefix(length), chunkSize: length % 2 == 0 ? .max : 1),
-                name: "cut.gz"))
+            let result = drainSync(
+                GzipDataSource(
+                    upstream: InMemoryDataSource(data: gz.prefix(length), chunkSize: length % 2 == 0 ? .max : 1),
+                    name: "cut.gz"))
             if length == first {
                 #expect(result.last == 0, "the first member alone is a valid gzip file")
             } else {
@@ -71,7 +74,7 @@ struct GzipErrorTests {
             #expect((result.error?.cause as? ZlibError)?.message == "incorrect header check")
             #expect((result.error?.cause as? ZlibError)?.code == -3)
         }
-        gz[2] = 7  // compression method other than deflate
+        gz[2] = 7 // compression method other than deflate
         expectError(drainSync(gzipSource(gz)), .corrupt, contains: "unknown compression method")
         // Plain text is not gzip.
         expectError(drainSync(gzipSource(Data("just text\n".utf8))), .corrupt, contains: "incorrect header check")
@@ -90,8 +93,9 @@ struct GzipErrorTests {
                 continue
             }
             #expect(result.last == -1, "flag bit \(bit) flipped: ended cleanly")
-            #expect(result.error?.code == .corrupt || result.error?.code == .truncated,
-                    "flag bit \(bit): \(String(describing: result.error))")
+            #expect(
+                result.error?.code == .corrupt || result.error?.code == .truncated,
+                "flag bit \(bit): \(String(describing: result.error))")
         }
     }
 
@@ -169,9 +173,11 @@ struct GzipErrorTests {
         #expect(small.data == input)
     }
 
-    @Test("trailing garbage after a member is .corrupt, never ignored", arguments: [
-        Data("garbage".utf8), Data([0x1F]), Data([0x1F, 0x8B]), Data([0, 0, 0, 1]), Data([0xFF]),
-    ])
+    @Test(
+        "trailing garbage after a member is .corrupt, never ignored",
+        arguments: [
+            Data("garbage".utf8), Data([0x1F]), Data([0x1F, 0x8B]), Data([0, 0, 0, 1]), Data([0xFF]),
+        ])
     func trailingGarbage(_ tail: Data) throws {
         let input = textBytes(1000, seed: 16)
         let gz = try Gzip.compress(input) + tail

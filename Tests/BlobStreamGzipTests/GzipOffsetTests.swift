@@ -14,7 +14,9 @@ struct GzipOffsetTests {
         return a + b
     }()
 
-    @Test("offset set before open: 0, middle, across members, end", arguments: [0, 1, 65_536, 99_999, 100_000, 150_001, 299_999, 300_000])
+    @Test(
+        "offset set before open: 0, middle, across members, end",
+        arguments: [0, 1, 65_536, 99_999, 100_000, 150_001, 299_999, 300_000])
     func beforeOpen(_ offset: Int) {
         let result = drainSync(gzipSource(Self.gz), offset: offset)
         #expect(result.last == 0, "\(String(describing: result.error))")
@@ -32,7 +34,8 @@ struct GzipOffsetTests {
 
     @Test("a known length refuses offsets past it at once")
     func knownLength() {
-        let stream = BlobInputStream(dataSource: GzipDataSource(upstream: InMemoryDataSource(data: Self.gz), length: 300_000))
+        let stream = BlobInputStream(
+            dataSource: GzipDataSource(upstream: InMemoryDataSource(data: Self.gz), length: 300_000))
         #expect(!stream.setProperty(NSNumber(value: 300_001), forKey: .fileCurrentOffsetKey))
         #expect(stream.setProperty(NSNumber(value: 300_000), forKey: .fileCurrentOffsetKey))
     }
@@ -61,7 +64,10 @@ struct GzipOffsetTests {
         var rest = Data()
         while true {
             let n = stream.read(&buffer, maxLength: 1000)
-            if n <= 0 { #expect(n == 0); break }
+            if n <= 0 {
+                #expect(n == 0)
+                break
+            }
             rest.append(buffer, count: n)
         }
         #expect(rest == Self.input.suffix(from: 1010))
@@ -100,7 +106,10 @@ struct GzipOffsetTests {
         var rest = Data()
         while true {
             let n = stream.read(&buffer, maxLength: 5000)
-            if n <= 0 { #expect(n == 0); break }
+            if n <= 0 {
+                #expect(n == 0)
+                break
+            }
             rest.append(buffer, count: n)
         }
         #expect(rest == Self.input.suffix(from: 200_000))

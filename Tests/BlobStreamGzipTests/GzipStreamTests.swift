@@ -15,7 +15,9 @@ private final class ClosingProbe: BlobDataSource, @unchecked Sendable {
     var offsetCapability: BlobOffsetCapability { inner.offsetCapability }
     func open() { inner.open() }
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int { inner.read(buffer, maxLength: maxLength) }
-    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { inner.setProperty(property, forKey: key) }
+    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
+        inner.setProperty(property, forKey: key)
+    }
     func close() {
         closed = true
         inner.close()
@@ -31,7 +33,8 @@ struct GzipStreamTests {
     @Test("gzip over a pipe fed by a writer thread")
     func overPipe() throws {
         #expect(try Gzip.decompress(Self.gz) == Self.expected)
-        let source = GzipDataSource(upstream: PipeReadSource(fileDescriptor: pipeFeeding(Self.gz, chunk: 1000)), name: "pipe.gz")
+        let source = GzipDataSource(
+            upstream: PipeReadSource(fileDescriptor: pipeFeeding(Self.gz, chunk: 1000)), name: "pipe.gz")
         let result = drainSync(source)
         #expect(result.last == 0, "\(String(describing: result.error))")
         #expect(sha256(result.data) == sha256(Self.expected))
@@ -39,7 +42,8 @@ struct GzipStreamTests {
 
     @Test("a truncated stream over a pipe is .truncated")
     func truncatedOverPipe() {
-        let source = GzipDataSource(upstream: PipeReadSource(fileDescriptor: pipeFeeding(Self.gz.prefix(Self.gz.count / 2))))
+        let source = GzipDataSource(
+            upstream: PipeReadSource(fileDescriptor: pipeFeeding(Self.gz.prefix(Self.gz.count / 2))))
         let result = drainSync(source)
         #expect(result.last == -1)
         #expect(result.error?.code == .truncated)
@@ -120,10 +124,11 @@ struct GzipStreamTests {
 
     @Test("SourceConformance finds nothing: synchronous upstream, with a failing variant")
     func conformance() {
-        let gz = Self.gz, expected = Self.expected
+        let gz = Self.gz
+        let expected = Self.expected
         let failing: @Sendable () -> any BlobDataSource = {
             var bad = gz
-            bad[bad.count - 20] ^= 1  // CRC-32 of the first member... or its body: corrupt either way
+            bad[bad.count - 20] ^= 1 // CRC-32 of the first member... or its body: corrupt either way
             return GzipDataSource(upstream: InMemoryDataSource(data: bad))
         }
         let findings = SourceConformance.check(expected: expected, failing: failing) {
@@ -157,7 +162,7 @@ struct GzipStreamTests {
 
     @Test("closing the stream from another thread ends a read blocked on the upstream's silent pipe")
     func closeWakesBlockedUpstream() throws {
-        let pipe = Pipe()  // the writer stays open and silent
+        let pipe = Pipe() // the writer stays open and silent
         let source = GzipDataSource(upstream: FileHandleDataSource(fileHandle: pipe.fileHandleForReading))
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         // Opening reads the gzip header, so the reading thread blocks in read(2) there.

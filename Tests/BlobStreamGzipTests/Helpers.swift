@@ -123,7 +123,7 @@ final class PipeReadSource: BlobDataSource, @unchecked Sendable {
 
     func open() {
         state.isOpenCompleted = true
-        state.hasBytesAvailable = true  // a read blocks until bytes or EOF: never waits for a callback
+        state.hasBytesAvailable = true // a read blocks until bytes or EOF: never waits for a callback
     }
 
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
@@ -151,7 +151,7 @@ final class PipeReadSource: BlobDataSource, @unchecked Sendable {
 
 /// A pipe whose write end is fed `data` in `chunk`-sized writes by a thread of its own.
 func pipeFeeding(_ data: Data, chunk: Int = 4096) -> Int32 {
-    signal(SIGPIPE, SIG_IGN)  // a reader that stops early must not kill the test process
+    signal(SIGPIPE, SIG_IGN) // a reader that stops early must not kill the test process
     var fds: [Int32] = [0, 0]
     precondition(pipe(&fds) == 0)
     let writeEnd = fds[1]
@@ -160,7 +160,7 @@ func pipeFeeding(_ data: Data, chunk: Int = 4096) -> Int32 {
         data.withUnsafeBytes { raw in
             while offset < raw.count {
                 let n = write(writeEnd, raw.baseAddress! + offset, min(chunk, raw.count - offset))
-                if n <= 0 { break }  // the reader closed its end
+                if n <= 0 { break } // the reader closed its end
                 offset += n
             }
         }

@@ -1,6 +1,7 @@
-@testable import BlobStreamHTTPClient
 import NIOCore
 import Testing
+
+@testable import BlobStreamHTTPClient
 
 @Suite("BufferRing")
 struct BufferRingTests {
@@ -21,7 +22,7 @@ struct BufferRingTests {
         let ring = BufferRing(count: 2)
         let a = fill(ring, 0xAA)
         let b = fill(ring, 0xBB)
-        let c = fill(ring, 0xCC)  // a's turn, while `a` is still held
+        let c = fill(ring, 0xCC) // a's turn, while `a` is still held
         #expect(a.readableBytesView.allSatisfy { $0 == 0xAA })
         #expect(b.readableBytesView.allSatisfy { $0 == 0xBB })
         #expect(c.readableBytesView.allSatisfy { $0 == 0xCC })

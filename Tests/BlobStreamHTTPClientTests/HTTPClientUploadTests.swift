@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import BlobStream
 import BlobStreamArchive
 import BlobStreamAssets
@@ -5,7 +6,6 @@ import BlobStreamFiles
 import BlobStreamGzip
 import BlobStreamHTTPClient
 import BlobStreamNetworking
-import AsyncHTTPClient
 import BlobStreamTestSupport
 import Crypto
 import Foundation
@@ -57,9 +57,12 @@ final class HTTPClientUploadTests {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    func put(_ body: UploadBody, _ path: String, mode: BlobInputStream.Mode = .synchronous,
-             progress: (@Sendable (UploadProgress) -> Void)? = nil) async throws {
-        _ = try await HTTPClientUpload.upload(body, to: "\(server.baseURL)/files/\(path)", mode: mode, progress: progress)
+    func put(
+        _ body: UploadBody, _ path: String, mode: BlobInputStream.Mode = .synchronous,
+        progress: (@Sendable (UploadProgress) -> Void)? = nil
+    ) async throws {
+        _ = try await HTTPClientUpload.upload(
+            body, to: "\(server.baseURL)/files/\(path)", mode: mode, progress: progress)
     }
 
     func body(_ url: String) throws -> UploadBody {
@@ -67,9 +70,11 @@ final class HTTPClientUploadTests {
         return try .probingLength { try registry.makeSource(url: url) }
     }
 
-    @Test("a file, with its length (Content-Length) and progress reaching it exactly once", arguments: [
-        BlobInputStream.Mode.synchronous, .asynchronous,
-    ])
+    @Test(
+        "a file, with its length (Content-Length) and progress reaching it exactly once",
+        arguments: [
+            BlobInputStream.Mode.synchronous, .asynchronous,
+        ])
     func file(mode: BlobInputStream.Mode) async throws {
         let bytes = sampleBytes(5_000_123)
         let path = folder.appendingPathComponent("video.mov")
@@ -88,7 +93,8 @@ final class HTTPClientUploadTests {
         let text = Data(String(repeating: "BlobStream uploads without temporary files.\n", count: 50_000).utf8)
         try text.write(to: folder.appendingPathComponent("log.txt"))
         try run(["gzip", "-k", "-n", "log.txt"], in: folder)
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("DCIM"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("DCIM"), withIntermediateDirectories: true)
         let photo = sampleBytes(300_000, seed: 5)
         try photo.write(to: folder.appendingPathComponent("DCIM/IMG_0001.JPG"))
         try run(["tar", "-czf", "photos.tar.gz", "DCIM", "log.txt.gz"], in: folder)
@@ -115,8 +121,11 @@ final class HTTPClientUploadTests {
         let library = DirectoryAssetLibrary(root: root)
         AssetSources.register(in: registry, library: library)
         for entry in try library.assets() {
-            let expected = try #require(FileManager.default.contents(atPath:
-                root.appendingPathComponent((entry.isEdited ? "renders/" : "originals/") + entry.relativePath).path))
+            let expected = try #require(
+                FileManager.default.contents(
+                    atPath:
+                        root.appendingPathComponent((entry.isEdited ? "renders/" : "originals/") + entry.relativePath)
+                        .path))
             for mode in [BlobInputStream.Mode.synchronous, .asynchronous] {
                 let name = "assets/\(entry.id)-\(mode)"
                 try await put(try body(entry.url), name, mode: mode)
@@ -154,7 +163,8 @@ final class HTTPClientUploadTests {
             _ = try await HTTPClientUpload.upload(body, to: "\(self.server.baseURL)/slow-close/x")
         } throws: { ($0 as? BlobStreamError)?.code == .uploadFailed && "\($0)".contains("/slow-close/x") }
         // Nobody listening: AsyncHTTPClient retries connecting until its connect timeout.
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(2))))
+        let client = HTTPClient(
+            eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(2))))
         let port = try NginxTestServer.freePort()
         await #expect {
             _ = try await HTTPClientUpload.upload(body, to: "http://127.0.0.1:\(port)/x", client: client)
@@ -167,8 +177,9 @@ final class HTTPClientUploadTests {
         let photo = sampleBytes(123_457, seed: 9)
         var form = MultipartBody()
         form.addField(name: "title", value: "IMG_0001")
-        form.addFile(name: "file", filename: "IMG_0001.JPG", contentType: "image/jpeg",
-                     body: UploadBody(length: Int64(photo.count)) { DataBytesSource(photo) })
+        form.addFile(
+            name: "file", filename: "IMG_0001.JPG", contentType: "image/jpeg",
+            body: UploadBody(length: Int64(photo.count)) { DataBytesSource(photo) })
         let body = form.uploadBody
         try await put(body, "form.bin")
         let stored = try #require(server.stored("form.bin"))

@@ -14,17 +14,20 @@ final class MultipartTests {
 
     @Test("fields and files, exact length known up front, parsed back by Werkzeug")
     func knownLength() async throws {
-        let photo = sampleBytes(250_000, seed: 1), video = sampleBytes(1_000_001, seed: 2)
+        let photo = sampleBytes(250_000, seed: 1)
+        let video = sampleBytes(1_000_001, seed: 2)
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("video-\(UUID().uuidString).mov").path
         try video.write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
 
         var form = MultipartBody()
         form.addField(name: "album", value: "Été 2026 — holidays")
-        form.addFile(name: "photo", filename: "IMG_0001.JPG", contentType: "image/jpeg",
-                     body: UploadBody(length: Int64(photo.count)) { DataBytesSource(photo) })
-        form.addFile(name: "video", filename: "weird \"name\".mov", contentType: "video/quicktime",
-                     body: try .probingLength { FileDataSource(path: path) })
+        form.addFile(
+            name: "photo", filename: "IMG_0001.JPG", contentType: "image/jpeg",
+            body: UploadBody(length: Int64(photo.count)) { DataBytesSource(photo) })
+        form.addFile(
+            name: "video", filename: "weird \"name\".mov", contentType: "video/quicktime",
+            body: try .probingLength { FileDataSource(path: path) })
         let body = form.uploadBody
         let length = try #require(body.length)
 
@@ -35,16 +38,21 @@ final class MultipartTests {
         let parsed = try parseWithWerkzeug(stored, contentType: form.contentType)
         #expect(parsed.fields == ["album": ["Été 2026 — holidays"]])
         #expect(parsed.files["photo"] == [.init(filename: "IMG_0001.JPG", type: "image/jpeg", sha256: sha256(photo))])
-        #expect(parsed.files["video"] == [.init(filename: "weird \"name\".mov", type: "video/quicktime", sha256: sha256(video))])
+        #expect(
+            parsed.files["video"] == [
+                .init(filename: "weird \"name\".mov", type: "video/quicktime", sha256: sha256(video))
+            ])
     }
 
     @Test("a part of unknown length: no total, the body still parses")
     func unknownLength() async throws {
         let payload = sampleBytes(70_000, seed: 3)
         var form = MultipartBody()
-        form.addFile(name: "data", filename: "stream.bin", body: UploadBody(length: nil) {
-            InMemoryDataSource(data: payload, chunkSize: 4000)
-        })
+        form.addFile(
+            name: "data", filename: "stream.bin",
+            body: UploadBody(length: nil) {
+                InMemoryDataSource(data: payload, chunkSize: 4000)
+            })
         form.addField(name: "after", value: "yes")
         #expect(form.uploadBody.length == nil)
         _ = try await URLSessionUpload.upload(form.uploadBody, to: URL(string: "\(server.baseURL)/files/form2.bin")!)

@@ -6,7 +6,7 @@ import NginxTestServer
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Redirects, early answers, time limits, cancellation and bad URLs, against real peers on
@@ -28,7 +28,9 @@ final class URLSessionHardeningTests {
         UploadBody(length: Int64(bytes.count)) { DataBytesSource(bytes) }
     }
 
-    @Test("a 307 or 308 redirect: the whole body reaches the new place (sha256), again from the start", arguments: [307, 308])
+    @Test(
+        "a 307 or 308 redirect: the whole body reaches the new place (sha256), again from the start",
+        arguments: [307, 308])
     func redirect(status: Int) async throws {
         let bytes = sampleBytes(3 * 1024 * 1024 + 5, seed: UInt64(status))
         let log = ProgressLog()
@@ -39,7 +41,9 @@ final class URLSessionHardeningTests {
         #expect(log.all.last == UploadProgress(sent: Int64(bytes.count), total: Int64(bytes.count), isFinished: true))
     }
 
-    @Test("a 303 redirect (a client would follow it with GET, without the body) and a redirect loop: errors naming the redirect")
+    @Test(
+        "a 303 redirect (a client would follow it with GET, without the body) and a redirect loop: errors naming the redirect"
+    )
     func redirectsNotFollowed() async {
         await checks.redirectsNotFollowed()
     }
@@ -50,7 +54,9 @@ final class URLSessionHardeningTests {
         await checks.redirectOfOneShotBody(UploadBody(length: nil, repeatable: false) { DataBytesSource(bytes) })
     }
 
-    @Test("a 201 after the first 1 MB of 16 MB: an error with bytes sent / length, never success", arguments: [true, false])
+    @Test(
+        "a 201 after the first 1 MB of 16 MB: an error with bytes sent / length, never success",
+        arguments: [true, false])
     func earlyAnswer(drain: Bool) async throws {
         try await checks.earlyAnswer(drain: drain)
     }
@@ -75,15 +81,17 @@ final class URLSessionHardeningTests {
         try await checks.cancellation()
     }
 
-    @Test("a URL no upload can go to fails before any I/O, naming the URL and what is wrong", arguments: [
-        ("http://127.0.0.1:99999/x", "out of range"),
-        ("http://127.0.0.1:0/x", "out of range"),
-        ("ftp://127.0.0.1/x", "scheme 'ftp'"),
-        ("http:///x", "no host"),
-        ("http://127.0.0.1/x%00.bin", "%00"),
-    ])
+    @Test(
+        "a URL no upload can go to fails before any I/O, naming the URL and what is wrong",
+        arguments: [
+            ("http://127.0.0.1:99999/x", "out of range"),
+            ("http://127.0.0.1:0/x", "out of range"),
+            ("ftp://127.0.0.1/x", "scheme 'ftp'"),
+            ("http:///x", "no host"),
+            ("http://127.0.0.1/x%00.bin", "%00"),
+        ])
     func badURL(url: String, reason: String) async throws {
-        guard let value = URL(string: url) else { return }  // Foundation refuses it already
+        guard let value = URL(string: url) else { return } // Foundation refuses it already
         await #expect {
             _ = try await URLSessionUpload.upload(self.body(sampleBytes(10)), to: value)
         } throws: { error in

@@ -8,7 +8,7 @@ import NginxTestServer
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 func sha256(_ data: Data) -> String {
@@ -20,7 +20,6 @@ func sampleBytes(_ count: Int, seed: UInt64 = 7) -> Data { TestData.pseudoRandom
 struct SampleError: Error, CustomStringConvertible {
     var description: String { "the sample source broke" }
 }
-
 
 typealias ProgressLog = ConcurrentLog<UploadProgress>
 
@@ -57,7 +56,8 @@ final class URLSessionUploadTests {
         let bytes = sampleBytes(300_000)
         let queue = DispatchQueue(label: "slow-upload")
         let body = UploadBody(length: nil) {
-            InMemoryDataSource(data: bytes, open: .async(queue: queue, delay: 0.05), chunkSize: 7000, refillDelay: (queue, 0.001))
+            InMemoryDataSource(
+                data: bytes, open: .async(queue: queue, delay: 0.05), chunkSize: 7000, refillDelay: (queue, 0.001))
         }
         _ = try await URLSessionUpload.upload(body, to: url("files/slow.bin"))
         #expect(server.stored("slow.bin").map(sha256) == sha256(bytes))
@@ -119,9 +119,11 @@ final class URLSessionUploadTests {
         #expect(out == bytes)
         #expect(stream.streamStatus == .atEnd)
 
-        let failing = URLSessionBodyStream(dataSource: InMemoryDataSource(data: bytes, failAt: (50_000, SampleError()), chunkSize: 9000))
+        let failing = URLSessionBodyStream(
+            dataSource: InMemoryDataSource(data: bytes, failAt: (50_000, SampleError()), chunkSize: 9000))
         failing.open()
-        var got = 0, last = 0
+        var got = 0
+        var last = 0
         while failing.hasBytesAvailable {
             last = failing.read(&buffer, maxLength: buffer.count)
             if last < 0 { break }

@@ -150,13 +150,20 @@ struct AsynchronousStreamTests {
             let reader = stream.addEventHandler(for: [.hasBytesAvailable]) { s, _ in
                 _ = s.read(&buffer, maxLength: 1000)
             }
-            let a = stream.addEventHandler(for: [.openCompleted, .hasBytesAvailable, .endEncountered, .errorOccurred]) { s, e in all.record(s, e) }
+            let a = stream.addEventHandler(for: [.openCompleted, .hasBytesAvailable, .endEncountered, .errorOccurred]) {
+                s, e in all.record(s, e)
+            }
             let b = stream.addEventHandler(for: .endEncountered) { s, e in endOnly.record(s, e) }
-            let c = stream.addEventHandler(for: [.openCompleted, .hasBytesAvailable, .endEncountered]) { s, e in removed.record(s, e) }
+            let c = stream.addEventHandler(for: [.openCompleted, .hasBytesAvailable, .endEncountered]) { s, e in
+                removed.record(s, e)
+            }
             c.invalidate()
             stream.schedule(in: .current, forMode: .default)
             stream.open()
-            #expect(BlobInputStream.runCurrentRunLoop(timeout: 10) { stream.streamStatus == .atEnd && all.names.last == "end" })
+            #expect(
+                BlobInputStream.runCurrentRunLoop(timeout: 10) {
+                    stream.streamStatus == .atEnd && all.names.last == "end"
+                })
             #expect(all.names == ["open", "bytes", "bytes", "bytes", "end"])
             #expect(endOnly.names == ["end"])
             #expect(removed.names.isEmpty)
@@ -168,7 +175,8 @@ struct AsynchronousStreamTests {
 
     @Test("several run loops: each event is delivered once, on one of them")
     func severalRunLoops() {
-        let stream = BlobInputStream(dataSource: InMemoryDataSource(data: sampleBytes(5000), chunkSize: 1000), mode: .asynchronous)
+        let stream = BlobInputStream(
+            dataSource: InMemoryDataSource(data: sampleBytes(5000), chunkSize: 1000), mode: .asynchronous)
         let handle = StreamHandle(stream)
         let recorder = EventRecorder { s, e in
             var buffer = [UInt8](repeating: 0, count: 1000)
@@ -179,7 +187,7 @@ struct AsynchronousStreamTests {
         let loops = Box<[RunLoop]>([])
         let ready = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
-        let lock = NSLock()  // one for both threads and this one: it guards `loops` and `stop`
+        let lock = NSLock() // one for both threads and this one: it guards `loops` and `stop`
         for _ in 0..<2 {
             Thread {
                 lock.withLock { loops.value.append(RunLoop.current) }
@@ -189,13 +197,15 @@ struct AsynchronousStreamTests {
                 finished.signal()
             }.start()
         }
-        ready.wait(); ready.wait()
+        ready.wait()
+        ready.wait()
         stream.open()
         let done = recorder.wait(timeout: 10) { $0.last == .endEncountered }
         #expect(done)
         #expect(recorder.names == ["open", "bytes", "bytes", "bytes", "bytes", "bytes", "end"])
         lock.withLock { stop.value = true }
-        finished.wait(); finished.wait()
+        finished.wait()
+        finished.wait()
         stream.close()
     }
 }

@@ -20,8 +20,11 @@ struct ChunksAndConformanceTests {
     func chunkBuffers() async throws {
         let bytes = sampleBytes(300_000)
         func arrays(_ source: InMemoryDataSource) -> BlobChunkBuffers<[UInt8]> {
-            BlobChunkBuffers(stream: BlobInputStream(dataSource: source, mode: .synchronous), chunkSize: 65_536) { capacity, fill in
-                [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in count = fill(UnsafeMutableRawBufferPointer(buffer)) }
+            BlobChunkBuffers(stream: BlobInputStream(dataSource: source, mode: .synchronous), chunkSize: 65_536) {
+                capacity, fill in
+                [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                    count = fill(UnsafeMutableRawBufferPointer(buffer))
+                }
             }
         }
         var out: [UInt8] = []
@@ -32,7 +35,9 @@ struct ChunksAndConformanceTests {
         #expect(Data(out) == bytes)
         var got = 0
         do {
-            for try await chunk in arrays(InMemoryDataSource(data: bytes, failAt: (123_456, SampleError(tag: "buffers")))) { got += chunk.count }
+            for try await chunk in arrays(
+                InMemoryDataSource(data: bytes, failAt: (123_456, SampleError(tag: "buffers"))))
+            { got += chunk.count }
             Issue.record("the sequence ended cleanly")
         } catch let error as BlobStreamError {
             #expect(error.cause as? SampleError == SampleError(tag: "buffers"))
@@ -89,7 +94,8 @@ struct ChunksAndConformanceTests {
         let bytes = sampleBytes(50_000)
         let queue = DispatchQueue(label: "conformance-async")
         let findings = SourceConformance.check(expected: bytes) {
-            InMemoryDataSource(data: bytes, open: .async(queue: queue, delay: 0.001), chunkSize: 7000, refillDelay: (queue, 0))
+            InMemoryDataSource(
+                data: bytes, open: .async(queue: queue, delay: 0.001), chunkSize: 7000, refillDelay: (queue, 0))
         }
         #expect(findings.isEmpty, "\(findings)")
     }
@@ -109,7 +115,9 @@ struct ChunksAndConformanceTests {
         func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
             let n = min(maxLength, bytes.count - 1 - position)
             if n <= 0 { return 0 }
-            bytes.withUnsafeBytes { buffer.update(from: $0.bindMemory(to: UInt8.self).baseAddress! + position, count: n) }
+            bytes.withUnsafeBytes {
+                buffer.update(from: $0.bindMemory(to: UInt8.self).baseAddress! + position, count: n)
+            }
             position += n
             return n
         }

@@ -13,11 +13,16 @@ struct CompositionTests {
     }
 
     static func parts(queue: DispatchQueue?) -> (Data, @Sendable () -> ConcatenatedDataSource) {
-        let a = sampleBytes(10_000, seed: 1), b = sampleBytes(0), c = sampleBytes(33_333, seed: 3), d = Data("--end--".utf8)
+        let a = sampleBytes(10_000, seed: 1)
+        let b = sampleBytes(0)
+        let c = sampleBytes(33_333, seed: 3)
+        let d = Data("--end--".utf8)
         let make: @Sendable () -> ConcatenatedDataSource = {
-            let middle: any BlobDataSource = queue.map {
-                InMemoryDataSource(data: c, open: .async(queue: $0, delay: 0.005), chunkSize: 5000, refillDelay: ($0, 0))
-            } ?? InMemoryDataSource(data: c, chunkSize: 5000)
+            let middle: any BlobDataSource =
+                queue.map {
+                    InMemoryDataSource(
+                        data: c, open: .async(queue: $0, delay: 0.005), chunkSize: 5000, refillDelay: ($0, 0))
+                } ?? InMemoryDataSource(data: c, chunkSize: 5000)
             return ConcatenatedDataSource([
                 .init(DataBytesSource(a)), .init(DataBytesSource(b)), .init(middle), .init(DataBytesSource(d)),
             ])
@@ -133,7 +138,9 @@ final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
             return 0
         }
         let n = min(maxLength, data.count - position, 1_000)
-        data.withUnsafeBytes { buffer.update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self) + position, count: n) }
+        data.withUnsafeBytes {
+            buffer.update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self) + position, count: n)
+        }
         position += n
         if position == data.count { state.isAtEnd = true }
         return n
@@ -146,16 +153,19 @@ final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
 
 @Suite("Nothing yet")
 struct NothingYetTests {
-    @Test("a read of 0 that went quiet is not the end, even when bytes were announced again before it returned",
-          arguments: [false, true])
+    @Test(
+        "a read of 0 that went quiet is not the end, even when bytes were announced again before it returned",
+        arguments: [false, true])
     func quietThenBack(asynchronous: Bool) {
         readsWhole(QuietThenBackSource(sampleBytes(25_000), quietEvery: 3), asynchronous: asynchronous)
     }
 
-    @Test("a read of 0 that went quiet is not the end, even when the renewed bytes are seen before they are announced",
-          arguments: [false, true])
+    @Test(
+        "a read of 0 that went quiet is not the end, even when the renewed bytes are seen before they are announced",
+        arguments: [false, true])
     func quietThenSeenBeforeAnnounced(asynchronous: Bool) {
-        readsWhole(QuietThenBackSource(sampleBytes(25_000), quietEvery: 3, slowObserver: true), asynchronous: asynchronous)
+        readsWhole(
+            QuietThenBackSource(sampleBytes(25_000), quietEvery: 3, slowObserver: true), asynchronous: asynchronous)
     }
 
     private func readsWhole(_ source: QuietThenBackSource, asynchronous: Bool) {

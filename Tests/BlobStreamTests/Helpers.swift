@@ -13,7 +13,7 @@ func sampleBytes(_ count: Int, seed: UInt64 = 0x5EED) -> Data { TestData.pseudoR
 /// A tiny FNV-1a digest, enough to compare byte streams in the core tests (the source
 /// modules' tests use SHA-256 from swift-crypto; the core has no dependencies).
 func digest(_ data: Data) -> UInt64 {
-    data.reduce(0xcbf29ce484222325) { ($0 ^ UInt64($1)) &* 0x100000001b3 }
+    data.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
 }
 
 /// Reads a stream to its end; returns the bytes and the last result (0 or −1).

@@ -22,7 +22,7 @@ struct InMemorySourceThreadingTests {
             #expect(Data(buffer) == bytes.prefix(1_000))
             source.close()
             #expect(source.read(&buffer, maxLength: 1_000) == -1, "a read after close fails (round \(round))")
-            queue.sync {}  // the announcement ran (or saw the source closed)
+            queue.sync {} // the announcement ran (or saw the source closed)
             #expect(source.readCount == 2)
         }
     }
@@ -33,7 +33,7 @@ struct InMemorySourceThreadingTests {
         let queue = DispatchQueue(label: "refill")
         let source = InMemoryDataSource(
             data: bytes, open: .async(queue: queue, delay: 0), chunkSize: 700, refillDelay: (queue, 0))
-        let stream = BlobInputStream(dataSource: source)  // synchronous: waits for each announcement
+        let stream = BlobInputStream(dataSource: source) // synchronous: waits for each announcement
         stream.open()
         let (data, last) = stream.readToEnd(chunkSize: 1_000)
         #expect(last == 0)

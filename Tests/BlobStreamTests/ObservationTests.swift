@@ -17,23 +17,30 @@ struct ObservationTests {
         let state = BlobDataSourceState()
         let log = Log()
         let tokens = [
-            state.observe(\.isOpenCompleted, options: [.old, .new]) { log.add("open \($0.oldValue!)->\($0.newValue!)") },
-            state.observe(\.hasBytesAvailable, options: [.old, .new]) { log.add("bytes \($0.oldValue!)->\($0.newValue!)") },
-            state.observe(\.isAtEnd, options: [.new]) { log.add("end ->\($0.newValue!) old:\(String(describing: $0.oldValue))") },
+            state.observe(\.isOpenCompleted, options: [.old, .new]) {
+                log.add("open \($0.oldValue!)->\($0.newValue!)")
+            },
+            state.observe(\.hasBytesAvailable, options: [.old, .new]) {
+                log.add("bytes \($0.oldValue!)->\($0.newValue!)")
+            },
+            state.observe(\.isAtEnd, options: [.new]) {
+                log.add("end ->\($0.newValue!) old:\(String(describing: $0.oldValue))")
+            },
             state.observe(\.error, options: [.old, .new]) { c in
                 log.add("error \(String(describing: c.oldValue!))->\(String(describing: c.newValue!))")
             },
         ]
         state.isOpenCompleted = true
-        state.isOpenCompleted = true  // equal: nothing announced
+        state.isOpenCompleted = true // equal: nothing announced
         state.hasBytesAvailable = true
-        state.isAtEnd = true  // also clears hasBytesAvailable
+        state.isAtEnd = true // also clears hasBytesAvailable
         state.error = SampleError(tag: "e")
-        state.error = SampleError(tag: "f")  // sticky: ignored
-        #expect(log.all == [
-            "open false->true", "bytes false->true", "bytes true->false", "end ->true old:nil",
-            "error nil->Optional(sample failure e)",
-        ])
+        state.error = SampleError(tag: "f") // sticky: ignored
+        #expect(
+            log.all == [
+                "open false->true", "bytes false->true", "bytes true->false", "end ->true old:nil",
+                "error nil->Optional(sample failure e)",
+            ])
         #expect((state.error as? SampleError)?.tag == "e")
         withExtendedLifetime(tokens) {}
     }
@@ -42,10 +49,12 @@ struct ObservationTests {
     func tokens() {
         let state = BlobDataSourceState()
         let log = Log()
-        let kept = state.observe(\.hasBytesAvailable, options: [.initial, .new]) { log.add("kept \($0.newValue!) \($0.isInitial)") }
+        let kept = state.observe(\.hasBytesAvailable, options: [.initial, .new]) {
+            log.add("kept \($0.newValue!) \($0.isInitial)")
+        }
         let invalidated = state.observe(\.hasBytesAvailable) { _ in log.add("invalidated") }
         invalidated.invalidate()
-        invalidated.invalidate()  // twice is fine
+        invalidated.invalidate() // twice is fine
         do {
             _ = state.observe(\.hasBytesAvailable) { _ in log.add("released") }
         }

@@ -44,11 +44,13 @@ struct RegistryTests {
         #expect(throws: BlobStreamError.self) { try registry.makeSource(url: "1abc:x") }
     }
 
-    @Test("file URLs: spaces, non-ASCII names, localhost, and bad forms", arguments: [
-        ("/tmp/a b/c.txt", "file:///tmp/a%20b/c.txt"),
-        ("/tmp/фото/été 100%.jpg", "file:///tmp/%D1%84%D0%BE%D1%82%D0%BE/%C3%A9t%C3%A9%20100%25.jpg"),
-        ("/x!/y#z?w", "file:///x%21/y%23z%3Fw"),
-    ])
+    @Test(
+        "file URLs: spaces, non-ASCII names, localhost, and bad forms",
+        arguments: [
+            ("/tmp/a b/c.txt", "file:///tmp/a%20b/c.txt"),
+            ("/tmp/фото/été 100%.jpg", "file:///tmp/%D1%84%D0%BE%D1%82%D0%BE/%C3%A9t%C3%A9%20100%25.jpg"),
+            ("/x!/y#z?w", "file:///x%21/y%23z%3Fw"),
+        ])
     func fileURLs(path: String, url: String) throws {
         #expect(BlobURL.fileURL(path: path) == url)
         #expect(try BlobURL.path(ofFileURL: url) == path)
@@ -65,13 +67,15 @@ struct RegistryTests {
         #expect(throws: BlobStreamError.self) { try BlobURL.path(ofFileURL: "file:///not-utf8-%FF") }
     }
 
-    @Test("a NUL, spelled %00 or literal, is an error that names it, in every decoded part", arguments: [
-        "file:///etc/hostname%00.jpg",
-        "file:///etc/hostname%00",
-        "file:///%00",
-        "file://localhost/tmp/a%00b",
-        "file:///etc/hostname\u{0}.jpg",
-    ])
+    @Test(
+        "a NUL, spelled %00 or literal, is an error that names it, in every decoded part",
+        arguments: [
+            "file:///etc/hostname%00.jpg",
+            "file:///etc/hostname%00",
+            "file:///%00",
+            "file://localhost/tmp/a%00b",
+            "file:///etc/hostname\u{0}.jpg",
+        ])
     func nulInFileURL(url: String) {
         do {
             let path = try BlobURL.path(ofFileURL: url)
@@ -79,14 +83,18 @@ struct RegistryTests {
         } catch let error as BlobStreamError {
             #expect(error.code == .malformedURL)
             #expect(error.message.contains("NUL"), "\(error.message)")
-            #expect(error.message.contains(url.replacingOccurrences(of: "\u{0}", with: "%00")), "names the URL: \(error.message)")
+            #expect(
+                error.message.contains(url.replacingOccurrences(of: "\u{0}", with: "%00")),
+                "names the URL: \(error.message)")
         } catch { Issue.record("\(error)") }
     }
 
     @Test("percentDecoded refuses a NUL in any part a scheme decodes (a query value, a member)")
     func nulInDecodedParts() {
         for text in ["id%00", "%00", "a%00%41", "a\u{0}b", "x/y%00.jpg"] {
-            #expect(throws: BlobStreamError.self, "\(text)") { try BlobURL.percentDecoded(text, context: "scheme:" + text) }
+            #expect(throws: BlobStreamError.self, "\(text)") {
+                try BlobURL.percentDecoded(text, context: "scheme:" + text)
+            }
         }
         // A scheme of the user's that decodes a part of its URL gets the same refusal.
         let registry = DataSourceRegistry()
@@ -97,10 +105,12 @@ struct RegistryTests {
         #expect((try? registry.makeSource(url: "mem:hello%20world")) != nil)
     }
 
-    @Test("bad percent-escapes are errors that show the escape and where it is", arguments: [
-        ("file:///x%", "'%'"), ("file:///x%G1", "'%G1'"), ("file:///x%0", "'%0'"), ("file:///x%4", "'%4'"),
-        ("file:///x%%41", "'%%4'"), ("file:///x%zz/y", "'%zz'"), ("file:///x%-1", "'%-1'"),
-    ])
+    @Test(
+        "bad percent-escapes are errors that show the escape and where it is",
+        arguments: [
+            ("file:///x%", "'%'"), ("file:///x%G1", "'%G1'"), ("file:///x%0", "'%0'"), ("file:///x%4", "'%4'"),
+            ("file:///x%%41", "'%%4'"), ("file:///x%zz/y", "'%zz'"), ("file:///x%-1", "'%-1'"),
+        ])
     func badEscapes(url: String, shown: String) {
         do {
             _ = try BlobURL.path(ofFileURL: url)

@@ -45,7 +45,7 @@ struct SynchronousStreamTests {
         b.open()
         var buffer = [UInt8](repeating: 0, count: 10)
         #expect(b.read(&buffer, maxLength: 10) == 10)
-        b.open()  // URLSession on Linux opens twice
+        b.open() // URLSession on Linux opens twice
         #expect(b.streamStatus == .open)
         #expect((b.property(forKey: .fileCurrentOffsetKey) as? NSNumber)?.intValue == 10, "second open did not restart")
         b.close()
@@ -99,7 +99,8 @@ struct SynchronousStreamTests {
 
     @Test("a source failing at byte N: exactly N bytes, then the error", arguments: [0, 1, 65_536, 199_999])
     func failingAtByte(offset: Int) throws {
-        let source = InMemoryDataSource(data: bytes, failAt: (offset, SampleError(tag: "at \(offset)")), chunkSize: 30_000)
+        let source = InMemoryDataSource(
+            data: bytes, failAt: (offset, SampleError(tag: "at \(offset)")), chunkSize: 30_000)
         let stream = BlobInputStream(dataSource: source)
         stream.open()
         let (data, last) = drain(stream, size: 8192)
@@ -173,8 +174,8 @@ struct SynchronousStreamTests {
             let stream = BlobInputStream(dataSource: source)
             stream.open()
             var buffer = [UInt8](repeating: 0, count: 4096)
-            let first = stream.read(&buffer, maxLength: 4096)  // bytes are there
-            let second = stream.read(&buffer, maxLength: 4096)  // would wait for this queue
+            let first = stream.read(&buffer, maxLength: 4096) // bytes are there
+            let second = stream.read(&buffer, maxLength: 4096) // would wait for this queue
             result.value = (first, second, stream.streamError as? BlobStreamError)
             done.signal()
         }

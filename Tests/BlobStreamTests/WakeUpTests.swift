@@ -1,7 +1,8 @@
-@testable import BlobStream
 import BlobStreamTestSupport
 import Foundation
 import Testing
+
+@testable import BlobStream
 
 /// Foundation on Linux never frees a `Timer` (it keeps a reference to itself that nothing
 /// releases, invalidated or not), so the timers that wake run loops for events must not
@@ -99,7 +100,8 @@ struct WakeUpTests {
         let out = Box<[String]>([])
         let ok = onRunLoopThread {
             let idle = Box<RunLoop?>(nil)
-            let ready = DispatchSemaphore(value: 0), stop = DispatchSemaphore(value: 0)
+            let ready = DispatchSemaphore(value: 0)
+            let stop = DispatchSemaphore(value: 0)
             Thread {
                 idle.value = RunLoop.current
                 ready.signal()
@@ -110,7 +112,7 @@ struct WakeUpTests {
             let recorder = EventRecorder()
             stream.delegate = recorder
             stream.schedule(in: idle.value!, forMode: .default)
-            stream.open()  // open and end are queued, and that loop is woken, but never runs
+            stream.open() // open and end are queued, and that loop is woken, but never runs
             stream.schedule(in: .current, forMode: .default)
             _ = BlobInputStream.runCurrentRunLoop(timeout: 10) { recorder.names.count == 2 }
             stream.close()

@@ -21,13 +21,15 @@ struct BadInputTableTests {
     /// A folder of inputs: regular files, archives, a directory, symlink loops, a FIFO no
     /// one writes to, an unreadable file.
     static func makeInputs() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-bad-\(UUID().uuidString)").path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-bad-\(UUID().uuidString)")
+            .path
         let fm = FileManager.default
         try fm.createDirectory(atPath: dir + "/dir", withIntermediateDirectories: true)
         try fm.createDirectory(atPath: dir + "/library", withIntermediateDirectories: true)
         try Data("hello\n".utf8).write(to: URL(fileURLWithPath: dir + "/file.txt"))
         try Data().write(to: URL(fileURLWithPath: dir + "/empty"))
-        try Data("this is plain text, not an archive, not gzip\n".utf8).write(to: URL(fileURLWithPath: dir + "/text.txt"))
+        try Data("this is plain text, not an archive, not gzip\n".utf8).write(
+            to: URL(fileURLWithPath: dir + "/text.txt"))
         var tar = TarWriter()
         tar.add(name: Array("member.txt".utf8), content: Data("member bytes\n".utf8))
         tar.add(name: Array("sub".utf8), kind: .directory)
@@ -35,18 +37,27 @@ struct BadInputTableTests {
         tar.add(name: Array("big.bin".utf8), content: Data(repeating: 7, count: 5000))
         try tar.archive.write(to: URL(fileURLWithPath: dir + "/a.tar"))
         try tar.archive.prefix(1200).write(to: URL(fileURLWithPath: dir + "/truncated.tar"))
-        var gz = BoundedRun.run("/bin/sh", ["-c", "gzip -c '\(dir)/a.tar' > '\(dir)/a.tar.gz' && gzip -c '\(dir)/file.txt' > '\(dir)/file.gz'"])
+        var gz = BoundedRun.run(
+            "/bin/sh",
+            ["-c", "gzip -c '\(dir)/a.tar' > '\(dir)/a.tar.gz' && gzip -c '\(dir)/file.txt' > '\(dir)/file.gz'"])
         #expect(gz.status == 0)
         let whole = try Data(contentsOf: URL(fileURLWithPath: dir + "/a.tar.gz"))
         try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: dir + "/truncated.tar.gz"))
-        gz = BoundedRun.run("/bin/sh", ["-c", "cd '\(dir)' && ln -s loop2 loop1 && ln -s loop1 loop2 && ln -s self self && mkfifo fifo && cp file.txt unreadable.txt && chmod 000 unreadable.txt"])
+        gz = BoundedRun.run(
+            "/bin/sh",
+            [
+                "-c",
+                "cd '\(dir)' && ln -s loop2 loop1 && ln -s loop1 loop2 && ln -s self self && mkfifo fifo && cp file.txt unreadable.txt && chmod 000 unreadable.txt",
+            ])
         #expect(gz.status == 0)
         return dir
     }
 
     /// The table, over the inputs in `d`.
     static func rows(_ d: String) -> [Row] {
-        let tar = "\(d)/a.tar", file = "\(d)/file.txt", text = "\(d)/text.txt"
+        let tar = "\(d)/a.tar"
+        let file = "\(d)/file.txt"
+        let text = "\(d)/text.txt"
         var rows: [Row] = []
         func add(_ arguments: [String], _ status: Int32, _ needles: String...) {
             rows.append(Row(arguments: arguments, status: status, needles: needles))
@@ -104,8 +115,10 @@ struct BadInputTableTests {
         add(["cat", "\(tar)!/"], 1, "names no member")
         add(["cat", "archive:archive:file://\(tar)!/member.txt!/x"], 1, "not an archive")
         // Members: missing, `..`, absolute, with control bytes, not files.
-        for member in ["missing.txt", "..", "../../etc/passwd", "/etc/passwd", "//member.txt", "member.txt/..", "%0Amember.txt",
-                       "member.txt%0A", "%1B[31mmember", "MEMBER.TXT", "member.tx", "sub/member.txt", "%09"] {
+        for member in [
+            "missing.txt", "..", "../../etc/passwd", "/etc/passwd", "//member.txt", "member.txt/..", "%0Amember.txt",
+            "member.txt%0A", "%1B[31mmember", "MEMBER.TXT", "member.tx", "sub/member.txt", "%09",
+        ] {
             add(["cat", "\(tar)!/\(member)"], 1, "no such member")
         }
         add(["cat", "\(tar)!/."], 1, "names nothing")
@@ -150,8 +163,14 @@ struct BadInputTableTests {
         add(["cat", "\(d)/missing\nforged\tline"], 1, "no such file", "missing%0Aforged%09line")
         add(["cat", "\(d)/\u{1B}[31mred"], 1, "no such file", "%1B[31mred")
         add(["cat", "!/x"], 1, "no such file")
-        rows.append(Row(arguments: ["cat", "\(d)/unreadable.txt"], status: 1, needles: ["permission denied"], unprivileged: true))
-        rows.append(Row(arguments: ["ls", "\(d)/unreadable.txt"], status: 1, needles: ["permission denied"], unprivileged: true))
+        rows.append(
+            Row(
+                arguments: ["cat", "\(d)/unreadable.txt"], status: 1, needles: ["permission denied"], unprivileged: true
+            ))
+        rows.append(
+            Row(
+                arguments: ["ls", "\(d)/unreadable.txt"], status: 1, needles: ["permission denied"], unprivileged: true)
+        )
         // Offsets.
         for value in ["-1", "-99999999999"] {
             add(["cat", "--offset", value, file], 2, "offset", "0 or more")
@@ -182,7 +201,9 @@ struct BadInputTableTests {
         add(["cat", "assets-library://asset/asset.JPG?id=1&ext=JPG"], 1, "--library")
         add(["cat", "--library", "\(d)/library", "assets-library://asset/asset.JPG"], 1, "no query")
         add(["cat", "--library", "\(d)/library", "assets-library://x"], 1, "asset URL")
-        add(["cat", "--library", "\(d)/library", "assets-library://asset/asset.JPG?id=a%G1&ext=JPG"], 1, "percent-escape")
+        add(
+            ["cat", "--library", "\(d)/library", "assets-library://asset/asset.JPG?id=a%G1&ext=JPG"], 1,
+            "percent-escape")
         add(["cat", "--library", "\(d)/library", "assets-library://asset/asset.JPG?id=none&ext=JPG"], 1, "none")
         add(["ls", "--library", "\(d)/missing-library"], 1, "missing-library")
         return rows
@@ -204,7 +225,8 @@ struct BadInputTableTests {
         DispatchQueue.concurrentPerform(iterations: 6) { worker in
             for i in stride(from: worker, to: rows.count, by: 6) {
                 let row = rows[i]
-                let prefix = row.unprivileged && asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+                let prefix =
+                    row.unprivileged && asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : []
                 results.set(i, BoundedRun.run(tool, row.arguments, limit: 30, workingDirectory: d, prefix: prefix))
             }
         }
@@ -213,9 +235,12 @@ struct BadInputTableTests {
             #expect(!r.timedOut, "\(row): hung (killed after \(r.seconds) s)")
             #expect(r.status == row.status, "\(row): status \(r.status), expected \(row.status); stderr: \(text)")
             #expect(r.stdout.isEmpty, "\(row): stdout: \(String(decoding: r.stdout.prefix(200), as: UTF8.self))")
-            #expect(text.hasPrefix("blobstream: ") && text.hasSuffix("\n") && text.filter { $0 == "\n" }.count == 1,
-                    "\(row): not one line: \(text)")
-            #expect(!text.dropLast().unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(row): control bytes: \(text)")
+            #expect(
+                text.hasPrefix("blobstream: ") && text.hasSuffix("\n") && text.filter { $0 == "\n" }.count == 1,
+                "\(row): not one line: \(text)")
+            #expect(
+                !text.dropLast().unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F },
+                "\(row): control bytes: \(text)")
             for needle in row.needles {
                 #expect(text.localizedCaseInsensitiveContains(needle), "\(row): does not say '\(needle)': \(text)")
             }
@@ -228,12 +253,16 @@ struct BadInputTableTests {
         defer { try? FileManager.default.removeItem(atPath: d) }
         let tool = Tool.binDirectory.appendingPathComponent("blobstream").path
         // The writer opens the FIFO late (after the reader waits), and writes 1 MB.
-        let r = BoundedRun.run("/bin/bash", ["-c", "(sleep 0.5; head -c 1000000 /dev/zero | tr '\\0' 'x' > fifo) & '\(tool)' cat fifo; wait"],
-                               limit: 20, workingDirectory: d)
+        let r = BoundedRun.run(
+            "/bin/bash",
+            ["-c", "(sleep 0.5; head -c 1000000 /dev/zero | tr '\\0' 'x' > fifo) & '\(tool)' cat fifo; wait"],
+            limit: 20, workingDirectory: d)
         #expect(r.status == 0, "\(r.stderrText)")
         #expect(r.stdout == Data(repeating: UInt8(ascii: "x"), count: 1_000_000))
         let lone = BoundedRun.run(tool, ["cat", "fifo"], limit: 20, workingDirectory: d)
-        #expect(lone.status == 1 && lone.stderrText.contains("no writer") && lone.seconds < 15, "\(lone.stderrText) after \(lone.seconds) s")
+        #expect(
+            lone.status == 1 && lone.stderrText.contains("no writer") && lone.seconds < 15,
+            "\(lone.stderrText) after \(lone.seconds) s")
     }
 }
 

@@ -11,10 +11,13 @@ enum BoundedRun {
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), looked up at run
     /// time since the Glibc module does not export GNU extensions.
-    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
+    private static let addCloseFrom:
+        (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+            else { return nil }
+            return unsafeBitCast(
+                symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        }()
 
     struct Result: Sendable {
         var status: Int32
@@ -34,7 +37,9 @@ enum BoundedRun {
         workingDirectory: String? = nil, prefix: [String] = []
     ) -> Result {
         let start = Date()
-        var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1], inPipe: [Int32] = [-1, -1]
+        var outPipe: [Int32] = [-1, -1]
+        var errPipe: [Int32] = [-1, -1]
+        var inPipe: [Int32] = [-1, -1]
         // The pipes are made and the child spawned under one lock, and every end is
         // close-on-exec: no other run's child can inherit them.
         spawnLock.lock()
@@ -57,7 +62,9 @@ enum BoundedRun {
         let rc = posix_spawn(&pid, argv[0], &actions, nil, &cArgs, environ)
         spawnLock.unlock()
         precondition(rc == 0, "posix_spawn \(argv[0]) failed: \(rc)")
-        close(inPipe[0]); close(outPipe[1]); close(errPipe[1])
+        close(inPipe[0])
+        close(outPipe[1])
+        close(errPipe[1])
         // Standard input: written whole (small), then closed.
         stdin.withUnsafeBytes { raw in
             var done = 0
@@ -68,8 +75,12 @@ enum BoundedRun {
             }
         }
         close(inPipe[1])
-        var out = Data(), err = Data()
-        var fds = [pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0)]
+        var out = Data()
+        var err = Data()
+        var fds = [
+            pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0),
+            pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0),
+        ]
         var open = 2
         var timedOut = false
         let deadline = start.addingTimeInterval(limit)
@@ -99,6 +110,7 @@ enum BoundedRun {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         // WIFEXITED / WEXITSTATUS, or 128 + the signal.
         let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Result(status: code, stdout: out, stderr: err, timedOut: timedOut, seconds: Date().timeIntervalSince(start))
+        return Result(
+            status: code, stdout: out, stderr: err, timedOut: timedOut, seconds: Date().timeIntervalSince(start))
     }
 }

@@ -20,11 +20,11 @@ struct NameSpellingTests {
             (Array("\u{1B}[31mred.txt".utf8), "%1B[31mred.txt"),
             (Array("cr\rreturn".utf8), "cr%0Dreturn"),
             (Array("del\u{7F}.txt".utf8), "del%7F.txt"),
-            ([0x4B, 0xC4, 0x53, 0x45, 0x2E, 0x74, 0x78, 0x74], "K%C4SE.txt"),  // latin-1 "KÄSE.txt"
+            ([0x4B, 0xC4, 0x53, 0x45, 0x2E, 0x74, 0x78, 0x74], "K%C4SE.txt"), // latin-1 "KÄSE.txt"
             ([0x62, 0x61, 0x64, 0xFF, 0xFE], "bad%FF%FE"),
-            ([0x63, 0x31, 0xC2, 0x9B, 0x32, 0x4A], "c1%C2%9B2J"),  // U+009B, a C1 CSI
+            ([0x63, 0x31, 0xC2, 0x9B, 0x32, 0x4A], "c1%C2%9B2J"), // U+009B, a C1 CSI
             (Array("100%.txt".utf8), "100%25.txt"),
-            (Array("%41.txt".utf8), "%2541.txt"),  // not "A.txt"
+            (Array("%41.txt".utf8), "%2541.txt"), // not "A.txt"
             (Array("A.txt".utf8), "A.txt"),
             (Array("wow!.txt".utf8), "wow!.txt"),
             (Array("dir!/inner.txt".utf8), "dir%21/inner.txt"),
@@ -32,7 +32,9 @@ struct NameSpellingTests {
             (Array("plain/dir/name.txt".utf8), "plain/dir/name.txt"),
         ]
         return cases.enumerated().map { i, c in
-            Member(name: c.0, spelling: c.1, content: Data("member \(i): \(c.1)\n".utf8) + Data(repeating: UInt8(i), count: 100 * i))
+            Member(
+                name: c.0, spelling: c.1,
+                content: Data("member \(i): \(c.1)\n".utf8) + Data(repeating: UInt8(i), count: 100 * i))
         }
     }()
 
@@ -56,7 +58,10 @@ struct NameSpellingTests {
         #expect(r.status == 0, "\(r.stderrText)")
         let rows = r.stdout.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
         #expect(rows.count == Self.members.count + 1, "one header row and one row per member")
-        let names = rows.dropFirst().map { row in String(decoding: row.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)[0], as: UTF8.self) }
+        let names = rows.dropFirst().map { row in
+            String(
+                decoding: row.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)[0], as: UTF8.self)
+        }
         #expect(names == Self.members.map(\.spelling))
         let controls = r.stdout.filter { ($0 < 0x20 && $0 != 0x0A && $0 != 0x09) || $0 == 0x7F }
         #expect(controls.isEmpty, "no control byte but the row and field separators")
@@ -82,7 +87,8 @@ struct NameSpellingTests {
             ]
             for form in forms {
                 let r = BoundedRun.run(Self.tool, ["cat", form])
-                #expect(r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content), "\(form): \(r.stderrText)")
+                #expect(
+                    r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content), "\(form): \(r.stderrText)")
             }
             let sum = BoundedRun.run(Self.tool, ["checksum", "\(tar)!/\(name)"])
             #expect(String(decoding: sum.stdout, as: UTF8.self) == "\(Tool.sha256(member.content))  \(tar)!/\(name)\n")
@@ -98,7 +104,8 @@ struct NameSpellingTests {
             let r = BoundedRun.run(Self.tool, ["info", "\(tar)!/\(member.spelling)"])
             let rows = String(decoding: r.stdout, as: UTF8.self).split(separator: "\n")
             #expect(r.status == 0 && rows.count == 2, "\(member.spelling): \(r.stderrText)")
-            let fields = rows.last.map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) } ?? []
+            let fields =
+                rows.last.map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) } ?? []
             #expect(fields.first == "\(tar)!/\(member.spelling)")
             #expect(fields.count == 5 && fields[3] == String(member.content.count))
         }
@@ -119,7 +126,9 @@ struct NameSpellingTests {
             #expect(r.status == 1 && r.stdout.isEmpty)
             let text = r.stderrText
             #expect(text.hasSuffix("\n") && text.filter { $0 == "\n" }.count == 1, "one line: \(text)")
-            #expect(!text.dropLast().contains { $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } ?? false }, "no control byte: \(text)")
+            #expect(
+                !text.dropLast().contains { $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } ?? false },
+                "no control byte: \(text)")
             #expect(text.contains(shown), "names \(shown): \(text)")
         }
     }

@@ -5,9 +5,9 @@ import Foundation
 /// them), which tools that insist on UTF-8 names would refuse or rewrite.
 struct TarWriter {
     enum Kind: UInt8 {
-        case file = 0x30  // '0'
-        case symlink = 0x32  // '2'
-        case directory = 0x35  // '5'
+        case file = 0x30 // '0'
+        case symlink = 0x32 // '2'
+        case directory = 0x35 // '5'
     }
 
     private(set) var bytes = Data()
@@ -16,7 +16,9 @@ struct TarWriter {
     mutating func add(name: [UInt8], content: Data = Data(), kind: Kind = .file, linkTarget: String = "") {
         precondition(name.count <= 100 && !name.contains(0), "a ustar name field holds 100 bytes, no NUL")
         var header = [UInt8](repeating: 0, count: 512)
-        func put(_ field: [UInt8], at offset: Int) { header.replaceSubrange(offset..<offset + field.count, with: field) }
+        func put(_ field: [UInt8], at offset: Int) {
+            header.replaceSubrange(offset..<offset + field.count, with: field)
+        }
         func octal(_ value: Int, width: Int) -> [UInt8] {
             Array(String(value, radix: 8).leftPadded(to: width - 1).utf8) + [0]
         }
@@ -26,7 +28,7 @@ struct TarWriter {
         put(octal(0, width: 8), at: 116)
         put(octal(kind == .file ? content.count : 0, width: 12), at: 124)
         put(octal(1_700_000_000, width: 12), at: 136)
-        put(Array(repeating: UInt8(ascii: " "), count: 8), at: 148)  // checksum counted as spaces
+        put(Array(repeating: UInt8(ascii: " "), count: 8), at: 148) // checksum counted as spaces
         header[156] = kind.rawValue
         put(Array(linkTarget.utf8), at: 157)
         put(Array("ustar\u{0}00".utf8), at: 257)

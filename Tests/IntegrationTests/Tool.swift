@@ -29,16 +29,21 @@ enum Tool {
 
     /// Runs a bash command line with `$BLOBSTREAM` set to the tool.
     static func shell(_ command: String) throws -> Result {
-        try run("/bin/bash", ["-c", command],
-                environment: ["BLOBSTREAM": binDirectory.appendingPathComponent("blobstream").path])
+        try run(
+            "/bin/bash", ["-c", command],
+            environment: ["BLOBSTREAM": binDirectory.appendingPathComponent("blobstream").path])
     }
 
-    static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Result {
+    static func run(
+        _ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]
+    ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), input = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
@@ -60,7 +65,8 @@ enum Tool {
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         errDone.wait()
-        return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errBox.data, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errBox.data, as: UTF8.self))
     }
 
     static func sha256(_ data: Data) -> String {

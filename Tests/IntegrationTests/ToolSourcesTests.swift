@@ -63,21 +63,28 @@ struct ToolSourcesTests {
         let server = try NginxTestServer()
         defer { server.stop() }
         let member = archives + "/photos.tar.gz!/DCIM/100TEST/IMG_0002.JPG"
-        let reference = try Tool.run("/usr/bin/tar", ["-xzOf", archives + "/photos.tar.gz", "DCIM/100TEST/IMG_0002.JPG"])
+        let reference = try Tool.run(
+            "/usr/bin/tar", ["-xzOf", archives + "/photos.tar.gz", "DCIM/100TEST/IMG_0002.JPG"])
         for client in ["asynchttpclient", "urlsession"] {
-            let result = try Tool.blobstream(["upload", member, "--to", "\(server.baseURL)/files/\(client).jpg", "--client", client])
+            let result = try Tool.blobstream([
+                "upload", member, "--to", "\(server.baseURL)/files/\(client).jpg", "--client", client,
+            ])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stderr.isEmpty, "no progress when stderr is not a terminal")
             #expect(server.stored("\(client).jpg").map(Tool.sha256) == Tool.sha256(reference.stdout))
         }
-        let offset = try Tool.blobstream(["upload", "--offset", "1000", member, "--to", "\(server.baseURL)/files/tail.jpg"])
+        let offset = try Tool.blobstream([
+            "upload", "--offset", "1000", member, "--to", "\(server.baseURL)/files/tail.jpg",
+        ])
         #expect(offset.status == 0, "\(offset.stderr)")
         #expect(server.stored("tail.jpg") == reference.stdout.suffix(from: 1000))
 
         // A gzip stream read from a pipe: the upload must not open it twice (a probe for
         // its length would eat the bytes a second reader needs).
         let sample = Tool.fixtures.appendingPathComponent("files/sample.txt").path
-        let piped = try Tool.shell("gzip -c '\(sample)' | \"$BLOBSTREAM\" upload gzip:file:///dev/stdin --to \(server.baseURL)/files/piped.txt")
+        let piped = try Tool.shell(
+            "gzip -c '\(sample)' | \"$BLOBSTREAM\" upload gzip:file:///dev/stdin --to \(server.baseURL)/files/piped.txt"
+        )
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(server.stored("piped.txt") == FileManager.default.contents(atPath: sample))
 

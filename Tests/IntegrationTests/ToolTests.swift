@@ -31,7 +31,8 @@ struct ToolTests {
         let bin = Tool.fixtures.appendingPathComponent("files/sample.bin").path
         let stdin = Data("from stdin\n".utf8)
         let ours = try Tool.blobstream(["cat", txt, "file://" + bin, "-"], stdin: stdin)
-        let expected = try Data(contentsOf: URL(fileURLWithPath: txt)) + Data(contentsOf: URL(fileURLWithPath: bin)) + stdin
+        let expected =
+            try Data(contentsOf: URL(fileURLWithPath: txt)) + Data(contentsOf: URL(fileURLWithPath: bin)) + stdin
         #expect(ours.status == 0, "\(ours.stderr)")
         #expect(Tool.sha256(ours.stdout) == Tool.sha256(expected))
     }
@@ -50,7 +51,9 @@ struct ToolTests {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path
         let result = try Tool.blobstream(["info", path])
         #expect(result.status == 0)
-        let lines = result.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        let lines = result.text.split(separator: "\n").map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false)
+        }
         #expect(lines.count == 2)
         #expect(lines.first == ["name", "url", "kind", "length", "offset"])
         #expect(lines.last?[3] == "65536")
@@ -111,15 +114,20 @@ struct ToolTests {
         #expect(result.status == 1)
         #expect(result.stderr.contains("blobstream-net") && result.stderr.contains(folder.path), "\(result.stderr)")
         // The reading commands need no second program.
-        let checksum = try Tool.run(alone.path, ["checksum", Tool.fixtures.appendingPathComponent("files/empty.bin").path])
+        let checksum = try Tool.run(
+            alone.path, ["checksum", Tool.fixtures.appendingPathComponent("files/empty.bin").path])
         #expect(checksum.status == 0)
-        #expect(checksum.text.hasPrefix("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  "), "\(checksum.text)")
+        #expect(
+            checksum.text.hasPrefix("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  "),
+            "\(checksum.text)")
     }
 
     @Test("a closed stdout ends quietly")
     func closedStdout() throws {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path
-        let result = try Tool.shell(#"for i in $(seq 50); do echo "\#(path)"; done | xargs "$BLOBSTREAM" cat | head -c 10 >/dev/null; echo "${PIPESTATUS[2]}""#)
+        let result = try Tool.shell(
+            #"for i in $(seq 50); do echo "\#(path)"; done | xargs "$BLOBSTREAM" cat | head -c 10 >/dev/null; echo "${PIPESTATUS[2]}""#
+        )
         #expect(result.text == "0\n")
         #expect(result.stderr.isEmpty, "\(result.stderr)")
     }
@@ -130,7 +138,9 @@ struct ToolTests {
         #expect(result.status == 0, "\(result.stderr)")
         for sample in Self.samples {
             let data = try Data(contentsOf: Tool.fixtures.appendingPathComponent(sample))
-            let rows = result.text.split(separator: "\n").filter { $0.hasPrefix(Tool.fixtures.path + "/" + sample + "\t") }
+            let rows = result.text.split(separator: "\n").filter {
+                $0.hasPrefix(Tool.fixtures.path + "/" + sample + "\t")
+            }
             #expect(rows.count == 2, "one row per mode for \(sample)")
             for row in rows {
                 let fields = row.split(separator: "\t")
@@ -150,7 +160,7 @@ struct FixtureTests {
         let enumerator = FileManager.default.enumerator(atPath: Tool.fixtures.path)
         while let name = enumerator?.nextObject() as? String {
             if (name as NSString).lastPathComponent == ".build" {
-                enumerator?.skipDescendants()  // the consumer package's build folder
+                enumerator?.skipDescendants() // the consumer package's build folder
                 continue
             }
             guard name.hasSuffix("README.md") else { continue }
@@ -160,7 +170,11 @@ struct FixtureTests {
                 let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
                 guard let sha = cells.last, sha.count == 66, let first = cells.first else { continue }
                 let path = first.trimmingCharacters(in: CharacterSet(charactersIn: "`"))
-                rows.append((folder.isEmpty ? path : folder + "/" + path, sha.trimmingCharacters(in: CharacterSet(charactersIn: "`"))))
+                rows.append(
+                    (
+                        folder.isEmpty ? path : folder + "/" + path,
+                        sha.trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+                    ))
             }
         }
         return rows

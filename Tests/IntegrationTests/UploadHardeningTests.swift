@@ -40,8 +40,9 @@ struct UploadHardeningTests {
         ("http://127.0.0.1:80:81/x", "the port '80:81' is not a number"),
     ]
 
-    @Test("a bad --to URL: exit 2, one stderr line naming the URL and what is wrong, nothing on stdout, no I/O",
-          arguments: badURLs.indices)
+    @Test(
+        "a bad --to URL: exit 2, one stderr line naming the URL and what is wrong, nothing on stdout, no I/O",
+        arguments: badURLs.indices)
     func badURL(index: Int) throws {
         let (url, reason) = Self.badURLs[index]
         for client in ["asynchttpclient", "urlsession"] {
@@ -58,9 +59,12 @@ struct UploadHardeningTests {
         }
     }
 
-    @Test("bad time limits: exit 2 with one line", arguments: [
-        ["--connect-timeout", "0"], ["--idle-timeout", "-1"], ["--idle-timeout", "nan"], ["--connect-timeout", "inf"],
-    ])
+    @Test(
+        "bad time limits: exit 2 with one line",
+        arguments: [
+            ["--connect-timeout", "0"], ["--idle-timeout", "-1"], ["--idle-timeout", "nan"],
+            ["--connect-timeout", "inf"],
+        ])
     func badTimeouts(arguments: [String]) throws {
         let result = try Tool.blobstream(["upload", Self.sample, "--to", "http://127.0.0.1:9/x"] + arguments)
         #expect(result.status == 2, "\(result.stderr)")
@@ -77,14 +81,18 @@ struct UploadHardeningTests {
         for client in ["asynchttpclient", "urlsession"] {
             for status in [307, 308] {
                 let name = "\(client)-\(status).txt"
-                let result = try Tool.blobstream(["upload", Self.sample, "--to", "\(server.baseURL)/redirect-\(status)/\(name)", "--client", client])
+                let result = try Tool.blobstream([
+                    "upload", Self.sample, "--to", "\(server.baseURL)/redirect-\(status)/\(name)", "--client", client,
+                ])
                 #expect(result.status == 0, "\(result.stderr)")
                 #expect(server.stored(name).map(Tool.sha256) == Tool.sha256(bytes), "\(name)")
             }
         }
     }
 
-    @Test("standard input or a pipe redirected by 307: exit 1 naming the redirect, never the rest of the pipe stored as the file")
+    @Test(
+        "standard input or a pipe redirected by 307: exit 1 naming the redirect, never the rest of the pipe stored as the file"
+    )
     func redirectOfAPipe() throws {
         let server = try NginxTestServer()
         defer { server.stop() }
@@ -93,8 +101,14 @@ struct UploadHardeningTests {
         defer { try? FileManager.default.removeItem(at: file) }
         for client in ["asynchttpclient", "urlsession"] {
             for (name, command) in [
-                ("dash", "cat '\(file.path)' 2>/dev/null | \"$BLOBSTREAM\" upload - --to \(server.baseURL)/redirect-307/dash-\(client) --client \(client)"),
-                ("gzip", "gzip -c '\(file.path)' 2>/dev/null | \"$BLOBSTREAM\" upload gzip:file:///dev/stdin --to \(server.baseURL)/redirect-307/gzip-\(client) --client \(client)"),
+                (
+                    "dash",
+                    "cat '\(file.path)' 2>/dev/null | \"$BLOBSTREAM\" upload - --to \(server.baseURL)/redirect-307/dash-\(client) --client \(client)"
+                ),
+                (
+                    "gzip",
+                    "gzip -c '\(file.path)' 2>/dev/null | \"$BLOBSTREAM\" upload gzip:file:///dev/stdin --to \(server.baseURL)/redirect-307/gzip-\(client) --client \(client)"
+                ),
             ] {
                 // The writer's own complaint about the closed pipe (when the upload ends
                 // first) is kept out of the tool's stderr.
@@ -102,7 +116,9 @@ struct UploadHardeningTests {
                 #expect(result.status == 1, "\(name) \(client): \(result.stderr)")
                 #expect(result.stdout.isEmpty)
                 #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
-                #expect(result.stderr.contains("HTTP 307") && result.stderr.contains("cannot be read again"), "\(result.stderr)")
+                #expect(
+                    result.stderr.contains("HTTP 307") && result.stderr.contains("cannot be read again"),
+                    "\(result.stderr)")
                 #expect(server.stored("\(name)-\(client)") == nil)
             }
         }
@@ -117,15 +133,21 @@ struct UploadHardeningTests {
         try Data(repeating: 0x5A, count: size).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         for client in ["asynchttpclient", "urlsession"] {
-            let result = try Tool.blobstream(["upload", file.path, "--to", "\(peer.baseURL)/files/x", "--client", client])
+            let result = try Tool.blobstream([
+                "upload", file.path, "--to", "\(peer.baseURL)/files/x", "--client", client,
+            ])
             #expect(result.status == 1, "\(client): \(result.stderr)")
             #expect(result.stdout.isEmpty)
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
-            #expect(result.stderr.contains("answered HTTP 201 after") && result.stderr.contains("of \(size) bytes"), "\(client): \(result.stderr)")
+            #expect(
+                result.stderr.contains("answered HTTP 201 after") && result.stderr.contains("of \(size) bytes"),
+                "\(client): \(result.stderr)")
         }
     }
 
-    @Test("--idle-timeout against a peer that never reads, --connect-timeout against one that never connects, a refused port: exit 1 in time")
+    @Test(
+        "--idle-timeout against a peer that never reads, --connect-timeout against one that never connects, a refused port: exit 1 in time"
+    )
     func timeLimits() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("stall-\(UUID().uuidString).bin")
         try Data(repeating: 0x33, count: 32 * 1024 * 1024).write(to: file)
@@ -145,24 +167,40 @@ struct UploadHardeningTests {
             #expect(usage.status == 2)
 
             start = clock.now
-            let idle = try Tool.blobstream(["upload", file.path, "--to", "\(stalling.baseURL)/x", "--client", client, "--idle-timeout", "0.5"])
+            let idle = try Tool.blobstream([
+                "upload", file.path, "--to", "\(stalling.baseURL)/x", "--client", client, "--idle-timeout", "0.5",
+            ])
             var elapsed = clock.now - start
             #expect(idle.status == 1)
-            #expect(idle.stderr.split(separator: "\n").count == 1 && idle.stderr.contains("idle timeout"), "\(idle.stderr)")
-            #expect(elapsed >= .milliseconds(500) && elapsed - startup < .milliseconds(1500), "\(client): \(elapsed), start-up \(startup)")
+            #expect(
+                idle.stderr.split(separator: "\n").count == 1 && idle.stderr.contains("idle timeout"), "\(idle.stderr)")
+            #expect(
+                elapsed >= .milliseconds(500) && elapsed - startup < .milliseconds(1500),
+                "\(client): \(elapsed), start-up \(startup)")
 
             start = clock.now
-            let connect = try Tool.blobstream(["upload", file.path, "--to", "\(unconnectable.baseURL)/x", "--client", client, "--connect-timeout", "0.5"])
+            let connect = try Tool.blobstream([
+                "upload", file.path, "--to", "\(unconnectable.baseURL)/x", "--client", client, "--connect-timeout",
+                "0.5",
+            ])
             elapsed = clock.now - start
             #expect(connect.status == 1)
-            #expect(connect.stderr.split(separator: "\n").count == 1 && connect.stderr.contains("connect timeout"), "\(connect.stderr)")
-            #expect(elapsed >= .milliseconds(500) && elapsed - startup < .milliseconds(1500), "\(client): \(elapsed), start-up \(startup)")
+            #expect(
+                connect.stderr.split(separator: "\n").count == 1 && connect.stderr.contains("connect timeout"),
+                "\(connect.stderr)")
+            #expect(
+                elapsed >= .milliseconds(500) && elapsed - startup < .milliseconds(1500),
+                "\(client): \(elapsed), start-up \(startup)")
 
             start = clock.now
-            let refused = try Tool.blobstream(["upload", file.path, "--to", "http://127.0.0.1:\(closed)/x", "--client", client])
+            let refused = try Tool.blobstream([
+                "upload", file.path, "--to", "http://127.0.0.1:\(closed)/x", "--client", client,
+            ])
             elapsed = clock.now - start
             #expect(refused.status == 1)
-            #expect(refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains("127.0.0.1:\(closed)/x"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains("127.0.0.1:\(closed)/x"),
+                "\(refused.stderr)")
             #expect(elapsed - startup < .seconds(1), "\(client): \(elapsed), start-up \(startup)")
         }
     }

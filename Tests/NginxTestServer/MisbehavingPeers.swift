@@ -38,7 +38,9 @@ public final class StallingPeer: @unchecked Sendable {
                 let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
                 var target = addr
                 _ = withUnsafePointer(to: &target) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
                 fillers.append(client)
             }
@@ -69,54 +71,56 @@ public final class EarlyAnswerPeer: @unchecked Sendable {
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     static let script = #"""
-import socket, sys, threading
-limit, drain = int(sys.argv[1]), sys.argv[2] == "drain"
-server = socket.socket()
-server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-# A small receive buffer, so that the kernel does not take in a large part of the body
-# for the peer before it answers (the client must still be writing when the answer comes).
-server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-server.bind(("127.0.0.1", 0))
-server.listen(16)
-with open(sys.argv[3] + ".tmp", "w") as f:
-    f.write(str(server.getsockname()[1]))
-import os
-os.rename(sys.argv[3] + ".tmp", sys.argv[3])
-def serve(conn):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk:
-            conn.close(); return
-        data += chunk
-    got = len(data.partition(b"\r\n\r\n")[2])
-    while got < limit:
-        chunk = conn.recv(65536)
-        if not chunk: break
-        got += len(chunk)
-    conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-    if drain:
-        conn.settimeout(10)
-        try:
-            while conn.recv(1 << 20): pass
-        except OSError:
-            pass
-    conn.close()
-while True:
-    conn, _ = server.accept()
-    threading.Thread(target=serve, args=(conn,), daemon=True).start()
-"""#
+        import socket, sys, threading
+        limit, drain = int(sys.argv[1]), sys.argv[2] == "drain"
+        server = socket.socket()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # A small receive buffer, so that the kernel does not take in a large part of the body
+        # for the peer before it answers (the client must still be writing when the answer comes).
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        with open(sys.argv[3] + ".tmp", "w") as f:
+            f.write(str(server.getsockname()[1]))
+        import os
+        os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+        def serve(conn):
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    conn.close(); return
+                data += chunk
+            got = len(data.partition(b"\r\n\r\n")[2])
+            while got < limit:
+                chunk = conn.recv(65536)
+                if not chunk: break
+                got += len(chunk)
+            conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            if drain:
+                conn.settimeout(10)
+                try:
+                    while conn.recv(1 << 20): pass
+                except OSError:
+                    pass
+            conn.close()
+        while True:
+            conn, _ = server.accept()
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+        """#
 
     /// Starts the peer; `answerAfter` body bytes (at least) are read before the answer.
     public init(answerAfter: Int, drain: Bool = true) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("early-answer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let script = folder.appendingPathComponent("peer.py"), portFile = folder.appendingPathComponent("port")
+        let script = folder.appendingPathComponent("peer.py")
+        let portFile = folder.appendingPathComponent("port")
         try Self.script.write(to: script, atomically: true, encoding: .utf8)
         // posix_spawn and waitpid, as for nginx (Foundation's Process can hang in deinit).
         let pid = try NginxTestServer.spawn(
-            "/usr/bin/env", ["env", "python3", script.path, String(answerAfter), drain ? "drain" : "close", portFile.path])
+            "/usr/bin/env",
+            ["env", "python3", script.path, String(answerAfter), drain ? "drain" : "close", portFile.path])
         let deadline = Date(timeIntervalSinceNow: 10)
         var port: Int?
         while port == nil, Date() < deadline {

@@ -45,13 +45,15 @@ public final class NginxTestServer: @unchecked Sendable {
             let port = try Self.freePort()
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
             for sub in ["www/files", "tmp", "logs"] {
-                try FileManager.default.createDirectory(at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
             }
             let conf = folder.appendingPathComponent("nginx.conf")
             try Self.config(folder: folder.path, port: port).write(to: conf, atomically: true, encoding: .utf8)
             // posix_spawn and waitpid rather than Foundation's Process, whose
             // waitUntilExit can hang when called from a test's deinit.
-            let pid = try Self.spawn(nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
+            let pid = try Self.spawn(
+                nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
             if Self.waitForPort(port, pid: pid) {
                 self.port = port
                 self.folder = folder
@@ -59,7 +61,8 @@ public final class NginxTestServer: @unchecked Sendable {
                 return
             }
             Self.killAndReap(pid)
-            lastError = (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
+            lastError =
+                (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: folder)
         }
         throw Failure(description: "nginx did not start: \(lastError)")
@@ -154,7 +157,9 @@ public final class NginxTestServer: @unchecked Sendable {
         var addr = loopback(port: 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+            }
         }
         guard bound else { throw Failure(description: "bind: errno \(errno)") }
         return Int(UInt16(bigEndian: addr.sin_port))
@@ -164,7 +169,7 @@ public final class NginxTestServer: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: 10)
         while Date() < deadline {
             var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { return false }  // it exited
+            if waitpid(pid, &status, WNOHANG) == pid { return false } // it exited
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var addr = loopback(port: port)
             let ok = withUnsafePointer(to: &addr) {

@@ -9,9 +9,11 @@ import Testing
 /// peers on 127.0.0.1. Each suite names its tests and runs these with its own upload.
 public struct UploadHardeningChecks: Sendable {
     /// Sends `body` to `url` with `options`, reporting to `progress`.
-    public typealias Upload = @Sendable (
-        _ body: UploadBody, _ url: String, _ options: UploadOptions, _ progress: (@Sendable (UploadProgress) -> Void)?
-    ) async throws -> Void
+    public typealias Upload =
+        @Sendable (
+            _ body: UploadBody, _ url: String, _ options: UploadOptions,
+            _ progress: (@Sendable (UploadProgress) -> Void)?
+        ) async throws -> Void
 
     let server: NginxTestServer
     let seed: UInt64
@@ -46,7 +48,8 @@ public struct UploadHardeningChecks: Sendable {
             try await upload(body(bytes), "\(server.baseURL)/loop/x", UploadOptions(maxRedirects: 3), nil)
         } throws: { error in
             let e = error as? BlobStreamError
-            return e?.code == .uploadFailed && e!.message.contains("more than 3 redirects") && e!.message.contains("/loop/x")
+            return e?.code == .uploadFailed && e!.message.contains("more than 3 redirects")
+                && e!.message.contains("/loop/x")
         }
     }
 
@@ -75,7 +78,9 @@ public struct UploadHardeningChecks: Sendable {
             #expect(error.code == .uploadFailed)
             #expect(error.message.contains("\(peer.baseURL)/files/x"), "\(error)")
             if error.message.contains("answered HTTP 201 after") {
-                #expect(error.message.contains(knownLength ? "of \(bytes.count) bytes" : "before the body's end"), "\(error)")
+                #expect(
+                    error.message.contains(knownLength ? "of \(bytes.count) bytes" : "before the body's end"),
+                    "\(error)")
             } else {
                 // A peer that closes with body bytes unread makes its kernel reset the
                 // connection (TCP sends RST), and the reset can reach the client before the
@@ -111,7 +116,8 @@ public struct UploadHardeningChecks: Sendable {
         defer { peer.stop() }
         let start = clock.now
         do {
-            try await upload(body(sampleBytes(1000)), "\(peer.baseURL)/x", UploadOptions(connectTimeout: .milliseconds(500)), nil)
+            try await upload(
+                body(sampleBytes(1000)), "\(peer.baseURL)/x", UploadOptions(connectTimeout: .milliseconds(500)), nil)
             Issue.record("the upload succeeded")
         } catch let error as BlobStreamError {
             #expect(error.code == .timedOut)

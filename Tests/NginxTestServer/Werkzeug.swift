@@ -3,18 +3,18 @@ import Foundation
 /// Parses a stored multipart body with Werkzeug (a well-kept parser, not one written here)
 /// and prints one JSON object: fields, and files with filename, content type and sha256.
 let werkzeugParser = #"""
-import hashlib, io, json, sys
-from werkzeug.formparser import parse_form_data
-body = open(sys.argv[1], "rb").read()
-env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": sys.argv[2], "CONTENT_LENGTH": str(len(body)),
-       "wsgi.input": io.BytesIO(body)}
-_, form, files = parse_form_data(env)
-print(json.dumps({
-    "fields": {k: form.getlist(k) for k in form.keys()},
-    "files": {k: [{"filename": f.filename, "type": f.mimetype,
-                   "sha256": hashlib.sha256(f.read()).hexdigest()} for f in files.getlist(k)] for k in files.keys()},
-}, sort_keys=True))
-"""#
+    import hashlib, io, json, sys
+    from werkzeug.formparser import parse_form_data
+    body = open(sys.argv[1], "rb").read()
+    env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": sys.argv[2], "CONTENT_LENGTH": str(len(body)),
+           "wsgi.input": io.BytesIO(body)}
+    _, form, files = parse_form_data(env)
+    print(json.dumps({
+        "fields": {k: form.getlist(k) for k in form.keys()},
+        "files": {k: [{"filename": f.filename, "type": f.mimetype,
+                       "sha256": hashlib.sha256(f.read()).hexdigest()} for f in files.getlist(k)] for k in files.keys()},
+    }, sort_keys=True))
+    """#
 
 public struct ParsedForm: Decodable, Sendable {
     public struct File: Decodable, Equatable, Sendable {
@@ -51,4 +51,3 @@ public func parseWithWerkzeug(_ body: Data, contentType: String) throws -> Parse
     process.waitUntilExit()
     return try JSONDecoder().decode(ParsedForm.self, from: data)
 }
-

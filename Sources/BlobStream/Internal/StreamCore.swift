@@ -50,7 +50,10 @@ final class StreamCore: @unchecked Sendable {
 
     func open() {
         condition.lock()
-        guard status == .notOpen else { condition.unlock(); return }  // twice is a no-op
+        guard status == .notOpen else {
+            condition.unlock()
+            return
+        } // twice is a no-op
         status = .opening
         let offset = pendingOffset
         condition.unlock()
@@ -113,7 +116,7 @@ final class StreamCore: @unchecked Sendable {
 
         for timer in timers { timer.invalidate() }
         for token in tokens { token.invalidate() }
-        source.interrupt()  // a read blocked in I/O holds `sourceLock`: end it first
+        source.interrupt() // a read blocked in I/O holds `sourceLock`: end it first
         sourceLock.lock()
         source.close()
         sourceLock.unlock()
@@ -142,8 +145,9 @@ final class StreamCore: @unchecked Sendable {
                 reachedEnd()
             } else {
                 let cause = sourceState.error
-                fail(cause.map { wrap($0) }
-                    ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
+                fail(
+                    cause.map { wrap($0) }
+                        ?? BlobStreamError(.sourceFailed, "the data source returned -1 without setting an error"))
             }
             return n
         }
@@ -152,7 +156,9 @@ final class StreamCore: @unchecked Sendable {
     /// Lends the source's buffer when it has bytes to lend now: waits like `read` for
     /// bytes, then asks the source. False (nothing consumed) when the source lends none
     /// here, at the end, or after an error: `read` then tells which.
-    func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool {
+    func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>)
+        -> Bool
+    {
         var announced = 0
         guard awaitReadable(announced: &announced) == true else { return false }
         sourceLock.lock()
@@ -186,8 +192,8 @@ final class StreamCore: @unchecked Sendable {
                     announced = sourceState.bytesAvailableTurns
                     return true
                 }
-                _ = waitLocked(for: "read")  // on failure the status is .error: next turn returns nil
-            default:  // notOpen, closed, error
+                _ = waitLocked(for: "read") // on failure the status is .error: next turn returns nil
+            default: // notOpen, closed, error
                 return nil
             }
         }
@@ -206,7 +212,8 @@ final class StreamCore: @unchecked Sendable {
         if source.completionContext.isCurrent {
             let err = BlobStreamError(
                 .wouldDeadlock,
-                "synchronous \(operation) would wait forever: it was called on the queue where the data source completes; call it from another thread or use asynchronous mode")
+                "synchronous \(operation) would wait forever: it was called on the queue where the data source completes; call it from another thread or use asynchronous mode"
+            )
             failLocked(err)
             return false
         }
@@ -413,7 +420,7 @@ final class StreamCore: @unchecked Sendable {
         if let waker = wakers.first(where: { $0.runLoop === runLoop }) {
             runLoop.add(waker.timer, forMode: mode)
         } else if armed {
-            addWakerLocked(for: runLoop)  // the loops armed so far may not be running
+            addWakerLocked(for: runLoop) // the loops armed so far may not be running
         }
         if armed { wakers.first(where: { $0.runLoop === runLoop })!.timer.fireDate = Date() }
         armLocked()
@@ -453,7 +460,7 @@ final class StreamCore: @unchecked Sendable {
             condition.lock()
             delivering = false
             armed = false
-            armLocked()  // events that arrived as the last handler returned
+            armLocked() // events that arrived as the last handler returned
             condition.unlock()
         }
         while true {

@@ -4,7 +4,9 @@ import Foundation
 /// Turns libarchive's and the upstream's failures into `BlobStreamError`s whose message
 /// starts with `prefix` (which names the archive, and the member when there is one).
 enum ArchiveErrors {
-    static func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, prefix: String, while doing: String) -> BlobStreamError {
+    static func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, prefix: String, while doing: String)
+        -> BlobStreamError
+    {
         switch failure {
         case .input:
             if input.cancelled { return BlobStreamError(.closed, "\(prefix): closed while \(doing)") }
@@ -13,25 +15,34 @@ enum ArchiveErrors {
             }
             let cause = input.failure ?? BlobStreamError(.sourceFailed, "unknown upstream failure")
             let code = (cause as? BlobStreamError)?.code ?? .sourceFailed
-            return BlobStreamError(code, "\(prefix): the upstream failed at offset \(input.position) while \(doing): \(cause)", cause: cause)
+            return BlobStreamError(
+                code, "\(prefix): the upstream failed at offset \(input.position) while \(doing): \(cause)",
+                cause: cause)
         case .library(let code, let errno, let message, let format):
             let cause = LibArchiveError(code: code, errno: errno, message: message)
             if message.isEmpty {
                 // libarchive failed without a reason: after the input's end, it ran out of bytes.
                 return input.sawEnd
-                    ? BlobStreamError(.truncated, "\(prefix): the archive is truncated: it ends while \(doing)", cause: cause)
-                    : BlobStreamError(.corrupt, "\(prefix): libarchive failed (code \(code)) without a reason while \(doing)", cause: cause)
+                    ? BlobStreamError(
+                        .truncated, "\(prefix): the archive is truncated: it ends while \(doing)", cause: cause)
+                    : BlobStreamError(
+                        .corrupt, "\(prefix): libarchive failed (code \(code)) without a reason while \(doing)",
+                        cause: cause)
             }
-            let (kind, what) = classify(message: message, format: format, canSeek: input.canSeek, upstream: input.upstream)
+            let (kind, what) = classify(
+                message: message, format: format, canSeek: input.canSeek, upstream: input.upstream)
             return BlobStreamError(kind, "\(prefix): \(what) while \(doing) (libarchive: \(message))", cause: cause)
         }
     }
 
     /// The code and a sentence for what libarchive said.
-    static func classify(message: String, format: Int32, canSeek: Bool, upstream: any BlobDataSource) -> (BlobStreamError.Code, String) {
+    static func classify(message: String, format: Int32, canSeek: Bool, upstream: any BlobDataSource) -> (
+        BlobStreamError.Code, String
+    ) {
         let text = message.lowercased()
         if !canSeek && text.contains("seek") {
-            let why = ArchiveFormat.isSevenZip(format) || text.contains("7-zip")
+            let why =
+                ArchiveFormat.isSevenZip(format) || text.contains("7-zip")
                 ? "7-Zip archives keep their index at the end, so reading one needs an upstream that can seek"
                 : "this archive needs an upstream that can seek"
             return (.unsupported, "\(why), and the upstream (\(type(of: upstream))) cannot seek")

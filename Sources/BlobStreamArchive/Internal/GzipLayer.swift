@@ -47,8 +47,11 @@ final class GzipLayer {
     func reset() { inflateReset(stream) }
 
     /// Inflates from `input` into `output`: bytes consumed, bytes produced, how it ended.
-    func inflate(_ input: UnsafeRawPointer, count: Int, into output: UnsafeMutableRawPointer, capacity: Int) -> (consumed: Int, produced: Int, result: Result) {
-        let inCount = UInt32(clamping: count), outCount = UInt32(clamping: capacity)
+    func inflate(_ input: UnsafeRawPointer, count: Int, into output: UnsafeMutableRawPointer, capacity: Int) -> (
+        consumed: Int, produced: Int, result: Result
+    ) {
+        let inCount = UInt32(clamping: count)
+        let outCount = UInt32(clamping: capacity)
         stream.pointee.next_in = UnsafeMutablePointer(mutating: input.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = inCount
         stream.pointee.next_out = output.assumingMemoryBound(to: Bytef.self)

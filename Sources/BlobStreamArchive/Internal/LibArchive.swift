@@ -49,11 +49,13 @@ final class ArchiveHandle {
         // A gzip layer the input inflates itself must be found before the callbacks are set.
         guard input.prepare() else { throw Failure.input }
         let a: OpaquePointer? = UTF8Locale.run { archive_read_new() }
-        guard let a else { throw Failure.library(code: ARCHIVE_FATAL, errno: ENOMEM, message: "archive_read_new failed", format: 0) }
+        guard let a else {
+            throw Failure.library(code: ARCHIVE_FATAL, errno: ENOMEM, message: "archive_read_new failed", format: 0)
+        }
         archive = a
         let context = Unmanaged.passUnretained(input).toOpaque()
         let rc: Int32 = UTF8Locale.run {
-            _ = archive_read_support_filter_all(a)  // WARN when an external program is missing
+            _ = archive_read_support_filter_all(a) // WARN when an external program is missing
             _ = archive_read_support_format_all(a)
             _ = archive_read_set_read_callback(a, archiveReadCallback)
             if input.canSeek {
@@ -92,7 +94,9 @@ final class ArchiveHandle {
     /// Moves to the next header without copying it out; false at the end of the archive.
     func advance() throws(Failure) -> Bool {
         current = nil
-        guard let a = archive else { throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0) }
+        guard let a = archive else {
+            throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0)
+        }
         var entryPointer: OpaquePointer?
         let rc = UTF8Locale.run { archive_read_next_header(a, &entryPointer) }
         if rc == ARCHIVE_EOF { return false }
@@ -114,7 +118,9 @@ final class ArchiveHandle {
         UTF8Locale.run {
             let raw = archive_entry_pathname(current!) ?? archive_entry_pathname_utf8(current!)
             guard let raw else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
-            return body(UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)))
+            return body(
+                UnsafeBufferPointer(
+                    start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)))
         }
     }
 
@@ -143,7 +149,9 @@ final class ArchiveHandle {
 
     /// The next data block of the current entry; nil at its end.
     func nextBlock() throws(Failure) -> Block? {
-        guard let a = archive else { throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0) }
+        guard let a = archive else {
+            throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0)
+        }
         var pointer: UnsafeRawPointer?
         var size = 0
         var offset: la_int64_t = 0
@@ -172,7 +180,12 @@ final class ArchiveHandle {
 
     private static func header(_ e: OpaquePointer) -> Header {
         let raw = archive_entry_pathname(e) ?? archive_entry_pathname_utf8(e)
-        let bytes = raw.map { Array(UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0))) } ?? []
+        let bytes =
+            raw.map {
+                Array(
+                    UnsafeBufferPointer(
+                        start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
+            } ?? []
         let path = String(decoding: bytes, as: UTF8.self)
         let size: Int64? = archive_entry_size_is_set(e) != 0 ? archive_entry_size(e) : nil
         let hardlink = (archive_entry_hardlink(e) ?? archive_entry_hardlink_utf8(e)).map { String(cString: $0) }
@@ -192,7 +205,8 @@ final class ArchiveHandle {
             default: type = .unknown
             }
         }
-        let mtime: Date? = archive_entry_mtime_is_set(e) != 0
+        let mtime: Date? =
+            archive_entry_mtime_is_set(e) != 0
             ? Date(timeIntervalSince1970: Double(archive_entry_mtime(e)) + Double(archive_entry_mtime_nsec(e)) / 1e9)
             : nil
         let entry = ArchiveEntry(
@@ -219,7 +233,7 @@ enum UTF8Locale {
         for name in ["C.UTF-8", "C.utf8", "en_US.UTF-8"] {
             if let l = newlocale(1 << LC_CTYPE, name, nil) { return Handle(locale: l) }
         }
-        return Handle(locale: nil)  // no UTF-8 locale installed: names in the process locale
+        return Handle(locale: nil) // no UTF-8 locale installed: names in the process locale
     }()
 
     @inline(__always)

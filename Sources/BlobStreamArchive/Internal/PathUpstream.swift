@@ -25,18 +25,20 @@ final class PathUpstream: BlobDataSource {
     func open() {
         guard fd < 0, size == nil, state.error == nil else { return }
         guard !path.utf8.contains(0) else {
-            state.error = BlobStreamError(.notFound, "cannot open archive '\(BlobURL.escapedText(path))': a path cannot contain a NUL byte")
+            state.error = BlobStreamError(
+                .notFound, "cannot open archive '\(BlobURL.escapedText(path))': a path cannot contain a NUL byte")
             return
         }
         var d: Int32
         repeat { d = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) } while d < 0 && errno == EINTR
         guard d >= 0 else {
             let code = errno
-            let (kind, what): (BlobStreamError.Code, String) = switch code {
-            case ENOENT, ENOTDIR: (.notFound, "no such file")
-            case EACCES, EPERM: (.permissionDenied, "permission denied")
-            default: (.ioFailed, "open failed")
-            }
+            let (kind, what): (BlobStreamError.Code, String) =
+                switch code {
+                case ENOENT, ENOTDIR: (.notFound, "no such file")
+                case EACCES, EPERM: (.permissionDenied, "permission denied")
+                default: (.ioFailed, "open failed")
+                }
             state.error = BlobStreamError(kind, "cannot open archive '\(path)': \(what)", cause: ErrnoError(code))
             return
         }
@@ -47,7 +49,9 @@ final class PathUpstream: BlobDataSource {
             return
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            let what = info.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file (hand in a FileHandleDataSource as the upstream)"
+            let what =
+                info.st_mode & S_IFMT == S_IFDIR
+                ? "a directory" : "not a regular file (hand in a FileHandleDataSource as the upstream)"
             state.error = BlobStreamError(.unsupported, "cannot read archive '\(path)': it is \(what)")
             return
         }
@@ -74,11 +78,14 @@ final class PathUpstream: BlobDataSource {
             }
             if n == 0 {
                 state.error = BlobStreamError(
-                    .changed, "archive '\(path)' changed while being read: it ends at offset \(position), but was \(size) bytes long when opened")
+                    .changed,
+                    "archive '\(path)' changed while being read: it ends at offset \(position), but was \(size) bytes long when opened"
+                )
                 return -1
             }
             if errno == EINTR { continue }
-            state.error = BlobStreamError(.ioFailed, "cannot read archive '\(path)' at offset \(position)", cause: ErrnoError(errno))
+            state.error = BlobStreamError(
+                .ioFailed, "cannot read archive '\(path)' at offset \(position)", cause: ErrnoError(errno))
             return -1
         }
     }
@@ -92,7 +99,9 @@ final class PathUpstream: BlobDataSource {
     }
 
     func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property), state.error == nil else { return false }
+        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property), state.error == nil else {
+            return false
+        }
         if let size {
             guard offset <= size else { return false }
             position = offset

@@ -100,7 +100,7 @@ final class UpstreamInput {
         raw = .allocate(byteCount: Self.blockSize, alignment: 64)
         // A first read of the usual size (an uncompressed tar's first header is all a search needs).
         guard fillRaw(atLeast: GzipLayer.magic.count, readSize: readSize) else { return false }
-        guard startsGzipMember() else { return true }  // the bytes read are handed out as they are
+        guard startsGzipMember() else { return true } // the bytes read are handed out as they are
         guard let layer = GzipLayer() else {
             failure = BlobStreamError(.sourceFailed, "zlib could not start to inflate the gzip stream")
             return false
@@ -152,7 +152,10 @@ final class UpstreamInput {
                 rawStart += step.consumed
                 switch step.result {
                 case .failed(let message):
-                    return failGzip(.corrupt, "the gzip stream is damaged (member \(gzipMembers + 1), before compressed offset \(position - Int64(rawEnd - rawStart))): \(message)")
+                    return failGzip(
+                        .corrupt,
+                        "the gzip stream is damaged (member \(gzipMembers + 1), before compressed offset \(position - Int64(rawEnd - rawStart))): \(message)"
+                    )
                 case .memberEnd:
                     gzipMembers += 1
                     gzipState = .between
@@ -164,7 +167,10 @@ final class UpstreamInput {
                     // zlib needs more input than there is.
                     guard fillRaw(atLeast: available + 1) else { return -1 }
                     if rawEnd - rawStart == available {
-                        return failGzip(.truncated, "the gzip stream is truncated: it ends inside member \(gzipMembers + 1), before its CRC-32 and size (after \(position) compressed bytes)")
+                        return failGzip(
+                            .truncated,
+                            "the gzip stream is truncated: it ends inside member \(gzipMembers + 1), before its CRC-32 and size (after \(position) compressed bytes)"
+                        )
                     }
                 }
             }

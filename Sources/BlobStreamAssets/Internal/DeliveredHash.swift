@@ -63,15 +63,27 @@ struct DeliveredHash {
             p += take
             n -= take
             if pendingCount < 32 { return }
-            var a = v1, b = v2, c = v3, d = v4
+            var a = v1
+            var b = v2
+            var c = v3
+            var d = v4
             withUnsafeBytes(of: &pending) { Self.stripes(&a, &b, &c, &d, from: $0.baseAddress!, count: 1) }
-            v1 = a; v2 = b; v3 = c; v4 = d
+            v1 = a
+            v2 = b
+            v3 = c
+            v4 = d
             pendingCount = 0
         }
         if n >= 32 {
-            var a = v1, b = v2, c = v3, d = v4
+            var a = v1
+            var b = v2
+            var c = v3
+            var d = v4
             Self.stripes(&a, &b, &c, &d, from: p, count: n / 32)
-            v1 = a; v2 = b; v3 = c; v4 = d
+            v1 = a
+            v2 = b
+            v3 = c
+            v4 = d
             p += n - n % 32
             n %= 32
         }
@@ -82,8 +94,10 @@ struct DeliveredHash {
     }
 
     @inline(__always)
-    private static func stripes(_ a: inout UInt64, _ b: inout UInt64, _ c: inout UInt64, _ d: inout UInt64,
-                         from p: UnsafeRawPointer, count: Int) {
+    private static func stripes(
+        _ a: inout UInt64, _ b: inout UInt64, _ c: inout UInt64, _ d: inout UInt64,
+        from p: UnsafeRawPointer, count: Int
+    ) {
         var q = p
         for _ in 0..<count {
             a = round(a, UInt64(littleEndian: q.loadUnaligned(as: UInt64.self)))

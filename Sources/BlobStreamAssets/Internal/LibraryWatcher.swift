@@ -76,7 +76,7 @@ final class LibraryWatcher: Sendable {
         guard depth < 64 else { return true }
         switch Syscalls.inotifyWatch(w.fd, path) {
         case .success(let wd): w.paths[wd] = path
-        case .failure(let e): return e.code == ENOENT || e.code == ENOTDIR  // gone meanwhile: nothing to watch
+        case .failure(let e): return e.code == ENOENT || e.code == ENOTDIR // gone meanwhile: nothing to watch
         }
         var ok = true
         let children = depth == 0 ? ["originals", "renders"] : DirectoryWalker.subfolders(of: path)

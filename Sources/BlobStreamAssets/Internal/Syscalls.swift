@@ -60,7 +60,9 @@ enum Syscalls {
     }
 
     /// `pread`s until `count` bytes are in or the file ends; returns how many were read.
-    static func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Result<Int, ErrnoError> {
+    static func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Result<
+        Int, ErrnoError
+    > {
         var done = 0
         while done < count {
             let n = Glibc.pread(fd, buffer + done, count - done, off_t(offset + Int64(done)))
@@ -102,8 +104,10 @@ enum Syscalls {
     // MARK: - inotify
 
     /// The events that mean "the library changed".
-    static let watchMask: UInt32 = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB
-        | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
+    static let watchMask: UInt32 =
+        UInt32(
+            IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB
+                | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
 
     /// `inotify_init1(IN_NONBLOCK | IN_CLOEXEC)`.
     static func inotifyInit() -> Result<Int32, ErrnoError> {
@@ -134,7 +138,7 @@ enum Syscalls {
             let n = Glibc.read(fd, buffer, capacity)
             if n < 0 {
                 if errno == EINTR { continue }
-                break  // EAGAIN: drained
+                break // EAGAIN: drained
             }
             if n == 0 { break }
             var offset = 0

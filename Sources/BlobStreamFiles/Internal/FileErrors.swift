@@ -10,7 +10,8 @@ enum FileErrors {
         case ENOENT:
             return BlobStreamError(.notFound, "cannot open \(name): no such file", cause: cause)
         case ENOTDIR:
-            return BlobStreamError(.notFound, "cannot open \(name): a component of the path is not a directory", cause: cause)
+            return BlobStreamError(
+                .notFound, "cannot open \(name): a component of the path is not a directory", cause: cause)
         case EACCES, EPERM:
             return BlobStreamError(.permissionDenied, "cannot open \(name): permission denied", cause: cause)
         case ELOOP:

@@ -37,7 +37,7 @@ struct PositionalReader {
     mutating func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int, state: BlobDataSourceState) -> Int {
         let remaining = length - position
         if remaining <= 0 {
-            state.isAtEnd = true  // already true unless moved there with `seek`: free then
+            state.isAtEnd = true // already true unless moved there with `seek`: free then
             return 0
         }
         let count = Int64(maxLength) < remaining ? maxLength : Int(remaining)

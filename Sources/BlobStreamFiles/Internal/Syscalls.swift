@@ -68,12 +68,16 @@ enum Syscalls {
     static func status(_ fd: Int32) -> Result<FileStatus, ErrnoError> {
         var st = stat()
         if fstat(fd, &st) != 0 { return .failure(ErrnoError(errno)) }
-        return .success(FileStatus(kind: FileKind(mode: st.st_mode), size: Int64(st.st_size), identity: BlobContentIdentity.file(st)))
+        return .success(
+            FileStatus(
+                kind: FileKind(mode: st.st_mode), size: Int64(st.st_size), identity: BlobContentIdentity.file(st)))
     }
 
     /// `pread` at `offset`, retried on `EINTR`. Returns the count (0 at the end of the file).
     @inline(__always)
-    static func pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Result<Int, ErrnoError> {
+    static func pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Result<
+        Int, ErrnoError
+    > {
         while true {
             let n = Glibc.pread(fd, buffer, count, off_t(offset))
             if n >= 0 { return .success(n) }
@@ -105,8 +109,12 @@ enum Syscalls {
     /// `read` that can be interrupted: waits with `poll` until `fd` is readable or `wake`
     /// (the read end of a wake-up pipe) is signalled, and fails with `ECANCELED` in the second case. Retried on
     /// `EINTR`; a non-blocking descriptor is waited on the same way.
-    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, wake: Int32) -> Result<Int, ErrnoError> {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, wake: Int32) -> Result<
+        Int, ErrnoError
+    > {
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let r = poll(&fds, 2, -1)
             if r < 0 {

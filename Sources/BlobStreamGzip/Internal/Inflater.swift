@@ -66,9 +66,11 @@ final class Inflater {
         into output: UnsafeMutablePointer<UInt8>, capacity outputCount: Int
     ) -> Step {
         guard let stream else {
-            return Step(consumed: 0, produced: 0, result: .failed(ZlibError(code: Z_STREAM_ERROR, message: "inflater closed")))
+            return Step(
+                consumed: 0, produced: 0, result: .failed(ZlibError(code: Z_STREAM_ERROR, message: "inflater closed")))
         }
-        let inCount = UInt32(clamping: inputCount), outCount = UInt32(clamping: outputCount)
+        let inCount = UInt32(clamping: inputCount)
+        let outCount = UInt32(clamping: outputCount)
         stream.pointee.next_in = UnsafeMutablePointer(mutating: input.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = inCount
         stream.pointee.next_out = output
@@ -80,7 +82,7 @@ final class Inflater {
         stream.pointee.next_out = nil
         let result: Result
         switch rc {
-        case Z_OK, Z_BUF_ERROR: result = .ok  // Z_BUF_ERROR: no progress possible yet, not fatal
+        case Z_OK, Z_BUF_ERROR: result = .ok // Z_BUF_ERROR: no progress possible yet, not fatal
         case Z_STREAM_END: result = .memberEnd
         case Z_NEED_DICT: result = .failed(ZlibError(code: rc, message: "a preset dictionary is required"))
         default: result = .failed(Self.error(rc, stream))

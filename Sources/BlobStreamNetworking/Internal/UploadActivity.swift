@@ -75,17 +75,22 @@ package final class UploadActivity: @unchecked Sendable {
             let (deadline, message) = lock.withLock { () -> (ContinuousClock.Instant, String) in
                 if connected {
                     let length = total.map { " of \($0)" } ?? ""
-                    return (last + options.idleTimeout,
-                            "upload to \(url) timed out: no byte sent or received for \(options.idleTimeout.secondsText) (idle timeout; \(sent)\(length) bytes sent)")
+                    return (
+                        last + options.idleTimeout,
+                        "upload to \(url) timed out: no byte sent or received for \(options.idleTimeout.secondsText) (idle timeout; \(sent)\(length) bytes sent)"
+                    )
                 }
-                return (start + options.connectTimeout,
-                        "upload to \(url) timed out: no connection within \(options.connectTimeout.secondsText) (connect timeout)")
+                return (
+                    start + options.connectTimeout,
+                    "upload to \(url) timed out: no connection within \(options.connectTimeout.secondsText) (connect timeout)"
+                )
             }
             let now = clock.now
             if now >= deadline { throw BlobStreamError(.timedOut, message) }
             // Looks again at least every 50 ms: the state (and so the deadline) changes as
             // the upload connects and bytes move.
-            try await Task.sleep(until: min(deadline, now + .milliseconds(50)), tolerance: .milliseconds(10), clock: clock)
+            try await Task.sleep(
+                until: min(deadline, now + .milliseconds(50)), tolerance: .milliseconds(10), clock: clock)
         }
     }
 }

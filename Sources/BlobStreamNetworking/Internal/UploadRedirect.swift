@@ -21,25 +21,32 @@ package enum UploadRedirect {
         guard status == 307 || status == 308 else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), not followed (only 307 and 308 keep the method and body)")
+                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), not followed (only 307 and 308 keep the method and body)"
+            )
         }
         guard body.isRepeatable else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), but the body cannot be read again from its start (it comes from a pipe or standard input), so it is not sent again")
+                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), but the body cannot be read again from its start (it comes from a pipe or standard input), so it is not sent again"
+            )
         }
         guard redirects < options.maxRedirects else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), more than \(options.maxRedirects) redirects")
+                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), more than \(options.maxRedirects) redirects"
+            )
         }
         guard let resolved = URL(string: location, relativeTo: url)?.absoluteURL else {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) failed: \(name) redirects to '\(UploadURL.display(location))', which is not a URL")
+            throw BlobStreamError(
+                .uploadFailed,
+                "upload to \(url.absoluteString) failed: \(name) redirects to '\(UploadURL.display(location))', which is not a URL"
+            )
         }
         do {
             return try UploadURL.validate(resolved)
         } catch let error as BlobStreamError {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) failed: \(name) redirects to \(error.message)")
+            throw BlobStreamError(
+                .uploadFailed, "upload to \(url.absoluteString) failed: \(name) redirects to \(error.message)")
         }
     }
 
@@ -47,7 +54,9 @@ package enum UploadRedirect {
     package static func earlyAnswer(url: String, status: Int, sent: Int64, total: Int64?) -> BlobStreamError {
         let of = total.map { "\(sent) of \($0) bytes" } ?? "\(sent) bytes (before the body's end)"
         return BlobStreamError(
-            .uploadFailed, "upload to \(url) failed: the server answered HTTP \(status) after \(of) were sent; the upload is incomplete")
+            .uploadFailed,
+            "upload to \(url) failed: the server answered HTTP \(status) after \(of) were sent; the upload is incomplete"
+        )
     }
 }
 
@@ -73,6 +82,7 @@ extension UploadBody {
     package var notRepeatable: BlobStreamError {
         BlobStreamError(
             .uploadFailed,
-            "the client asked for the body again (a redirect it followed), but it cannot be read again from its start (it comes from a pipe or standard input)")
+            "the client asked for the body again (a redirect it followed), but it cannot be read again from its start (it comes from a pipe or standard input)"
+        )
     }
 }

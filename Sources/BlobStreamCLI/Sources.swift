@@ -34,7 +34,7 @@ package func sourceURL(_ argument: String, registry: DataSourceRegistry) -> Stri
     if let scheme = BlobURL.scheme(of: argument),
         registry.handles(scheme: scheme) || !FileManager.default.fileExists(atPath: argument)
     {
-        return argument  // an unregistered scheme is reported by the registry, by name
+        return argument // an unregistered scheme is reported by the registry, by name
     }
     if !FileManager.default.fileExists(atPath: argument), let split = argument.range(of: "!/", options: .backwards),
         split.lowerBound > argument.startIndex
@@ -53,7 +53,8 @@ package func sourceURL(_ argument: String, registry: DataSourceRegistry) -> Stri
 ///   name the current folder).
 package func checkedSourceURL(_ argument: String, registry: DataSourceRegistry) throws -> String {
     guard !argument.isEmpty else {
-        throw BlobStreamError(.malformedURL, "an empty SOURCE names nothing (give a path, a URL, or - for standard input)")
+        throw BlobStreamError(
+            .malformedURL, "an empty SOURCE names nothing (give a path, a URL, or - for standard input)")
     }
     return sourceURL(argument, registry: registry)
 }
@@ -68,8 +69,10 @@ package func openStream(_ argument: String, registry: DataSourceRegistry, offset
             if source.offsetCapability == .none {
                 throw BlobStreamError(.offsetUnsupported, "\(argument): this source cannot start at an offset")
             }
-            throw BlobStreamError(.invalidOffset, "\(argument): offset \(offset) refused"
-                + (source.length.map { " (the source is \($0) bytes long)" } ?? ""))
+            throw BlobStreamError(
+                .invalidOffset,
+                "\(argument): offset \(offset) refused"
+                    + (source.length.map { " (the source is \($0) bytes long)" } ?? ""))
         }
     }
     stream.open()

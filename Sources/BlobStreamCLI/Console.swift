@@ -59,8 +59,10 @@ package final class ProgressLine {
         var line = "\(label)  \(Self.size(done))"
         if let total, total > 0 {
             let fraction = min(Double(done) / Double(total), 1)
-            let width = 24, filled = Int(fraction * Double(width))
-            line += " / \(Self.size(total)) [" + String(repeating: "#", count: filled)
+            let width = 24
+            let filled = Int(fraction * Double(width))
+            line +=
+                " / \(Self.size(total)) [" + String(repeating: "#", count: filled)
                 + String(repeating: "-", count: width - filled) + "] \(Int(fraction * 100))%"
         }
         line += "  \(Self.size(Int64(rate)))/s"
@@ -73,7 +75,8 @@ package final class ProgressLine {
 
     package static func size(_ bytes: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes), unit = 0
+        var value = Double(bytes)
+        var unit = 0
         while value >= 1024, unit < units.count - 1 {
             value /= 1024
             unit += 1

@@ -14,22 +14,26 @@ package enum CommandMain {
     /// for usage errors (one line on stderr, nothing on stdout). Help goes to stdout only
     /// when asked for (`--help`, `help`); no command at all is a usage error.
     package static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) async -> Never {
-        signal(SIGPIPE, SIG_IGN)  // a closed stdout shows up as EPIPE, handled quietly
+        signal(SIGPIPE, SIG_IGN) // a closed stdout shows up as EPIPE, handled quietly
         let arguments = joiningNegativeValues(arguments ?? Array(CommandLine.arguments.dropFirst()))
         let commandNames = root.configuration.subcommands.map { $0._commandName }
         if !commandNames.isEmpty {
             // No command, or help on a command that does not exist: usage errors, not help
             // on stdout with status 0.
-            if arguments.isEmpty { usageError("name a command (\(commandNames.joined(separator: ", ")))", root: root, arguments: arguments) }
+            if arguments.isEmpty {
+                usageError("name a command (\(commandNames.joined(separator: ", ")))", root: root, arguments: arguments)
+            }
             if arguments[0] == "help", arguments.count > 1, !commandNames.contains(arguments[1]) {
-                usageError("no command '\(arguments[1])' (commands: \(commandNames.joined(separator: ", ")))", root: root, arguments: arguments)
+                usageError(
+                    "no command '\(arguments[1])' (commands: \(commandNames.joined(separator: ", ")))", root: root,
+                    arguments: arguments)
             }
         }
         let command: any ParsableCommand
         do {
             command = try root.parseAsRoot(arguments)
         } catch {
-            if root.exitCode(for: error) == .success { root.exit(withError: error) }  // --help, --version
+            if root.exitCode(for: error) == .success { root.exit(withError: error) } // --help, --version
             usageError(root.message(for: error), root: root, arguments: arguments)
         }
         do {
@@ -48,7 +52,7 @@ package enum CommandMain {
             Console.error(error.description)
             Glibc.exit(1)
         } catch {
-            if root.exitCode(for: error) == .success { root.exit(withError: error) }  // `help`
+            if root.exitCode(for: error) == .success { root.exit(withError: error) } // `help`
             Console.error(String(describing: error))
             Glibc.exit(1)
         }
@@ -79,7 +83,9 @@ package enum CommandMain {
                 out += arguments[i...]
                 break
             }
-            if a.hasPrefix("--"), !a.contains("="), a != "--help", a != "--version", i + 1 < arguments.count, isNegativeNumber(arguments[i + 1]) {
+            if a.hasPrefix("--"), !a.contains("="), a != "--help", a != "--version", i + 1 < arguments.count,
+                isNegativeNumber(arguments[i + 1])
+            {
                 out.append(a + "=" + arguments[i + 1])
                 i += 2
                 continue
@@ -120,7 +126,11 @@ package struct SourceOptions: ParsableArguments {
     @Option(name: .long, help: "The photo library (a folder with originals/ and renders/) that resolves asset URLs.")
     package var library: String?
 
-    @Flag(name: .long, help: "Archive members: end after the member's last byte WITHOUT verifying the rest of a compressed archive (faster; a damaged block after the member can then go unseen).")
+    @Flag(
+        name: .long,
+        help:
+            "Archive members: end after the member's last byte WITHOUT verifying the rest of a compressed archive (faster; a damaged block after the member can then go unseen)."
+    )
     package var skipArchiveVerification = false
 
     package init() {}
