@@ -89,10 +89,15 @@ let package = Package(
         // Baseline programs for `make bench` (Foundation's own streams).
         .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
         .executableTarget(name: "blobstream-bench-urlsession"),
+        // The sample photo library of Fixtures/library and the tests (no product: not shipped).
+        .target(name: "SampleAssetLibrary", dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamTestSupport"]),
         // Regenerates Fixtures/: a thin plugin over a tested executable.
         .executableTarget(
             name: "blobstream-fixtures",
-            dependencies: ["BlobStreamAssets", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "BlobStreamAssets", "BlobStreamTestSupport", "SampleAssetLibrary",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .plugin(
             name: "GenerateFixtures",
@@ -120,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "BlobStreamAssetsTests",
             dependencies: [
-                "BlobStream", "BlobStreamAssets", "BlobStreamTestSupport",
+                "BlobStream", "BlobStreamAssets", "BlobStreamTestSupport", "SampleAssetLibrary",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -136,6 +141,7 @@ let package = Package(
             dependencies: [
                 "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
                 "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
+                "SampleAssetLibrary",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
