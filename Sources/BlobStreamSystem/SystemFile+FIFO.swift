@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation // Thread
-import Glibc
 import SystemPackage
 
 extension SystemFile {
@@ -30,11 +29,13 @@ extension SystemFile {
         }
         // No writer in time: stand in for one so that the helper's open returns, then close
         // both. (Should that open fail, the helper stays blocked in its open; nothing waits.)
-        let release = path.withCString { Glibc.open($0, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
-        if release >= 0 {
+        let release = path.withCString {
+            try? FileDescriptor.open($0, .writeOnly, options: [.nonBlocking, .closeOnExec])
+        }
+        if let release {
             done.wait()
             if case .success(let file) = outcome.result { file.close() }
-            _ = Glibc.close(release)
+            try? release.close()
         }
         return .success(nil)
     }
