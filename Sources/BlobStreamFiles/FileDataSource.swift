@@ -23,7 +23,8 @@ import Foundation
 /// - `.fileCurrentOffsetKey`: an offset set before `open()` is where reading starts (an
 ///   offset past the end then fails the open with `.invalidOffset`, since the length is not
 ///   known before); after `open()` it moves there, and an offset past the length is refused.
-/// - Errors are `BlobStreamError`s naming the path, with the `ErrnoError` as cause:
+/// - Errors are `BlobStreamError`s naming the path (and the system call that failed:
+///   `open '/data/a.mov': No such file or directory (errno 2)`), with the `ErrnoError` as cause:
 ///   `.notFound` (missing path, a path through a non-directory), `.permissionDenied`,
 ///   `.unsupported` (a directory, a FIFO, a device, a socket: use `FileHandleDataSource` for
 ///   those), `.ioFailed`, `.changed`, `.invalidOffset`.
