@@ -27,19 +27,28 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Core: the contract, the stream, observation, registry, errors. Foundation only.
         .target(name: "BlobStream"),
+        // The one system-call layer (internal, no product): swift-system, and Glibc only
+        // where swift-system has nothing (poll, inotify, fcntl), for the source modules.
+        .target(
+            name: "BlobStreamSystem",
+            dependencies: ["BlobStream", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // Sources.
-        .target(name: "BlobStreamFiles", dependencies: ["BlobStream"]),
+        .target(name: "BlobStreamFiles", dependencies: ["BlobStream", "BlobStreamSystem"]),
         .systemLibrary(
             name: "CBlobStreamZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
-        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive", "CBlobStreamZlib"]),
-        .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
+        .target(
+            name: "BlobStreamArchive",
+            dependencies: ["BlobStream", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
+        .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),
         .target(
@@ -152,6 +161,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(
+            name: "BlobStreamSystemTests", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]),
         .testTarget(
             name: "BlobStreamFilesTests",
             dependencies: [
