@@ -99,7 +99,10 @@ let package = Package(
         .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
         .executableTarget(name: "blobstream-bench-urlsession"),
         // The sample photo library of Fixtures/library and the tests (no product: not shipped).
-        .target(name: "SampleAssetLibrary", dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamTestSupport"]),
+        .target(
+            name: "SampleAssetLibrary",
+            dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamSystem", "BlobStreamTestSupport"]
+        ),
         // Regenerates Fixtures/: a thin plugin over a tested executable.
         .executableTarget(
             name: "blobstream-fixtures",

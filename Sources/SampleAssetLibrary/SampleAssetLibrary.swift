@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamAssets
+import BlobStreamSystem
 import BlobStreamTestSupport
 import Foundation
 
@@ -67,13 +68,8 @@ extension DirectoryAssetLibrary {
                 throw BlobStreamError(
                     .ioFailed, "cannot create the folder '\(folder)' of the sample asset library", cause: error)
             }
-            do {
-                try Data(file.bytes).write(to: URL(fileURLWithPath: path))
-            } catch {
-                let denied = (error as? CocoaError)?.code == .fileWriteNoPermission
-                throw BlobStreamError(
-                    denied ? .permissionDenied : .ioFailed, "cannot write '\(path)' of the sample asset library",
-                    cause: error)
+            if case .failure(let failure) = SystemFile.writeFile(path, file.bytes) {
+                throw failure.error("'\(path)'", context: "the sample asset library")
             }
         }
     }
