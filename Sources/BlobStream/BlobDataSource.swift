@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// How a source reaches an offset set through `.fileCurrentOffsetKey`.
 public enum BlobOffsetCapability: Sendable, Equatable, CustomStringConvertible {
     /// In constant time (a file read with `pread`).
