@@ -38,7 +38,8 @@ let package = Package(
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
-        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive", "CBlobStreamZlib"]),
+        // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
+        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "BlobStreamGzip", "CBlobStreamArchive"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
         // Integrations: upload bodies.
         .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),

@@ -48,10 +48,7 @@ public enum ArchiveListing {
             }
             signal.wait { upstream.isOpenCompleted || upstream.error != nil }
         }
-        if let error = upstream.error {
-            let code = (error as? BlobStreamError)?.code ?? .sourceFailed
-            throw BlobStreamError(code, "\(prefix): the upstream failed to open: \(error)", cause: error)
-        }
+        if let error = upstream.error { throw ArchiveErrors.upstreamFailed(error, prefix: prefix, "failed to open") }
         guard upstream.isOpenCompleted else {
             throw BlobStreamError(
                 .sourceFailed, "\(prefix): the upstream (\(type(of: upstream))) did not complete its open")
@@ -69,5 +66,18 @@ public enum ArchiveListing {
                 error, input: input, prefix: prefix, while: "listing (after \(entries.count) entries)")
         }
         return entries
+    }
+}
+
+extension ArchiveMemberDataSource {
+    /// The entries of the archive file at `path`. See `ArchiveListing`.
+    public static func list(archive path: String) throws -> [ArchiveEntry] {
+        try ArchiveListing.entries(ofArchiveAt: path)
+    }
+
+    /// The entries of the archive read from `upstream` (opened and closed here). See
+    /// `ArchiveListing`.
+    public static func list(archive upstream: any BlobDataSource, name: String? = nil) throws -> [ArchiveEntry] {
+        try ArchiveListing.entries(of: upstream, name: name)
     }
 }

@@ -15,11 +15,11 @@ import Synchronization
 ///   skip and seek move it with `.fileCurrentOffsetKey`; the input keeps its own position
 ///   for `SEEK_CUR` and uses `length` for `SEEK_END`.
 /// - Gzip: when asked (`inflatingGzip`) and the upstream starts with a gzip member, the
-///   input inflates it itself (`GzipLayer`: every member's CRC-32 and ISIZE checked, which
-///   libarchive's gzip filter never does) and hands libarchive the decompressed bytes;
-///   libarchive then reads the archive inside with no filter. A damaged or cut gzip
-///   stream is the input's failure (`.corrupt` or `.truncated`). Skip and seek are then
-///   not offered (they would move in the compressed bytes).
+///   input inflates it itself (see `UpstreamInput+GzipLayer.swift`: every member's CRC-32
+///   and ISIZE checked, which libarchive's gzip filter never does) and hands libarchive the
+///   decompressed bytes; libarchive then reads the archive inside with no filter. A damaged
+///   or cut gzip stream is the input's failure (`.corrupt` or `.truncated`). Skip and seek
+///   are then not offered (they would move in the compressed bytes).
 /// - Asynchronous upstreams: when the upstream has no bytes available yet, the input waits
 ///   for its announcement (a condition signalled by observers), but only when the calling
 ///   thread is not where the upstream announces (`completionContext.isCurrent`); there it
@@ -37,31 +37,32 @@ final class UpstreamInput {
     let upstream: any BlobDataSource
     let buffer: UnsafeMutableRawPointer
     /// Whether skip and seek callbacks are installed (false when inflating a gzip layer).
-    private(set) var canSeek: Bool
+    var canSeek: Bool
     /// The upstream's offset of the next byte `read()` returns.
-    private(set) var position: Int64 = 0
+    var position: Int64 = 0
     /// How much the next read asks for.
-    private var readSize = minimumReadSize
+    var readSize = minimumReadSize
     /// A read met the upstream's end (libarchive failing after that, without saying why,
     /// means the archive ended early).
-    private(set) var sawEnd = false
+    var sawEnd = false
     /// The upstream's error, a wait that could not be done, or a damaged gzip layer; set once.
-    private(set) var failure: (any Error)?
-    /// `failure` is the gzip layer's (its message says what is wrong).
-    private(set) var failureIsGzip = false
+    var failure: (any Error)?
+    /// `failure` is this input's own finding, not the upstream's error: the gzip layer's
+    /// (its cause is zlib's), a wait that cannot be done, an upstream that broke the contract.
+    /// Its message says what is wrong.
+    var failureIsOwn = false
     private let signal: UpstreamSignal?
 
-    // Gzip layer (see the type's documentation).
-    private var wantsGzip: Bool
+    // Gzip layer (see `UpstreamInput+GzipLayer.swift`).
+    /// `prepare()` is to look for a gzip member at the start.
+    var wantsGzip: Bool
     /// Non-nil once the upstream was seen to start with a gzip member.
-    private var gzip: GzipLayer?
-    private enum GzipState { case inMember, between, ended }
-    private var gzipState = GzipState.inMember
-    /// Gzip members read whole, their CRC-32 and ISIZE checked.
-    private(set) var gzipMembers = 0
-    /// Compressed bytes read from the upstream and not used yet (`raw[rawStart..<rawEnd]`).
-    private var raw: UnsafeMutableRawPointer?
-    private var rawStart = 0, rawEnd = 0
+    var gzip: GzipLayer?
+    /// Bytes read from the upstream and not used yet (`raw[rawStart..<rawEnd]`): compressed
+    /// bytes for the gzip layer, or the first bytes `prepare()` read and found not to be gzip.
+    var raw: UnsafeMutableRawPointer?
+    var rawStart = 0
+    var rawEnd = 0
 
     /// The upstream starts with a gzip member, which this input inflates.
     var inflatesGzip: Bool { gzip != nil }
@@ -91,25 +92,6 @@ final class UpstreamInput {
         raw?.deallocate()
     }
 
-    /// Before libarchive sees the input: when a gzip layer is wanted, reads the first bytes
-    /// and takes the layer over if they start a gzip member (then `canSeek` is false).
-    /// False after recording `failure`.
-    func prepare() -> Bool {
-        guard wantsGzip else { return true }
-        wantsGzip = false
-        raw = .allocate(byteCount: Self.blockSize, alignment: 64)
-        // A first read of the usual size (an uncompressed tar's first header is all a search needs).
-        guard fillRaw(atLeast: GzipLayer.magic.count, readSize: readSize) else { return false }
-        guard startsGzipMember() else { return true } // the bytes read are handed out as they are
-        guard let layer = GzipLayer() else {
-            failure = BlobStreamError(.sourceFailed, "zlib could not start to inflate the gzip stream")
-            return false
-        }
-        gzip = layer
-        canSeek = false
-        return true
-    }
-
     var cancelled: Bool { signal?.isCancelled ?? false }
 
     /// Reads up to `blockSize` bytes into `buffer` (decompressed when inflating a gzip
@@ -129,88 +111,9 @@ final class UpstreamInput {
         return n
     }
 
-    /// The next decompressed bytes of the gzip layer into `buffer`.
-    private func inflate(_ gzip: GzipLayer) -> Int {
-        while true {
-            switch gzipState {
-            case .ended:
-                sawEnd = true
-                return 0
-            case .between:
-                // Another member follows, or the gzip stream ends (anything after it is
-                // ignored, as libarchive's gzip filter ignores it).
-                guard fillRaw(atLeast: GzipLayer.magic.count) else { return -1 }
-                if startsGzipMember() {
-                    gzip.reset()
-                    gzipState = .inMember
-                } else {
-                    gzipState = .ended
-                }
-            case .inMember:
-                let available = rawEnd - rawStart
-                let step = gzip.inflate(raw! + rawStart, count: available, into: buffer, capacity: Self.blockSize)
-                rawStart += step.consumed
-                switch step.result {
-                case .failed(let message):
-                    return failGzip(
-                        .corrupt,
-                        "the gzip stream is damaged (member \(gzipMembers + 1), before compressed offset \(position - Int64(rawEnd - rawStart))): \(message)"
-                    )
-                case .memberEnd:
-                    gzipMembers += 1
-                    gzipState = .between
-                case .ok:
-                    break
-                }
-                if step.produced > 0 { return step.produced }
-                if case .ok = step.result, step.consumed == 0 {
-                    // zlib needs more input than there is.
-                    guard fillRaw(atLeast: available + 1) else { return -1 }
-                    if rawEnd - rawStart == available {
-                        return failGzip(
-                            .truncated,
-                            "the gzip stream is truncated: it ends inside member \(gzipMembers + 1), before its CRC-32 and size (after \(position) compressed bytes)"
-                        )
-                    }
-                }
-            }
-        }
-    }
-
-    private func failGzip(_ code: BlobStreamError.Code, _ message: String) -> Int {
-        failure = BlobStreamError(code, message)
-        failureIsGzip = true
-        return -1
-    }
-
-    /// The unused compressed bytes start with a gzip member's magic.
-    private func startsGzipMember() -> Bool {
-        guard let raw, rawEnd - rawStart >= GzipLayer.magic.count else { return false }
-        let bytes = (raw + rawStart).assumingMemoryBound(to: UInt8.self)
-        return (0..<GzipLayer.magic.count).allSatisfy { bytes[$0] == GzipLayer.magic[$0] }
-    }
-
-    /// Reads the upstream into `raw`, `readSize` bytes at most per read, until `count`
-    /// unused bytes are there or the upstream ends; false after recording `failure`.
-    private func fillRaw(atLeast count: Int, readSize: Int = blockSize) -> Bool {
-        guard let raw else { return true }
-        if rawStart > 0 {
-            (raw).copyMemory(from: raw + rawStart, byteCount: rawEnd - rawStart)
-            rawEnd -= rawStart
-            rawStart = 0
-        }
-        while rawEnd < count && rawEnd < Self.blockSize {
-            let n = readUpstream(into: raw + rawEnd, maxLength: min(readSize, Self.blockSize - rawEnd))
-            if n < 0 { return false }
-            if n == 0 { break }
-            rawEnd += n
-        }
-        return true
-    }
-
     /// One read of the upstream (waiting for an asynchronous one): the count, 0 at its
     /// end, −1 after recording `failure`.
-    private func readUpstream(into target: UnsafeMutableRawPointer, maxLength: Int) -> Int {
+    func readUpstream(into target: UnsafeMutableRawPointer, maxLength: Int) -> Int {
         if failure != nil { return -1 }
         while true {
             if let signal, signal.isCancelled {
@@ -228,10 +131,9 @@ final class UpstreamInput {
             if upstream.hasBytesAvailable || signal == nil { break }
             // An asynchronous upstream with nothing yet: wait for its announcement.
             if upstream.completionContext.isCurrent {
-                failure = BlobStreamError(
+                return failOwn(
                     .wouldDeadlock,
                     "the upstream has no bytes yet and announces them on the very thread that would wait for them")
-                return -1
             }
             signal!.wait { self.upstream.hasBytesAvailable || self.upstream.isAtEnd || self.upstream.error != nil }
         }
@@ -244,7 +146,17 @@ final class UpstreamInput {
             sawEnd = true
             return 0
         }
-        failure = upstream.error ?? BlobStreamError(.sourceFailed, "the upstream returned -1 without setting an error")
+        if let error = upstream.error {
+            failure = error
+            return -1
+        }
+        return failOwn(.sourceFailed, "the upstream's read returned -1 without setting an error")
+    }
+
+    /// Records a failure of this input's own (see `failureIsOwn`); −1.
+    func failOwn(_ code: BlobStreamError.Code, _ message: String, cause: (any Error)? = nil) -> Int {
+        failure = BlobStreamError(code, message, cause: cause)
+        failureIsOwn = true
         return -1
     }
 
@@ -278,48 +190,5 @@ final class UpstreamInput {
 
     private func move(to offset: Int64) -> Bool {
         upstream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
-    }
-}
-
-/// Wakes a thread waiting for an asynchronous upstream: observers of the upstream's state
-/// call `poke()`; `cancel()` ends every wait for good.
-final class UpstreamSignal: @unchecked Sendable {
-    // Unchecked Sendable: `wakeup` is a lock (thread-safe by design), the flag is atomic.
-    private let wakeup = NSCondition()
-    private let cancelledFlag = Atomic<Bool>(false)
-
-    var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
-
-    /// Something changed upstream.
-    func poke() {
-        wakeup.lock()
-        wakeup.broadcast()
-        wakeup.unlock()
-    }
-
-    /// Ends every wait, now and later.
-    func cancel() {
-        cancelledFlag.store(true, ordering: .releasing)
-        poke()
-    }
-
-    /// Waits until `ready()` is true or the signal is cancelled. `ready` is checked under
-    /// the wakeup lock, so an announcement between the check and the wait is not lost.
-    func wait(until ready: () -> Bool) {
-        wakeup.lock()
-        defer { wakeup.unlock() }
-        while !ready() && !isCancelled {
-            wakeup.wait()
-        }
-    }
-
-    /// Observes the four values of `upstream`; hold the tokens as long as waits may happen.
-    func observe(_ upstream: any BlobDataSource) -> [BlobObservation] {
-        [
-            upstream.observe(\.isOpenCompleted) { [self] _ in poke() },
-            upstream.observe(\.hasBytesAvailable) { [self] _ in poke() },
-            upstream.observe(\.isAtEnd) { [self] _ in poke() },
-            upstream.observe(\.error) { [self] _ in poke() },
-        ]
     }
 }
