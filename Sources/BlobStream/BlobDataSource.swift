@@ -90,6 +90,22 @@ public enum BlobCompletionContext: Sendable {
 /// 3. A source that completes work asynchronously says where in `completionContext`.
 /// 4. `close` releases resources; the stream wakes its own waiters.
 /// 5. A truncated or corrupt input sets an error; it never ends cleanly.
+///
+/// ## Offsets
+/// `readOffset` and `seek(to:)` are the typed offset API; the stream and the sources of
+/// this package use them. `property(forKey:)` / `setProperty(_:forKey:)` with
+/// `.fileCurrentOffsetKey` (an `NSNumber`) is the original's untyped form and keeps working
+/// on every source. Implement either pair, the other follows by default:
+/// - a source that implements `readOffset` and `seek(to:)` answers the key through them
+///   (the default `property` / `setProperty` bridge to them for that key);
+/// - a source written for the key alone (`property` / `setProperty`) gets `readOffset` and
+///   `seek(to:)` from it;
+/// - a source that implements neither has no offset (nil) and refuses every move
+///   (`.offsetUnsupported`). The defaults never call each other in a circle.
+///
+/// Say how a move costs in `offsetCapability` (`.seek`, `.readAndDiscard`, `.none`).
+/// A source that wraps another reads it through `BlobUpstream`, which moves the upstream by
+/// the cheapest way it offers.
 public protocol BlobDataSource: AnyObject {
     /// The observable values; the source sets them, everyone else reads and observes them.
     var state: BlobDataSourceState { get }
@@ -98,8 +114,22 @@ public protocol BlobDataSource: AnyObject {
     /// in its header). Nil when only reading to the end can tell (a gzip stream, a pipe).
     var length: Int64? { get }
 
-    /// How the source reaches an offset set through `.fileCurrentOffsetKey`.
+    /// How the source reaches an offset (`seek(to:)`, `.fileCurrentOffsetKey`).
     var offsetCapability: BlobOffsetCapability { get }
+
+    /// The offset of the next byte `read` returns (before `open`, where reading will
+    /// start); nil when the source does not tell. The typed form of `.fileCurrentOffsetKey`:
+    /// see "Offsets" above for the default.
+    var readOffset: Int64? { get }
+
+    /// Moves to `offset`: before `open`, reading starts there; after, the next `read`
+    /// returns the byte at `offset`, at the cost `offsetCapability` says. Throws
+    /// `.offsetUnsupported` when the source cannot move at all, `.invalidOffset` when it
+    /// refuses this offset (past a known end, backward on a pipe); a refused move changes
+    /// nothing and is not a failure of the source (`state.error` stays unset). An offset
+    /// past an end the source does not know yet is accepted and fails the first `read`
+    /// that finds the end. The typed form of `setProperty(_:forKey: .fileCurrentOffsetKey)`.
+    func seek(to offset: Int64) throws(BlobStreamError)
 
     /// Where the source announces changes it makes outside of the owner's calls.
     var completionContext: BlobCompletionContext { get }
@@ -151,10 +181,14 @@ extension BlobDataSource {
     public func getBuffer(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
     ) -> Bool { false }
-    /// Nil for every key.
-    public func property(forKey key: Stream.PropertyKey) -> Any? { nil }
-    /// Refuses every key.
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { false }
+    /// `.fileCurrentOffsetKey`: `readOffset` as an `NSNumber` (when the source implements
+    /// it); nil for every other key.
+    public func property(forKey key: Stream.PropertyKey) -> Any? { offsetProperty(forKey: key) }
+    /// `.fileCurrentOffsetKey`: `seek(to:)` (when the source implements it); refuses every
+    /// other key.
+    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
+        setOffsetProperty(property, forKey: key)
+    }
     /// Does nothing: the source's reads end on their own.
     public func interrupt() {}
 

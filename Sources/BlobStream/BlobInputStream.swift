@@ -90,7 +90,7 @@ open class BlobInputStream: InputStream {
 
     /// `.fileCurrentOffsetKey`: the offset of the next byte; other keys go to the source.
     open override func property(forKey key: Stream.PropertyKey) -> AnyObject? {
-        if key == .fileCurrentOffsetKey { return core.offset() as AnyObject? }
+        if key == .fileCurrentOffsetKey { return core.readOffset().map { NSNumber(value: $0) } }
         core.sourceLock.lock()
         defer { core.sourceLock.unlock() }
         return core.source.property(forKey: key) as AnyObject?
@@ -106,6 +106,17 @@ open class BlobInputStream: InputStream {
         defer { core.sourceLock.unlock() }
         return core.source.setProperty(property, forKey: key)
     }
+
+    /// The offset of the next byte `read` returns (before `open()`, where reading will
+    /// start); nil when the source does not tell. The typed form of `.fileCurrentOffsetKey`.
+    public var readOffset: Int64? { core.readOffset() }
+
+    /// Before `open()`, makes the read start at `offset`; after, moves the source there (at
+    /// the cost its `offsetCapability` says). Throws `.offsetUnsupported` for a source that
+    /// cannot move, `.invalidOffset` for a negative offset, one past a known length or one
+    /// the source refuses, `.closed` on a closed or failed stream; a refused move changes
+    /// nothing. The typed form of `setProperty(_:forKey: .fileCurrentOffsetKey)`.
+    public func seek(to offset: Int64) throws(BlobStreamError) { try core.seek(to: offset) }
 
     /// Delivers events on `aRunLoop` in `mode` (several run loops and modes may be added).
     /// From the first event on, the stream keeps one timer in that loop (its wake-up), so a

@@ -23,13 +23,15 @@ import Foundation
 /// ## Ownership
 /// The gzip source owns its upstream (unlike Go's `gzip.Reader`): its `open()` opens the
 /// upstream, its `close()` (or its deinitialization) closes it, opened or not. Hand it an
-/// unopened upstream and do not call the upstream yourself afterwards.
+/// unopened upstream and do not call the upstream yourself afterwards. It reads the upstream
+/// through the core's `BlobUpstream`; the gzip state machine is `GzipDecoder`, its zlib calls
+/// are in `Inflater`, its errors in `GzipErrors` (all internal).
 ///
 /// ## Offsets
-/// `.fileCurrentOffsetKey` is an offset in the decompressed bytes (`offsetCapability` is
-/// `.readAndDiscard`): moving forward inflates and discards; moving backward restarts from
-/// the first byte, which needs an upstream that accepts `.fileCurrentOffsetKey` 0 (a file,
-/// an in-memory source) and is refused otherwise (a pipe). An offset past the end fails
+/// `readOffset`, `seek(to:)` and `.fileCurrentOffsetKey` are offsets in the decompressed
+/// bytes (`offsetCapability` is `.readAndDiscard`): moving forward inflates and discards;
+/// moving backward restarts from the first byte, which needs an upstream that can move to
+/// offset 0 (a file, an in-memory source) and is refused otherwise (a pipe). An offset past the end fails
 /// with `.invalidOffset` at the read that finds the end. `length` is nil (a gzip trailer
 /// only holds each member's size modulo 2³²) unless given to the initializer.
 ///
@@ -42,8 +44,9 @@ import Foundation
 /// queue, which its `completionContext` covers together with the upstream's. Over a
 /// synchronous upstream (`.caller`) it inflates straight into the caller's buffer.
 public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: every mutable stored property is guarded by `lock`; `state` is
-    // thread-safe itself; the rest is immutable.
+    // Unchecked Sendable: every mutable stored property, and `decoder` with the upstream
+    // reader it reads, is guarded by `lock`; `state` is thread-safe itself; the rest is
+    // immutable.
 
     /// The URL scheme this source is registered under (by whoever registers it).
     public static let scheme = "gzip"
@@ -55,66 +58,38 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     public let state = BlobDataSourceState()
 
     /// The source of the compressed bytes; owned (opened and closed) by this source.
-    public let upstream: any BlobDataSource
+    public var upstream: any BlobDataSource { reader.source }
 
     /// The name used in error messages.
     public let name: String
 
     private let knownLength: Int64?
+    /// The upstream, read through the kit's reader (buffered, moved, observed).
+    private let reader: BlobUpstream
     /// Inflate ahead into `lookahead` (asynchronous upstream) instead of into the caller's
     /// buffer.
-    private let buffered: Bool
-    private let probeQueue = DispatchQueue(label: "BlobStreamGzip.GzipDataSource.probe")
-    private let inputCapacity: Int
+    private var buffered: Bool { reader.isAsynchronous }
+    /// Where the source reacts to an asynchronous upstream's announcements.
+    private let probeQueue: DispatchQueue
     private let lock = NSLock()
     private let announceLock = NSRecursiveLock()
 
     // MARK: Guarded by `lock`
 
+    private let decoder: GzipDecoder
     private var started = false
     /// What `state` should say; `publish()` copies it there with no lock held.
     private var desired = BlobDataSourceStatus() { didSet { desiredGeneration &+= 1 } }
     private var desiredGeneration = 0
     private var closed = false
     private var failure: BlobStreamError?
-    private var observations: [BlobObservation] = []
-    private var inflater: Inflater?
-
-    /// Compressed bytes read from upstream: `input[inStart..<inEnd]` are not consumed yet.
-    private var input: UnsafeMutableRawPointer?
-    private var inStart = 0, inEnd = 0
-    /// The compressed offset of `input[0]`.
-    private var inputBase: Int64 = 0
-    /// The upstream reached its end (the bytes in `input` may still be unconsumed).
-    private var upstreamEnded = false
-
-    private enum Phase {
-        /// Inside a member: zlib has the bytes.
-        case member
-        /// A member ended: the next byte starts a member, padding, or is the end.
-        case between
-        /// Trailing zero bytes after the last member.
-        case padding
-        /// The end of the last member (and of any padding) was found at the upstream's end.
-        case finished
-    }
-    private var phase = Phase.member
-    private var memberIndex = 0
-    private var memberStart: Int64 = 0
-
-    /// Decompressed bytes produced by zlib so far (delivered, looked ahead or discarded).
-    private var inflated: Int64 = 0
-    /// The offset of the next byte to deliver. `inflated - lookCount` when bytes are looked
-    /// ahead; otherwise at or beyond `inflated` (the bytes between are to be discarded).
-    private var target: Int64 = 0
 
     private static let lookaheadCapacity = 64 * 1024
+    /// Bytes inflated ahead of the reads (asynchronous upstream): `lookahead[lookStart..<lookEnd]`
+    /// start at `decoder.target`.
     private var lookahead: UnsafeMutablePointer<UInt8>?
     private var lookStart = 0, lookEnd = 0
     private var lookCount: Int { lookEnd - lookStart }
-
-    private static let scratchCapacity = 64 * 1024
-    private var scratch: UnsafeMutablePointer<UInt8>?
 
     /// Makes a source that inflates `upstream`.
     ///
@@ -129,16 +104,23 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize
     ) {
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
-        self.upstream = upstream
+        let name = name ?? "gzip stream over \(type(of: upstream))"
+        let owner = WeakGzipSource()
+        let probeQueue = DispatchQueue(label: "BlobStreamGzip.GzipDataSource.probe")
+        let reader = BlobUpstream(upstream, bufferSize: inputBufferSize) {
+            probeQueue.async { owner.source?.upstreamChanged() }
+        }
         self.knownLength = length
-        self.name = name ?? "gzip stream over \(type(of: upstream))"
-        self.inputCapacity = inputBufferSize
-        if case .caller = upstream.completionContext { buffered = false } else { buffered = true }
+        self.name = name
+        self.probeQueue = probeQueue
+        self.reader = reader
+        self.decoder = GzipDecoder(upstream: reader, errors: GzipErrors(name: name))
+        owner.source = self
     }
 
     deinit {
-        if !closed { upstream.close() }
-        freeResources()
+        // The reader closes the upstream (opened or not) when it goes.
+        lookahead?.deallocate()
     }
 
     // MARK: - BlobDataSource
@@ -153,7 +135,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue.
     public var completionContext: BlobCompletionContext {
-        let up = upstream.completionContext
+        let up = reader.completionContext
         if case .caller = up { return .caller }
         let probe = BlobCompletionContext.queue(probeQueue)
         return .custom { up.isCurrent || probe.isCurrent }
@@ -171,25 +153,11 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     private func openLocked() {
         guard !started, !closed else { return }
         started = true
-        do {
-            inflater = try Inflater()
-        } catch {
-            fail(BlobStreamError(.sourceFailed, "\(name): cannot initialize zlib", cause: error))
+        guard decoder.start() else {
+            fail()
             return
         }
-        if buffered {
-            let poke: @Sendable () -> Void = { [weak self] in
-                guard let self else { return }
-                self.probeQueue.async { [weak self] in self?.upstreamChanged() }
-            }
-            observations = [
-                upstream.observe(\.isOpenCompleted) { change in if change.newValue == true { poke() } },
-                upstream.observe(\.hasBytesAvailable) { change in if change.newValue == true { poke() } },
-                upstream.observe(\.isAtEnd) { change in if change.newValue == true { poke() } },
-                upstream.observe(\.error) { _ in poke() },
-            ]
-        }
-        upstream.open()
+        reader.open()
         finishOpenIfReady()
     }
 
@@ -216,13 +184,13 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             let n = min(maxLength, lookCount)
             buffer.update(from: lookahead! + lookStart, count: n)
             lookStart += n
-            target += Int64(n)
+            decoder.target += Int64(n)
             refreshAvailability()
             return n
         }
-        switch pump(into: buffer, capacity: maxLength) {
+        switch decoder.pump(into: buffer, capacity: maxLength) {
         case .bytes(let n):
-            target += Int64(n)
+            decoder.target += Int64(n)
             refreshAvailability()
             return n
         case .end:
@@ -230,65 +198,69 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             desired.hasBytesAvailable = false
             return 0
         case .failed:
+            fail()
             return -1
         case .starved:
-            fail(
-                BlobStreamError(
-                    .sourceFailed,
-                    "\(name): read was called while the upstream has no bytes available at compressed offset \(compressedOffset) (the upstream announced bytes it does not have, or the owner broke contract rule 2)"
-                ))
+            decoder.record(decoder.errors.starvedRead(at: decoder.compressedOffset))
+            fail()
             return -1
         }
     }
 
-    /// `.fileCurrentOffsetKey`: the decompressed offset of the next byte.
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        guard key == .fileCurrentOffsetKey else { return nil }
+    /// The decompressed offset of the next byte.
+    public var readOffset: Int64? {
         lock.lock()
         defer { lock.unlock() }
-        return NSNumber(value: target)
+        return decoder.target
     }
 
-    /// `.fileCurrentOffsetKey`: moves to a decompressed offset (see "Offsets" above).
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
+    /// Moves to a decompressed offset (see "Offsets" above).
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "\(name): offset \(offset) is negative") }
         lock.lock()
-        let ok = setOffsetLocked(offset)
+        let refusal = seekLocked(offset)
         lock.unlock()
         publish()
-        return ok
+        if let refusal { throw refusal }
     }
 
-    private func setOffsetLocked(_ offset: Int64) -> Bool {
-        if closed || failure != nil { return false }
-        if let knownLength, offset > knownLength { return false }
-        guard started else {
-            target = offset // inflated is 0: the first reads discard up to here
-            return true
+    private func seekLocked(_ offset: Int64) -> BlobStreamError? {
+        let errors = decoder.errors
+        if closed { return BlobStreamError(.closed, "\(name): closed") }
+        if let failure { return errors.refusedOffset(offset, "the source failed (\(failure.message))") }
+        if let knownLength, offset > knownLength {
+            return errors.refusedOffset(offset, "past the end (\(knownLength) bytes)")
         }
-        let windowStart = lookCount > 0 ? target : inflated
+        guard started else {
+            decoder.target = offset // nothing inflated yet: the first reads discard up to here
+            return nil
+        }
+        let windowStart = lookCount > 0 ? decoder.target : decoder.inflated
         if offset >= windowStart {
-            if lookCount > 0 && offset <= inflated {
-                lookStart += Int(offset - target)
+            if lookCount > 0 && offset <= decoder.inflated {
+                lookStart += Int(offset - decoder.target)
             } else {
                 lookStart = 0
                 lookEnd = 0
             }
-            target = offset
         } else {
-            guard restartUpstream() else { return false }
-            target = offset
+            guard decoder.restart() else {
+                return errors.refusedOffset(offset, "moving back needs an upstream that can move to its start")
+            }
+            lookStart = 0
+            lookEnd = 0
         }
-        guard desired.isOpenCompleted else { return true }
-        if desired.isAtEnd && !(phase == .finished && lookCount == 0 && target == inflated) {
+        decoder.target = offset
+        guard desired.isOpenCompleted else { return nil }
+        if desired.isAtEnd && !(decoder.isFinished && lookCount == 0 && decoder.target == decoder.inflated) {
             desired.isAtEnd = false
         }
         refreshAvailability()
-        return true
+        return nil
     }
 
     /// Passes the interruption on to the upstream, where a read may be blocked.
-    public func interrupt() { upstream.interrupt() }
+    public func interrupt() { reader.interrupt() }
 
     /// Closes the upstream and frees zlib's state and the buffers. Further reads return −1.
     public func close() {
@@ -296,16 +268,15 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         defer { lock.unlock() }
         guard !closed else { return }
         closed = true
-        let tokens = observations
-        observations = []
-        for token in tokens { token.invalidate() }
-        upstream.close() // owned, opened or not
-        freeResources()
+        reader.close() // owned, opened or not; stops observing it
+        decoder.end()
+        lookahead?.deallocate()
+        lookahead = nil
+        lookStart = 0
+        lookEnd = 0
     }
 
     // MARK: - Internals (all with `lock` held)
-
-    private var compressedOffset: Int64 { inputBase + Int64(inStart) }
 
     /// Copies `desired` to `state` with `lock` released, so that observers run outside it
     /// (they may call back into this source). Announcements are serialized by
@@ -338,28 +309,17 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
-    private func freeResources() {
-        inflater?.end()
-        inflater = nil
-        input?.deallocate()
-        input = nil
-        lookahead?.deallocate()
-        lookahead = nil
-        scratch?.deallocate()
-        scratch = nil
-        lookStart = 0
-        lookEnd = 0
-    }
-
-    private func fail(_ error: BlobStreamError) {
-        if failure == nil { failure = error }
+    /// Takes the decoder's error (or `error`) as the source's: sticky.
+    private func fail(_ error: BlobStreamError? = nil) {
+        if let error { decoder.record(error) }
+        if failure == nil { failure = decoder.failure }
         lookStart = 0
         lookEnd = 0
         desired.error = failure
     }
 
     /// Called on `probeQueue` after the upstream announced something.
-    private func upstreamChanged() {
+    fileprivate func upstreamChanged() {
         lock.lock()
         upstreamChangedLocked()
         lock.unlock()
@@ -378,7 +338,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     private func finishOpenIfReady() {
         guard !desired.isOpenCompleted, failure == nil, !closed else { return }
         if let error = upstream.error {
-            fail(wrapUpstream(error, "failed to open"))
+            fail(decoder.errors.upstream(error, "failed to open", at: decoder.compressedOffset))
         } else if upstream.isOpenCompleted {
             desired.isOpenCompleted = true
             // Inflate the first bytes now, whatever the upstream: an empty payload is at its
@@ -394,8 +354,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         guard failure == nil, !closed, desired.isOpenCompleted else { return }
         if lookCount > 0 {
             desired.hasBytesAvailable = true
-        } else if phase == .finished {
-            if target == inflated {
+        } else if decoder.isFinished {
+            if decoder.target == decoder.inflated {
                 desired.isAtEnd = true
                 desired.hasBytesAvailable = false
             } else {
@@ -411,7 +371,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// Inflates ahead into `lookahead` and announces what that found.
     private func probe() {
         if lookahead == nil { lookahead = .allocate(capacity: Self.lookaheadCapacity) }
-        switch pump(into: lookahead!, capacity: Self.lookaheadCapacity) {
+        switch decoder.pump(into: lookahead!, capacity: Self.lookaheadCapacity) {
         case .bytes(let n):
             lookStart = 0
             lookEnd = n
@@ -420,198 +380,17 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             desired.isAtEnd = true
             desired.hasBytesAvailable = false
         case .failed:
-            break
+            fail()
         case .starved:
             desired.hasBytesAvailable = false // the upstream's next announcement probes again
         }
     }
+}
 
-    /// Moves the upstream back to its first byte and starts inflating again.
-    private func restartUpstream() -> Bool {
-        guard upstream.offsetCapability != .none,
-            upstream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey)
-        else { return false }
-        inflater?.reset()
-        inStart = 0
-        inEnd = 0
-        inputBase = 0
-        upstreamEnded = false
-        phase = .member
-        memberIndex = 0
-        memberStart = 0
-        inflated = 0
-        lookStart = 0
-        lookEnd = 0
-        return true
-    }
-
-    private enum PumpResult {
-        case bytes(Int)
-        case end
-        case failed
-        case starved
-    }
-
-    private enum FillResult {
-        case filled, ended, starved, failed
-    }
-
-    /// Reads compressed bytes into `input` once it is used up. Reads from the upstream only
-    /// when it has bytes available, or to collect its end or error (contract rule 2).
-    private func fillInput() -> FillResult {
-        inputBase += Int64(inEnd)
-        inStart = 0
-        inEnd = 0
-        if let error = upstream.error {
-            fail(wrapUpstream(error, "failed"))
-            return .failed
-        }
-        if upstream.isAtEnd { return .ended }
-        guard upstream.hasBytesAvailable else { return .starved }
-        let n = upstream.read(input!.assumingMemoryBound(to: UInt8.self), maxLength: inputCapacity)
-        if n > 0 {
-            inEnd = n
-            return .filled
-        }
-        if n == 0 { return .ended }
-        let error =
-            upstream.error ?? BlobStreamError(.sourceFailed, "the upstream returned -1 without setting an error")
-        fail(wrapUpstream(error, "failed"))
-        return .failed
-    }
-
-    /// Inflates into `out`, discarding first whatever lies before `target`. Returns as soon
-    /// as `out` is full, the upstream has nothing available, or at the end or an error.
-    private func pump(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> PumpResult {
-        guard let inflater else {
-            fail(BlobStreamError(.notOpen, "\(name): not open"))
-            return .failed
-        }
-        if input == nil { input = .allocate(byteCount: inputCapacity, alignment: 16) }
-        var n = 0
-        /// Reads more compressed bytes once `input` is used up; nil to go on, or what to return.
-        func refill() -> PumpResult? {
-            switch fillInput() {
-            case .filled: return nil
-            case .ended:
-                upstreamEnded = true
-                return nil
-            case .starved: return n > 0 ? .bytes(n) : .starved
-            case .failed: return .failed
-            }
-        }
-        while true {
-            switch phase {
-            case .member:
-                let destination: UnsafeMutablePointer<UInt8>
-                let room: Int
-                let discarding = target > inflated
-                if discarding {
-                    if scratch == nil { scratch = .allocate(capacity: Self.scratchCapacity) }
-                    destination = scratch!
-                    room = Int(min(Int64(Self.scratchCapacity), target - inflated))
-                } else {
-                    if n == capacity { return .bytes(n) }
-                    destination = out + n
-                    room = capacity - n
-                }
-                // With no input left zlib may still hold output (bits it read ahead): ask first.
-                let step = inflater.inflate(input! + inStart, count: inEnd - inStart, into: destination, capacity: room)
-                inStart += step.consumed
-                inflated += Int64(step.produced)
-                if !discarding { n += step.produced }
-                switch step.result {
-                case .ok:
-                    guard step.consumed == 0 && step.produced == 0 else { continue }
-                    // No progress: zlib needs more input.
-                    if inStart < inEnd {
-                        fail(
-                            BlobStreamError(
-                                .corrupt,
-                                "\(name): zlib made no progress at compressed offset \(compressedOffset) in member \(memberIndex + 1)"
-                            ))
-                        return .failed
-                    }
-                    if upstreamEnded {
-                        let what =
-                            memberIndex == 0 && compressedOffset == 0
-                            ? "the input is empty (an empty input is not a gzip stream)"
-                            : "the input ends inside member \(memberIndex + 1) (which starts at compressed offset \(memberStart))"
-                        fail(
-                            BlobStreamError(
-                                .truncated,
-                                "\(name): truncated gzip stream at compressed offset \(compressedOffset): \(what)"))
-                        return .failed
-                    }
-                    if let result = refill() { return result }
-                case .memberEnd:
-                    phase = .between
-                case .failed(let zlibError):
-                    fail(
-                        BlobStreamError(
-                            .corrupt,
-                            "\(name): corrupt gzip data at compressed offset \(compressedOffset) in member \(memberIndex + 1) (which starts at compressed offset \(memberStart)): \(zlibError.message)",
-                            cause: zlibError))
-                    return .failed
-                }
-            case .between:
-                if inStart == inEnd {
-                    if upstreamEnded {
-                        phase = .finished
-                    } else if let result = refill() {
-                        return result
-                    }
-                    continue
-                }
-                let byte = input!.load(fromByteOffset: inStart, as: UInt8.self)
-                if byte == 0 {
-                    phase = .padding
-                } else if byte != 0x1F {
-                    fail(
-                        BlobStreamError(
-                            .corrupt,
-                            "\(name): trailing garbage at compressed offset \(compressedOffset) after gzip member \(memberIndex + 1): byte 0x\(String(byte, radix: 16)) does not start a gzip member"
-                        ))
-                    return .failed
-                } else {
-                    inflater.reset()
-                    memberIndex += 1
-                    memberStart = compressedOffset
-                    phase = .member
-                }
-            case .padding:
-                let bytes = UnsafeRawBufferPointer(start: input! + inStart, count: inEnd - inStart)
-                if let i = bytes.firstIndex(where: { $0 != 0 }) {
-                    inStart += i
-                    fail(
-                        BlobStreamError(
-                            .corrupt,
-                            "\(name): trailing garbage at compressed offset \(compressedOffset) after the zero padding that follows the last gzip member"
-                        ))
-                    return .failed
-                }
-                inStart = inEnd
-                if upstreamEnded {
-                    phase = .finished
-                } else if let result = refill() {
-                    return result
-                }
-            case .finished:
-                if target > inflated {
-                    fail(
-                        BlobStreamError(
-                            .invalidOffset,
-                            "\(name): offset \(target) is past the end of the decompressed bytes (\(inflated) bytes)"))
-                    return .failed
-                }
-                return n > 0 ? .bytes(n) : .end
-            }
-        }
-    }
-
-    private func wrapUpstream(_ error: any Error, _ what: String) -> BlobStreamError {
-        let code = (error as? BlobStreamError)?.code ?? .sourceFailed
-        return BlobStreamError(
-            code, "\(name): the upstream \(what) at compressed offset \(compressedOffset): \(error)", cause: error)
-    }
+/// What the upstream's observers reach: the gzip source, weakly (it owns the reader that
+/// owns them).
+private final class WeakGzipSource: @unchecked Sendable {
+    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
+    // upstream is opened.
+    weak var source: GzipDataSource?
 }

@@ -74,14 +74,14 @@ final class StreamCore: @unchecked Sendable {
         if closed { return }
 
         sourceLock.lock()
-        var refused = false
+        var refusal: BlobStreamError?
         if let offset {
-            refused = !source.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
+            do { try source.seek(to: offset) } catch { refusal = error }
         }
-        if !refused { source.open() }
+        if refusal == nil { source.open() }
         sourceLock.unlock()
-        if refused {
-            fail(BlobStreamError(.invalidOffset, "the data source refused offset \(offset!)"))
+        if let refusal {
+            fail(refusal)
             return
         }
         sourceChanged(hasBytes: source.hasBytesAvailable)
@@ -328,50 +328,60 @@ final class StreamCore: @unchecked Sendable {
 
     func setOffset(_ value: Any?) -> Bool {
         guard let offset = BlobOffset.value(from: value) else { return false }
-        if source.offsetCapability == .none { return false }
-        if let length = source.length, offset > length { return false }
+        return (try? seek(to: offset)) != nil
+    }
+
+    /// Before open: where reading starts; after: moves the source (`BlobDataSource.seek`).
+    func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "offset \(offset) is negative") }
+        if source.offsetCapability == .none {
+            throw BlobStreamError(.offsetUnsupported, "\(type(of: source)) cannot move to an offset")
+        }
+        if let length = source.length, offset > length {
+            throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end (\(length) bytes)")
+        }
         condition.lock()
         switch status {
         case .notOpen:
             pendingOffset = offset
             condition.unlock()
-            return true
+            return
         case .closed, .error:
+            let what = status == .closed ? "closed" : "failed"
             condition.unlock()
-            return false
+            throw BlobStreamError(.closed, "the stream is \(what): it cannot move to offset \(offset)")
         default:
             condition.unlock()
         }
         sourceLock.lock()
-        let ok = source.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
-        sourceLock.unlock()
-        if ok {
-            // A seek may move the stream off its end, or onto it.
-            condition.lock()
-            let s = sourceState
-            if status == .atEnd, !s.isAtEnd {
-                status = .open
-                reportedEnd = false
-                if s.hasBytesAvailable { enqueueLocked(.hasBytesAvailable) }
-            } else if s.isAtEnd {
-                endLocked()
-            }
-            condition.unlock()
+        defer { sourceLock.unlock() }
+        try source.seek(to: offset)
+        // A seek may move the stream off its end, or onto it.
+        condition.lock()
+        let s = sourceState
+        if status == .atEnd, !s.isAtEnd {
+            status = .open
+            reportedEnd = false
+            if s.hasBytesAvailable { enqueueLocked(.hasBytesAvailable) }
+        } else if s.isAtEnd {
+            endLocked()
         }
-        return ok
+        condition.unlock()
     }
 
-    func offset() -> Any? {
+    /// The offset of the next byte: where reading will start before open, the source's
+    /// `readOffset` after.
+    func readOffset() -> Int64? {
         condition.lock()
         if status == .notOpen {
             let o = pendingOffset ?? 0
             condition.unlock()
-            return NSNumber(value: o)
+            return o
         }
         condition.unlock()
         sourceLock.lock()
         defer { sourceLock.unlock() }
-        return source.property(forKey: .fileCurrentOffsetKey)
+        return source.readOffset
     }
 
     // MARK: - Events

@@ -1,0 +1,187 @@
+import Foundation
+
+/// A byte range of any source: `length` bytes of `upstream` from `offset` on (or every byte
+/// from `offset` to the upstream's end). A small source on the kit: it reads through a
+/// `BlobUpstream`, which moves to the range's start by the cheapest way the upstream offers.
+///
+/// ```swift
+/// let header = BlobSliceDataSource(upstream: FileDataSource(path: "/data/video.mp4"), offset: 0, length: 4096)
+/// let stream = BlobInputStream(dataSource: header)
+/// ```
+///
+/// - An upstream that ends before the range does is an error (`.truncated`), never a clean
+///   short end, even for a range that runs to the upstream's end and starts past it.
+/// - Offsets are within the range: `seek(to:)` (and `.fileCurrentOffsetKey`) moves the
+///   upstream to `offset + n`; `offsetCapability` is the upstream's (`.readAndDiscard` over
+///   one that cannot move at all: forward moves discard).
+/// - Asynchronous upstreams: the slice completes its open and announces bytes when the
+///   upstream does; its `completionContext` is the upstream's.
+/// - Ownership: the slice owns its upstream: `open()` opens it, `close()` closes it.
+/// - Errors: the upstream's own error is handed on as it is.
+public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
+    // Unchecked Sendable: `position`, `opened` and `upstream`'s reading are the owner's
+    // (one call at a time); the upstream's observers touch only `state` (thread-safe) and
+    // the upstream's state.
+
+    /// The observable state.
+    public let state = BlobDataSourceState()
+    /// The upstream offset where the range starts.
+    public let start: Int64
+    /// The range's length as given (nil: to the upstream's end).
+    public let rangeLength: Int64?
+    /// How errors name the slice.
+    public let name: String
+
+    private let upstream: BlobUpstream
+    /// The offset within the range of the next byte.
+    private var position: Int64 = 0
+    private var opened = false
+
+    /// Makes a slice of `upstream`.
+    ///
+    /// - Parameters:
+    ///   - upstream: the source, not opened yet; the slice opens and closes it.
+    ///   - offset: where the range starts in the upstream (≥ 0).
+    ///   - length: how many bytes (≥ 0); nil for every byte to the upstream's end.
+    ///   - name: how errors name the slice; by default the range and the upstream's type.
+    public init(upstream: any BlobDataSource, offset: Int64, length: Int64?, name: String? = nil) {
+        precondition(offset >= 0, "offset must not be negative")
+        precondition((length ?? 0) >= 0, "length must not be negative")
+        self.start = offset
+        self.rangeLength = length
+        let range = length.map { "\(offset)..<\(offset + $0)" } ?? "\(offset)..."
+        self.name = name ?? "bytes \(range) of \(type(of: upstream))"
+        let state = self.state
+        let box = WeakUpstream()
+        self.upstream = BlobUpstream(upstream, minimumReadSize: 16 * 1024) { box.changed(state) }
+        box.upstream = self.upstream
+    }
+
+    /// `rangeLength`, or what is left of the upstream's length after `offset`.
+    public var length: Int64? {
+        if let rangeLength { return rangeLength }
+        return upstream.length.map { max($0 - start, 0) }
+    }
+
+    /// The upstream's, except `.readAndDiscard` over an upstream that cannot move at all.
+    public var offsetCapability: BlobOffsetCapability {
+        upstream.offsetCapability == .seek ? .seek : .readAndDiscard
+    }
+
+    /// The upstream's.
+    public var completionContext: BlobCompletionContext { upstream.completionContext }
+
+    /// The offset within the range of the next byte.
+    public var readOffset: Int64? { position }
+
+    /// Moves within the range; past a known length is refused (`.invalidOffset`).
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "offset \(offset) is negative") }
+        if let length, offset > length {
+            throw BlobStreamError(.invalidOffset, "\(name): offset \(offset) is past the end (\(length) bytes)")
+        }
+        try upstream.seek(to: start + offset)
+        position = offset
+        if state.isOpenCompleted && state.error == nil {
+            state.isAtEnd = false
+            announceReadiness()
+        }
+    }
+
+    /// Opens the upstream at the range's start.
+    public func open() {
+        guard !opened else { return }
+        opened = true
+        do {
+            try upstream.seek(to: start + position)
+        } catch {
+            // Refused before open: the upstream knows it is shorter than that.
+            state.error =
+                error.code == .invalidOffset
+                ? BlobStreamError(
+                    .truncated, "\(name): the upstream refused offset \(start + position) (it ends before)",
+                    cause: error)
+                : error
+            return
+        }
+        upstream.open()
+        if let error = upstream.error {
+            state.error = error
+        } else if upstream.isOpenCompleted {
+            state.isOpenCompleted = true
+            announceReadiness()
+        } else if !upstream.isAsynchronous {
+            state.error = BlobStreamError(
+                .sourceFailed, "\(name): the upstream says it completes inside its calls but did not complete its open")
+        }
+    }
+
+    public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        if state.error != nil { return -1 }
+        var wanted = maxLength
+        if let rangeLength {
+            let remaining = rangeLength - position
+            if remaining <= 0 {
+                state.isAtEnd = true
+                return 0
+            }
+            wanted = Int(min(Int64(maxLength), remaining))
+        }
+        switch upstream.read(into: buffer, maxLength: wanted) {
+        case .bytes(let n):
+            position += Int64(n)
+            if let rangeLength, position == rangeLength { state.isAtEnd = true }
+            return n
+        case .end:
+            let reached = upstream.offset
+            if rangeLength != nil || reached < start {
+                let expected = rangeLength.map { "\(start + $0)" } ?? "\(start)"
+                state.error = BlobStreamError(
+                    .truncated, "\(name): the upstream ends at offset \(reached), before offset \(expected)")
+                return -1
+            }
+            state.isAtEnd = true
+            return 0
+        case .starved:
+            // Nothing yet (contract rule 2): wait for the upstream's next announcement.
+            state.hasBytesAvailable = false
+            announceReadiness()
+            return 0
+        case .failed(let error):
+            state.error = error
+            return -1
+        }
+    }
+
+    /// Passes the interruption on to the upstream.
+    public func interrupt() { upstream.interrupt() }
+
+    /// Closes the upstream.
+    public func close() { upstream.close() }
+
+    /// `hasBytesAvailable` once the upstream has bytes, its end or its error to hand out.
+    private func announceReadiness() {
+        if upstream.isUpstreamReady || upstream.bufferedCount > 0 { state.hasBytesAvailable = true }
+    }
+}
+
+/// What the upstream's observers reach: the reader, weakly (it owns them).
+private final class WeakUpstream: @unchecked Sendable {
+    // Unchecked Sendable: `upstream` is set once, before the upstream is opened.
+    weak var upstream: BlobUpstream?
+
+    /// After an announcement of the upstream: completes the open, hands on its error, or
+    /// announces bytes. Touches only thread-safe state.
+    func changed(_ state: BlobDataSourceState) {
+        guard let upstream, state.error == nil, !state.isAtEnd else { return }
+        if let error = upstream.source.error {
+            state.error = error
+            return
+        }
+        if !state.isOpenCompleted {
+            guard upstream.isOpenCompleted else { return }
+            state.isOpenCompleted = true
+        }
+        if upstream.isUpstreamReady { state.hasBytesAvailable = true }
+    }
+}

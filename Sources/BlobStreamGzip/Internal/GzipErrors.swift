@@ -1,0 +1,74 @@
+import BlobStream
+
+/// The errors `GzipDataSource` reports, each naming the source and the compressed offset.
+/// Codes: `.truncated` for input that ends early, `.corrupt` (with a `ZlibError` cause when
+/// zlib refused the data) for damaged input, `.invalidOffset` for an offset past the end,
+/// the upstream's own code when the upstream fails.
+struct GzipErrors {
+    /// How messages name the source.
+    let name: String
+
+    func zlibInit(_ cause: any Error) -> BlobStreamError {
+        BlobStreamError(.sourceFailed, "\(name): cannot initialize zlib", cause: cause)
+    }
+
+    func notOpen() -> BlobStreamError { BlobStreamError(.notOpen, "\(name): not open") }
+
+    func noProgress(at offset: Int64, member: Int) -> BlobStreamError {
+        BlobStreamError(
+            .corrupt, "\(name): zlib made no progress at compressed offset \(offset) in member \(member + 1)")
+    }
+
+    func truncated(at offset: Int64, member: Int, memberStart: Int64) -> BlobStreamError {
+        let what =
+            member == 0 && offset == 0
+            ? "the input is empty (an empty input is not a gzip stream)"
+            : "the input ends inside member \(member + 1) (which starts at compressed offset \(memberStart))"
+        return BlobStreamError(.truncated, "\(name): truncated gzip stream at compressed offset \(offset): \(what)")
+    }
+
+    func corrupt(at offset: Int64, member: Int, memberStart: Int64, _ zlibError: ZlibError) -> BlobStreamError {
+        BlobStreamError(
+            .corrupt,
+            "\(name): corrupt gzip data at compressed offset \(offset) in member \(member + 1) (which starts at compressed offset \(memberStart)): \(zlibError.message)",
+            cause: zlibError)
+    }
+
+    func trailingGarbage(at offset: Int64, afterMember member: Int, byte: UInt8) -> BlobStreamError {
+        BlobStreamError(
+            .corrupt,
+            "\(name): trailing garbage at compressed offset \(offset) after gzip member \(member + 1): byte 0x\(String(byte, radix: 16)) does not start a gzip member"
+        )
+    }
+
+    func garbageAfterPadding(at offset: Int64) -> BlobStreamError {
+        BlobStreamError(
+            .corrupt,
+            "\(name): trailing garbage at compressed offset \(offset) after the zero padding that follows the last gzip member"
+        )
+    }
+
+    func pastTheEnd(_ target: Int64, inflated: Int64) -> BlobStreamError {
+        BlobStreamError(
+            .invalidOffset, "\(name): offset \(target) is past the end of the decompressed bytes (\(inflated) bytes)")
+    }
+
+    /// The upstream's error, with its code (`.sourceFailed` when it is not a
+    /// `BlobStreamError`) and as the cause.
+    func upstream(_ error: any Error, _ what: String, at offset: Int64) -> BlobStreamError {
+        let code = (error as? BlobStreamError)?.code ?? .sourceFailed
+        return BlobStreamError(
+            code, "\(name): the upstream \(what) at compressed offset \(offset): \(error)", cause: error)
+    }
+
+    func starvedRead(at offset: Int64) -> BlobStreamError {
+        BlobStreamError(
+            .sourceFailed,
+            "\(name): read was called while the upstream has no bytes available at compressed offset \(offset) (the upstream announced bytes it does not have, or the owner broke contract rule 2)"
+        )
+    }
+
+    func refusedOffset(_ offset: Int64, _ why: String) -> BlobStreamError {
+        BlobStreamError(.invalidOffset, "\(name): cannot move to offset \(offset): \(why)")
+    }
+}
