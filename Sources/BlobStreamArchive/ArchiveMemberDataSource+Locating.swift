@@ -5,6 +5,13 @@ import Foundation
 // machine; `ArchiveMemberDataSource+Reading.swift` is the second).
 
 extension ArchiveMemberDataSource {
+    /// From the reader's observers of an asynchronous upstream (any thread): while the open
+    /// is pending, look again on `openQueue`.
+    func upstreamAnnounced() {
+        guard !state.isOpenCompleted, state.error == nil else { return }
+        openQueue.async { [weak self] in self?.upstreamChanged() }
+    }
+
     /// Called on `openQueue` after the asynchronous upstream announced something.
     func upstreamChanged() {
         lock.lock()
@@ -123,7 +130,7 @@ extension ArchiveMemberDataSource {
         handle?.free()
         handle = nil
         block = nil
-        let input = UpstreamInput(upstream: upstream, signal: signal, start: start, inflatingGzip: true)
+        let input = UpstreamInput(reader: reader, inflatingGzip: true)
         var first = true
         do {
             let fresh = try ArchiveHandle(input: input)
@@ -156,8 +163,7 @@ extension ArchiveMemberDataSource {
     /// Moves the upstream to `start` (0: back to the start of the archive, to follow a hard
     /// link to a member stored earlier).
     private func moveUpstream(to start: Int64, followingLinks links: [String]) throws(BlobStreamError) {
-        let moved =
-            start != 0 ? upstream.setProperty(NSNumber(value: start), forKey: .fileCurrentOffsetKey) : rewindUpstream()
+        let moved = start != 0 ? (try? reader.seek(to: start)) != nil : rewindUpstream()
         if moved { return }
         if let link = links.last {
             throw makeError(
@@ -198,8 +204,8 @@ extension ArchiveMemberDataSource {
         }
     }
 
+    /// Moves the reader back to the start of the archive; false when the upstream cannot.
     func rewindUpstream() -> Bool {
-        upstream.offsetCapability != .none
-            && upstream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey)
+        upstream.offsetCapability != .none && (try? reader.seek(to: 0)) != nil
     }
 }

@@ -108,7 +108,8 @@ extension ArchiveMemberDataSource {
                 while: "reading the rest of the archive to verify it (the member's bytes may be wrong)")
         }
         while true {
-            let n = input.read()
+            var bytes: UnsafeRawPointer?
+            let n = input.read(lending: &bytes)
             if n == 0 { break }
             if n < 0 {
                 return translate(.input, input: input, while: "reading the upstream to its end to verify the archive")

@@ -23,7 +23,8 @@ import Foundation
 ///   to the start of the archive and reads the target (which a tar stores earlier), so this
 ///   needs an upstream that accepts offset 0 (a path, a file, an in-memory source, a gzip
 ///   or archive source over one); over a pipe it fails with `.unsupported`, naming the
-///   target. An entry that carries its own bytes beside a link name is read as itself.
+///   target (unless the archive up to the link came in one read, which the reader still
+///   holds). An entry that carries its own bytes beside a link name is read as itself.
 /// - Directories, symbolic links, devices, FIFOs and sockets fail with `.unsupported`;
 ///   encrypted entries too (`"… is encrypted"`).
 ///
@@ -65,7 +66,8 @@ import Foundation
 /// ## Seeking
 /// When the upstream can seek (`offsetCapability == .seek` with a known `length`: a path,
 /// a `FileDataSource`, an in-memory source), libarchive gets skip and seek callbacks that
-/// move the upstream with `.fileCurrentOffsetKey`: skipping the members before the one
+/// move the upstream (`seek(to:)`, through the core's `BlobUpstream` reader, which reads
+/// the upstream for this source): skipping the members before the one
 /// asked for does not read their bodies, and zip archives are read from their central
 /// directory. Over an upstream that cannot seek (a pipe, a gzip stream, another archive's
 /// member), streamable formats (tar and its compressed forms, cpio, ar, ISO 9660, zip
@@ -87,15 +89,17 @@ import Foundation
 ///
 /// ## Length and offsets
 /// `length` is the size in the member's header, once open (nil before, and for a zip
-/// entry whose header leaves the size to a data descriptor). `.fileCurrentOffsetKey` is
-/// an offset in the member (`offsetCapability` `.readAndDiscard`): forward moves skip
+/// entry whose header leaves the size to a data descriptor). `readOffset` and `seek(to:)`
+/// (and `.fileCurrentOffsetKey`, the core's shim over them) are offsets in the member
+/// (`offsetCapability` `.readAndDiscard`): forward moves skip
 /// the bytes in libarchive's blocks without copying them; a backward move after bytes
 /// were taken restarts from the start of the archive, which needs an upstream that
 /// accepts offset 0 (refused otherwise).
 ///
 /// ## Ownership and threads
-/// The archive source owns its upstream: its `open()` opens it, its `close()` closes it.
-/// Hand it an unopened upstream and do not read the upstream yourself.
+/// The archive source owns its upstream: its `open()` opens it, its `close()` (or its
+/// deinitialization) closes it, opened or not. Hand it an unopened upstream and do not
+/// read the upstream yourself.
 ///
 /// libarchive pulls its input synchronously, inside `open` and `read`. Over a synchronous
 /// upstream (`completionContext == .caller`: files, pipes, gzip, in-memory, archive
@@ -109,8 +113,9 @@ import Foundation
 /// (`upstream.completionContext.isCurrent` false), and fails with `.wouldDeadlock`
 /// otherwise; `close()` from another thread ends the wait.
 public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: every mutable stored property is guarded by `lock`; `state` and
-    // `signal` are thread-safe themselves; the rest is immutable.
+    // Unchecked Sendable: every mutable stored property is guarded by `lock`; `state` is
+    // thread-safe itself, and so are the reader's `cancel()` and `interrupt()`, the only
+    // calls made on it without the lock; the rest is immutable.
 
     /// The observable state.
     public let state = BlobDataSourceState()
@@ -130,8 +135,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// How messages name the member: `BlobURL.escapedName` of its bytes, one line, no
     /// terminal escapes; set only while initializing.
     var memberSpelling: String
-    /// Wakes a read waiting for an asynchronous upstream; nil over a synchronous one.
-    let signal: UpstreamSignal?
+    /// The upstream, read through the core kit's reader (buffered, moved, waited for).
+    let reader: BlobUpstream
     /// What is checked before the member's end is announced.
     public let verification: ArchiveVerification
     /// Where the member is located after an asynchronous upstream announced its open.
@@ -152,8 +157,6 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     var failure: BlobStreamError?
     /// An error met after bytes were handed out in the same `read`: reported by the next.
     var pending: BlobStreamError?
-    /// Observations of an asynchronous upstream, ended by `close()`.
-    var observations: [BlobObservation] = []
     /// libarchive's handle, at the member once located.
     var handle: ArchiveHandle?
     /// The member's header: its size, whether it is sparse, the entry itself.
@@ -191,7 +194,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         self.archiveName = name ?? Self.describe(upstream)
         self.wanted = Self.normalized(Array(member.utf8))
         self.memberSpelling = BlobURL.escapedName(member.utf8)
-        if case .caller = upstream.completionContext { signal = nil } else { signal = UpstreamSignal() }
+        let owner = WeakArchiveSource()
+        self.reader = UpstreamInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
+        owner.source = self
     }
 
     /// Makes a source for `member` of the archive file at `path` (read with `pread`, with
@@ -201,10 +206,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     }
 
     deinit {
-        signal?.cancel()
-        for token in observations { token.invalidate() }
+        // The reader closes the upstream (opened or not) when it goes.
         handle?.free()
-        if started && !closed { upstream.close() }
     }
 
     // MARK: - BlobDataSource
@@ -251,21 +254,12 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             fail(makeError(.malformedURL, "a member name cannot contain a NUL byte (it would be cut there)"))
             return
         }
-        if let signal {
-            let poke: @Sendable () -> Void = { [weak self] in
-                guard let self else { return }
-                self.openQueue.async { [weak self] in self?.upstreamChanged() }
-            }
-            observations =
-                signal.observe(upstream) + [
-                    upstream.observe(\.isOpenCompleted) { change in if change.newValue == true { poke() } },
-                    upstream.observe(\.error) { _ in poke() },
-                ]
-            upstream.open()
-            poke()
+        reader.open()
+        if reader.isAsynchronous {
+            // The member is located on `openQueue` once the upstream announces its open.
+            openQueue.async { [weak self] in self?.upstreamChanged() }
             return
         }
-        upstream.open()
         if let error = upstream.error {
             fail(upstreamFailed(error, "failed to open"))
         } else if upstream.isOpenCompleted {
@@ -301,35 +295,48 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         return n
     }
 
-    /// `.fileCurrentOffsetKey`: the member offset of the next byte.
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        guard key == .fileCurrentOffsetKey else { return nil }
+    /// The member offset of the next byte (before open, where reading will start). Also
+    /// answers `.fileCurrentOffsetKey` (the core's shim).
+    public var readOffset: Int64? {
         lock.lock()
         defer { lock.unlock() }
-        return NSNumber(value: target)
+        return target
     }
 
-    /// `.fileCurrentOffsetKey`: before open, where reading starts (an offset past the
-    /// member's size then fails the open with `.invalidOffset`); after, moves there
-    /// (refused past the size; backward needs an upstream that accepts offset 0).
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
+    /// Moves in the member. Before open: where reading starts (an offset past the member's
+    /// size then fails the open with `.invalidOffset`). After: forward by skipping bytes,
+    /// backward by reading the archive again from its start, which needs an upstream that
+    /// can go back to offset 0. Also serves `.fileCurrentOffsetKey` (the core's shim).
+    ///
+    /// - Throws: `.invalidOffset` for a negative offset, one past the member's size, or a
+    ///   backward move the upstream cannot make; `.closed` after `close()`; the source's
+    ///   error after it failed. A refused move changes nothing.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw makeError(.invalidOffset, "offset \(offset) is negative") }
         lock.lock()
         defer { lock.unlock() }
-        guard !closed, failure == nil else { return false }
+        if closed { throw makeError(.closed, "closed") }
+        if let failure { throw failure }
         guard started, state.isOpenCompleted else {
             target = offset // applied (and checked) when the open completes
-            return true
+            return
         }
-        if let memberLength, offset > memberLength { return false }
+        if let memberLength, offset > memberLength {
+            throw makeError(.invalidOffset, "offset \(offset) is past the end of the member (\(memberLength) bytes)")
+        }
         if offset < produced {
             // Bytes before `offset` were already taken from libarchive: start again.
-            guard rewindUpstream() else { return false }
+            guard rewindUpstream() else {
+                throw makeError(
+                    .invalidOffset,
+                    "offset \(offset) is before the bytes already read, and the upstream (\(type(of: upstream))) cannot go back to the start of the archive"
+                )
+            }
             do {
                 try locate()
             } catch {
                 fail(error)
-                return false
+                throw error
             }
             pending = nil
         }
@@ -340,30 +347,32 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             if state.isAtEnd { state.isAtEnd = false }
             state.hasBytesAvailable = true
         }
-        return true
     }
 
     /// Ends a wait for an asynchronous upstream and passes the interruption on to the
     /// upstream, where a read may be blocked.
     public func interrupt() {
-        signal?.cancel()
-        upstream.interrupt()
+        reader.interrupt()
     }
 
     /// Frees libarchive's state and closes the upstream. Ends a wait for an asynchronous
     /// upstream at once, from any thread. Further reads return −1.
     public func close() {
-        signal?.cancel() // before the lock: a read or an open may be waiting while holding it
+        reader.cancel() // before the lock: a read or an open may be waiting while holding it
         lock.lock()
         defer { lock.unlock() }
         guard !closed else { return }
         closed = true
-        let tokens = observations
-        observations = []
-        for token in tokens { token.invalidate() }
         handle?.free()
         handle = nil
         block = nil
-        if started { upstream.close() }
+        reader.close()
     }
+}
+
+/// Lets the reader's observers reach the source without keeping it alive.
+private final class WeakArchiveSource: @unchecked Sendable {
+    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
+    // reader can call back (it observes only after `open()`).
+    weak var source: ArchiveMemberDataSource?
 }

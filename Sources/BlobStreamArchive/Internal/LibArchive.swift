@@ -251,8 +251,9 @@ private func archiveReadCallback(
     _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ buffer: UnsafeMutablePointer<UnsafeRawPointer?>?
 ) -> la_ssize_t {
     let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
-    let n = input.read()
-    if n > 0 { buffer?.pointee = UnsafeRawPointer(input.buffer) }
+    var bytes: UnsafeRawPointer?
+    let n = input.read(lending: &bytes)
+    if n > 0 { buffer?.pointee = bytes }
     return n < 0 ? la_ssize_t(ARCHIVE_FATAL) : n
 }
 
