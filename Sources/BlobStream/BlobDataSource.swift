@@ -146,7 +146,8 @@ public protocol BlobDataSource: AnyObject {
     /// `length` (> 0) bytes that are consumed (as `read` would have returned them) and stay
     /// valid until the next call on the source. `false` (the default) when nothing is lent,
     /// and then nothing is consumed: the owner calls `read`, which also reports the end and
-    /// errors.
+    /// errors. A source that never lends says so with `BlobLending.never(length)` (the
+    /// default does) and is not asked again.
     func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>)
         -> Bool
 
@@ -177,10 +178,10 @@ extension BlobDataSource {
     public var offsetCapability: BlobOffsetCapability { .none }
     /// `.caller` by default: the source announces changes only inside the owner's calls.
     public var completionContext: BlobCompletionContext { .caller }
-    /// `false`: no buffer to lend.
+    /// `false`: no buffer to lend, ever (`BlobLending.never`: the stream stops asking).
     public func getBuffer(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
-    ) -> Bool { false }
+    ) -> Bool { BlobLending.never(length) }
     /// `.fileCurrentOffsetKey`: `readOffset` as an `NSNumber` (when the source implements
     /// it); nil for every other key.
     public func property(forKey key: Stream.PropertyKey) -> Any? { offsetProperty(forKey: key) }

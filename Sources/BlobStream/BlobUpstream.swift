@@ -417,12 +417,12 @@ final class UpstreamWaiter: @unchecked Sendable {
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
-    /// Something changed upstream.
+    /// Something changed upstream: tells `onChange`, then wakes the waits.
     func poke() {
+        onChange?()
         condition.lock()
         condition.broadcast()
         condition.unlock()
-        onChange?()
     }
 
     /// Ends every wait, now and later.

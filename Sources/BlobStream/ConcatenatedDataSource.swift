@@ -7,14 +7,16 @@ import Foundation
 /// - `length` is the sum of the parts' lengths when every part knows its length before it
 ///   is opened (`DataBytesSource` does; a file learns its size at open, so give such parts
 ///   with a `declaredLength`); nil otherwise.
-/// - Offsets: `.readAndDiscard` (a forward move before or after open reads and discards).
+/// - Offsets (`readOffset`, `seek(to:)`, `.fileCurrentOffsetKey`): `.readAndDiscard` (a
+///   forward move before or after open reads and discards).
+/// - Each part is read through a `BlobUpstream` (the kit's upstream reader).
 /// - A part that fails fails the whole; a part that ends early is simply followed by the next
 ///   (the parts' own sources report truncation as errors).
 /// - Parts may open asynchronously: the concatenation announces what its current part
 ///   announces, and completes where its parts complete.
 public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: `index`, `parts`' use and `observations` are touched by the
-    // owner's serialized calls and by observation callbacks that only set `state`.
+    // Unchecked Sendable: `index`, `current` and the offsets are touched by the owner's
+    // serialized calls only; the parts' announcements touch only `state` (thread-safe).
 
     /// One part: a source, and its length when known before it opens.
     public struct Part {
@@ -33,11 +35,16 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
     public let state = BlobDataSourceState()
     private let parts: [Part]
     private var index = 0
-    private var observations: [BlobObservation] = []
+    /// The part being read, through the kit's reader (which owns it once made).
+    private var current: BlobUpstream?
     private var opened = false
     private var skip: Int64 = 0
     private var position: Int64 = 0
     private var scratch: UnsafeMutablePointer<UInt8>?
+
+    /// How much one read of a part asks for when the caller asks for less (larger reads go
+    /// straight into the caller's buffer).
+    private static let partBufferSize = 16 * 1024
 
     /// Concatenates `parts` in order.
     public init(_ parts: [Part]) { self.parts = parts }
@@ -73,31 +80,31 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
 
     /// Opens the current part (or announces the end) and mirrors its state.
     private func startPart() {
-        observations = []
+        current = nil
         guard index < parts.count else {
             state.isAtEnd = true
             return
         }
         let source = parts[index].source
         let state = self.state
-        observations = [
-            source.observe(\.hasBytesAvailable) { change in
-                if change.newValue == true { state.hasBytesAvailable = true }
-            },
-            source.observe(\.isAtEnd) { change in
-                if change.newValue == true { state.hasBytesAvailable = true } // read collects it
-            },
-            source.observe(\.error) { change in
-                if let error = change.newValue ?? nil { state.error = error }
-            },
-        ]
-        source.open()
+        let partState = source.state
+        // The part's announcements, from any thread: its error, or that a read will find
+        // something (bytes, or its end to collect).
+        let reader = BlobUpstream(source, bufferSize: Self.partBufferSize) {
+            if let error = partState.error {
+                state.error = error
+            } else if partState.hasBytesAvailable || partState.isAtEnd {
+                state.hasBytesAvailable = true
+            }
+        }
+        current = reader
+        reader.open()
         if let error = source.error {
             state.error = error
         } else if source.hasBytesAvailable || source.isAtEnd {
             state.hasBytesAvailable = true
         } else {
-            state.hasBytesAvailable = false // the part opens later: its observer announces it
+            state.hasBytesAvailable = false // the part opens later: its announcement follows
         }
     }
 
@@ -120,49 +127,47 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     private func readParts(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        while index < parts.count {
-            let source = parts[index].source
-            if let error = source.error {
+        while let reader = current {
+            switch reader.read(into: buffer, maxLength: maxLength) {
+            case .bytes(let n):
+                position += Int64(n)
+                return n
+            case .failed(let error):
                 state.error = error
                 return -1
-            }
-            if !source.hasBytesAvailable && !source.isAtEnd {
+            case .starved:
                 state.hasBytesAvailable = false // wait for the part to announce
-                if source.hasBytesAvailable || source.isAtEnd || source.error != nil {
+                if reader.isUpstreamReady {
                     state.hasBytesAvailable = true // it announced in between
                     continue
                 }
                 return 0 // "nothing yet" (rule 2): the stream waits for the announcement
+            case .end:
+                reader.close()
+                index += 1
+                startPart()
             }
-            let n = source.isAtEnd ? 0 : source.read(buffer, maxLength: maxLength)
-            if n > 0 {
-                position += Int64(n)
-                return n
-            }
-            if n < 0 {
-                state.error =
-                    source.error ?? BlobStreamError(.sourceFailed, "part \(index + 1) of the concatenation failed")
-                return -1
-            }
-            source.close()
-            index += 1
-            startPart()
         }
         state.isAtEnd = true
         return 0
     }
 
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        key == .fileCurrentOffsetKey ? NSNumber(value: position + skip) : nil
-    }
+    /// The offset of the next byte (including a forward move not read yet).
+    public var readOffset: Int64? { position + skip }
 
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property),
-            offset >= position + skip || !opened
-        else { return false }
-        if let length, offset > length { return false }
+    /// Forward only once open (read and discarded at the next read); anywhere before.
+    /// Past a known length is refused.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "offset \(offset) is negative") }
+        guard offset >= position + skip || !opened else {
+            throw BlobStreamError(
+                .invalidOffset, "a concatenation moves forward only: offset \(offset) is behind \(position + skip)")
+        }
+        if let length, offset > length {
+            throw BlobStreamError(
+                .invalidOffset, "offset \(offset) is past the end of the concatenation (\(length) bytes)")
+        }
         skip = offset - position
-        return true
     }
 
     /// Passes the interruption on to every part (only the one being read is in a read).
@@ -172,8 +177,8 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
 
     /// Closes the part that is open; later reads return −1.
     public func close() {
-        observations = []
-        if opened, index < parts.count { parts[index].source.close() }
+        current?.close()
+        current = nil
         index = parts.count
     }
 }

@@ -45,17 +45,16 @@ public final class DataBytesSource: BlobDataSource {
         return n
     }
 
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        key == .fileCurrentOffsetKey ? NSNumber(value: position) : nil
-    }
+    /// The offset of the next byte.
+    public var readOffset: Int64? { Int64(position) }
 
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property), offset <= data.count else {
-            return false
+    /// Moves anywhere up to the end (O(1)); past it is refused (`.invalidOffset`).
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0, offset <= data.count else {
+            throw BlobStreamError(.invalidOffset, "offset \(offset) is outside the \(data.count) bytes")
         }
         position = Int(offset)
         if state.isOpenCompleted { announce() }
-        return true
     }
 
     public func close() {}

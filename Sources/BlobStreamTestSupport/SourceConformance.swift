@@ -2,7 +2,8 @@ import BlobStream
 import Foundation
 
 /// Checks a data source against the contract of `BlobDataSource`: open, read to the end
-/// (large and 1-byte reads), length, observation, offsets, close, errors, and both stream
+/// (large and 1-byte reads), length, observation, offsets (`.fileCurrentOffsetKey` and the
+/// typed `readOffset` / `seek(to:)`, which must agree), close, errors, and both stream
 /// modes. Run it from any test framework: `check` returns the findings, `verify` throws them.
 ///
 /// ```swift
@@ -52,6 +53,7 @@ public enum SourceConformance {
             ("small-reads", { r in checkSmallReads(expected, makeSource, r) }),
             ("observation", { r in checkObservation(expected, makeSource, r) }),
             ("offset", { r in checkOffsets(expected, makeSource, r) }),
+            ("typed-offset", { r in checkTypedOffsets(expected, makeSource, r) }),
             ("close", { r in checkClose(makeSource, r) }),
             ("async", { r in checkAsync(expected, makeSource, r) }),
         ]
@@ -236,6 +238,57 @@ public enum SourceConformance {
         stream.close()
         let negative = BlobInputStream(dataSource: make())
         r.expect(!negative.setProperty(NSNumber(value: -1), forKey: .fileCurrentOffsetKey), "offset -1 was accepted")
+    }
+
+    /// `readOffset` and `seek(to:)` on the source itself, and their agreement with
+    /// `.fileCurrentOffsetKey` (whichever pair the source implements, the other is bridged).
+    static func checkTypedOffsets(_ expected: Data, _ make: () -> any BlobDataSource, _ r: Recorder) {
+        func agree(_ source: any BlobDataSource, _ when: String) {
+            let typed = source.readOffset
+            let keyed = BlobOffset.value(from: source.property(forKey: .fileCurrentOffsetKey))
+            r.expect(
+                typed == keyed,
+                "\(when): readOffset is \(String(describing: typed)) but .fileCurrentOffsetKey says \(String(describing: keyed))"
+            )
+        }
+        let source = make()
+        agree(source, "before open")
+        do {
+            try source.seek(to: -1)
+            r.expect(false, "seek(to: -1) was accepted")
+        } catch {
+            r.expect(error.code == .invalidOffset, "seek(to: -1) threw \(error.code), not invalidOffset")
+        }
+        guard source.offsetCapability != .none else {
+            do {
+                try source.seek(to: 0)
+                r.expect(false, "offsetCapability is .none but seek(to: 0) was accepted")
+            } catch {}
+            return
+        }
+        let middle = expected.count / 2
+        do {
+            try source.seek(to: Int64(middle))
+        } catch {
+            r.expect(false, "seek(to: \(middle)) before open threw \(error)")
+            return
+        }
+        r.expect(
+            source.readOffset == nil || source.readOffset == Int64(middle),
+            "readOffset is \(String(describing: source.readOffset)) after seek(to: \(middle))")
+        agree(source, "after seek(to: \(middle))")
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        let (data, last) = drain(stream, size: 65_536)
+        r.expect(last == 0, "after seek(to: \(middle)): reading ended with \(last)")
+        r.expect(
+            data == expected.subdata(in: middle..<expected.count),
+            "after seek(to: \(middle)): \(describe(data, against: expected.subdata(in: middle..<expected.count)))")
+        r.expect(
+            source.readOffset == nil || source.readOffset == Int64(expected.count),
+            "readOffset is \(String(describing: source.readOffset)) at the end (\(expected.count) bytes)")
+        agree(source, "at the end")
+        stream.close()
     }
 
     static func checkClose(_ make: () -> any BlobDataSource, _ r: Recorder) {

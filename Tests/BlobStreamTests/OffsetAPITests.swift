@@ -49,6 +49,23 @@ private final class NoOffsetSource: BlobDataSource, @unchecked Sendable {
     func close() {}
 }
 
+/// A source whose typed offset forgets what the key says: the conformance check must see it.
+private final class DisagreeingSource: BlobDataSource, @unchecked Sendable {
+    let inner: InMemoryDataSource
+    init(_ data: Data) { inner = InMemoryDataSource(data: data) }
+    var state: BlobDataSourceState { inner.state }
+    var length: Int64? { inner.length }
+    var offsetCapability: BlobOffsetCapability { .seek }
+    func open() { inner.open() }
+    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int { inner.read(buffer, maxLength: maxLength) }
+    func close() { inner.close() }
+    func property(forKey key: Stream.PropertyKey) -> Any? { inner.property(forKey: key) }
+    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
+        inner.setProperty(property, forKey: key)
+    }
+    var readOffset: Int64? { 0 }
+}
+
 @Suite("The typed offset API and its bridge to .fileCurrentOffsetKey")
 struct OffsetAPITests {
     @Test("a source with the key only gets readOffset and seek(to:) from it")
@@ -134,5 +151,13 @@ struct OffsetAPITests {
         } catch {
             #expect(error.code == .invalidOffset)
         }
+    }
+
+    @Test("the conformance check finds a typed offset that disagrees with the key")
+    func conformanceSeesDisagreement() {
+        let bytes = sampleBytes(10_000)
+        let findings = SourceConformance.check(expected: bytes) { DisagreeingSource(bytes) }
+        #expect(findings.contains { $0.check == "typed-offset" }, "\(findings)")
+        #expect(SourceConformance.check(expected: bytes) { InMemoryDataSource(data: bytes) }.isEmpty)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The state machine behind `BlobInputStream`, kept apart from the `InputStream` subclass so
 /// that source announcements (any thread), run-loop timers and waiting readers can share it.
@@ -13,6 +14,8 @@ final class StreamCore: @unchecked Sendable {
     let sourceState: BlobDataSourceState
     let condition = NSCondition()
     let sourceLock = NSLock()
+    /// The source said it never lends (`BlobLending.never`): `getBuffer` no longer asks it.
+    let sourceNeverLends = Atomic<Bool>(false)
 
     // Guarded by `condition`.
     var status: Stream.Status = .notOpen
@@ -159,6 +162,7 @@ final class StreamCore: @unchecked Sendable {
     func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>)
         -> Bool
     {
+        if sourceNeverLends.load(ordering: .relaxed) { return false } // read takes it from here
         var announced = 0
         guard awaitReadable(announced: &announced) == true else { return false }
         sourceLock.lock()
@@ -167,6 +171,10 @@ final class StreamCore: @unchecked Sendable {
         if lent && length.pointee > 0 {
             afterRead()
             return true
+        }
+        if !lent && BlobLending.saysNever(length.pointee) {
+            sourceNeverLends.store(true, ordering: .relaxed)
+            length.pointee = 0
         }
         condition.lock()
         if status == .reading { status = .open }
@@ -256,7 +264,7 @@ final class StreamCore: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func endLocked() {
+    func endLocked() {
         guard status == .open || status == .reading || status == .opening else { return }
         status = .atEnd
         if !reportedEnd {
@@ -276,7 +284,7 @@ final class StreamCore: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func failLocked(_ err: BlobStreamError) {
+    func failLocked(_ err: BlobStreamError) {
         switch status {
         case .closed, .error, .notOpen: return
         default: break
@@ -322,183 +330,5 @@ final class StreamCore: @unchecked Sendable {
             }
         }
         condition.broadcast()
-    }
-
-    // MARK: - Offsets
-
-    func setOffset(_ value: Any?) -> Bool {
-        guard let offset = BlobOffset.value(from: value) else { return false }
-        return (try? seek(to: offset)) != nil
-    }
-
-    /// Before open: where reading starts; after: moves the source (`BlobDataSource.seek`).
-    func seek(to offset: Int64) throws(BlobStreamError) {
-        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "offset \(offset) is negative") }
-        if source.offsetCapability == .none {
-            throw BlobStreamError(.offsetUnsupported, "\(type(of: source)) cannot move to an offset")
-        }
-        if let length = source.length, offset > length {
-            throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end (\(length) bytes)")
-        }
-        condition.lock()
-        switch status {
-        case .notOpen:
-            pendingOffset = offset
-            condition.unlock()
-            return
-        case .closed, .error:
-            let what = status == .closed ? "closed" : "failed"
-            condition.unlock()
-            throw BlobStreamError(.closed, "the stream is \(what): it cannot move to offset \(offset)")
-        default:
-            condition.unlock()
-        }
-        sourceLock.lock()
-        defer { sourceLock.unlock() }
-        try source.seek(to: offset)
-        // A seek may move the stream off its end, or onto it.
-        condition.lock()
-        let s = sourceState
-        if status == .atEnd, !s.isAtEnd {
-            status = .open
-            reportedEnd = false
-            if s.hasBytesAvailable { enqueueLocked(.hasBytesAvailable) }
-        } else if s.isAtEnd {
-            endLocked()
-        }
-        condition.unlock()
-    }
-
-    /// The offset of the next byte: where reading will start before open, the source's
-    /// `readOffset` after.
-    func readOffset() -> Int64? {
-        condition.lock()
-        if status == .notOpen {
-            let o = pendingOffset ?? 0
-            condition.unlock()
-            return o
-        }
-        condition.unlock()
-        sourceLock.lock()
-        defer { sourceLock.unlock() }
-        return source.readOffset
-    }
-
-    // MARK: - Events
-
-    func enqueueLocked(_ event: Stream.Event) {
-        if !pending.contains(event) { pending.append(event) }
-        armLocked()
-    }
-
-    /// Wakes every scheduled run loop (in each of its scheduled modes) by setting its
-    /// waker's fire date to now: a timer wakes a sleeping run loop on Linux, `perform` does
-    /// not. The first loop to fire delivers.
-    func armLocked() {
-        guard !pending.isEmpty, !armed, !schedules.isEmpty else { return }
-        for entry in schedules where !wakers.contains(where: { $0.runLoop === entry.runLoop }) {
-            addWakerLocked(for: entry.runLoop)
-        }
-        armed = true
-        let now = Date()
-        for waker in wakers { waker.timer.fireDate = now }
-    }
-
-    /// Between wake-ups a waker waits this long: a fire date that never comes, within what
-    /// CoreFoundation accepts for an interval. A wake-up with nothing pending does nothing.
-    static let wakerInterval: TimeInterval = 1_000_000
-
-    /// Makes the waker for `runLoop` and adds it to each of the loop's scheduled modes.
-    private func addWakerLocked(for runLoop: RunLoop) {
-        let timer = Timer(
-            fire: Date(timeIntervalSinceNow: Self.wakerInterval), interval: Self.wakerInterval, repeats: true
-        ) { [weak self] _ in self?.deliver() }
-        for entry in schedules where entry.runLoop === runLoop {
-            runLoop.add(timer, forMode: entry.mode)
-        }
-        wakers.append((runLoop, timer))
-        wakersMade += 1
-    }
-
-    func schedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
-        condition.lock()
-        defer { condition.unlock() }
-        guard status != .closed,
-            !schedules.contains(where: { $0.runLoop === runLoop && $0.mode == mode })
-        else { return }
-        schedules.append((runLoop, mode))
-        if let waker = wakers.first(where: { $0.runLoop === runLoop }) {
-            runLoop.add(waker.timer, forMode: mode)
-        } else if armed {
-            addWakerLocked(for: runLoop) // the loops armed so far may not be running
-        }
-        if armed { wakers.first(where: { $0.runLoop === runLoop })!.timer.fireDate = Date() }
-        armLocked()
-    }
-
-    func unschedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
-        condition.lock()
-        defer { condition.unlock() }
-        guard schedules.contains(where: { $0.runLoop === runLoop && $0.mode == mode }) else { return }
-        schedules.removeAll { $0.runLoop === runLoop && $0.mode == mode }
-        // A timer cannot leave one mode only: the loop's waker goes, and when the loop keeps
-        // other modes a new one is made (now if a wake-up is due, else at the next one).
-        if let index = wakers.firstIndex(where: { $0.runLoop === runLoop }) {
-            wakers.remove(at: index).timer.invalidate()
-            if armed, schedules.contains(where: { $0.runLoop === runLoop }) {
-                addWakerLocked(for: runLoop)
-                wakers.last!.timer.fireDate = Date()
-            }
-        }
-        if wakers.isEmpty { armed = false }
-        armLocked()
-    }
-
-    /// Runs on a scheduled run loop: hands the pending events, in order, to the delegate and
-    /// to the closure clients whose mask includes them. One delivery runs at a time: a timer
-    /// that fires on another run loop meanwhile leaves the events to the running delivery,
-    /// which takes them before it stops, so events never overtake each other.
-    func deliver() {
-        condition.lock()
-        let current = RunLoop.current
-        guard status != .closed, !delivering, schedules.contains(where: { $0.runLoop === current }) else {
-            condition.unlock()
-            return
-        }
-        delivering = true
-        defer {
-            condition.lock()
-            delivering = false
-            armed = false
-            armLocked() // events that arrived as the last handler returned
-            condition.unlock()
-        }
-        while true {
-            var events = pending
-            pending.removeAll(keepingCapacity: true)
-            condition.unlock()
-            if events.isEmpty { return }
-            while !events.isEmpty {
-                let event = events.removeFirst()
-                condition.lock()
-                let stop = status == .closed
-                let skip = event == .hasBytesAvailable && status != .open && status != .reading
-                let stream = owner
-                let delegate = self.delegate
-                let clients = handlers.sorted { $0.key < $1.key }.map(\.value).filter { $0.mask.contains(event) }
-                condition.unlock()
-                guard !stop, let stream else { return }
-                if skip { continue }
-                delegate?.stream(stream, handle: event)
-                for client in clients {
-                    condition.lock()
-                    let closed = status == .closed
-                    condition.unlock()
-                    if closed { return }
-                    client.handler(stream, event)
-                }
-            }
-            condition.lock()
-        }
     }
 }
