@@ -148,7 +148,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     // (Internal, not private, only so that the type's extensions in the files beside this
     // one reach them: +Locating, +Reading, +Errors.)
 
-    /// `open()` was called (the upstream is this source's to close).
+    /// `open()` was called.
     var started = false
     var closed = false
     /// The member is being located on `openQueue` (asynchronous upstream).

@@ -82,12 +82,7 @@ struct ErrorMessageTests {
     func gzipSaidOnce() throws {
         let dir = try makeTemporaryDirectory("msg-gzip")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = try VerificationTests.make("tar.gz", in: dir)
-        var data = try Data(contentsOf: URL(fileURLWithPath: path))
-        // A byte of first.bin stored as it is by deflate: only the CRC-32 sees it.
-        let at = try #require(data.range(of: VerificationTests.first.subdata(in: 30_000..<30_032))).lowerBound
-        data[at] ^= 0x20
-        try data.write(to: URL(fileURLWithPath: path))
+        let path = try VerificationTests.makeGarbledStoredGzip(in: dir).path
         let result = drain(ArchiveMemberDataSource(archive: path, member: "first.bin"))
         #expect(result.last == -1)
         let error = try #require(result.error)

@@ -17,7 +17,7 @@ enum ArchiveErrors {
             if input.cancelled { return BlobStreamError(.closed, "\(prefix): closed while \(doing)") }
             if input.failureIsOwn, let own = input.failure as? BlobStreamError {
                 // The input's own finding (the gzip layer, a wait it cannot do): its message
-                // says it, without a prefix; its cause is zlib's.
+                // says it, without a prefix; its cause, if any, is zlib's.
                 return BlobStreamError(own.code, "\(prefix): \(own.message) while \(doing)", cause: own.cause)
             }
             guard let cause = input.failure else {
