@@ -16,8 +16,9 @@ import Foundation
 /// source's error). Pending events of one kind coalesce until delivered; nothing is delivered
 /// after `close()`.
 ///
-/// `.fileCurrentOffsetKey` (an integer `NSNumber`) set before `open()` starts the read there,
-/// set after it moves there; negative, non-integer or past-the-end values are refused.
+/// Offsets: `seek(to:)` (or `.fileCurrentOffsetKey`, an integer `NSNumber`) before `open()`
+/// starts the read there, after it moves there; negative, non-integer or past-the-end values
+/// are refused. `readOffset` (or the key) tells the offset of the next byte.
 ///
 /// Thread safety: the source may announce changes from any thread; `close()` may be called
 /// from another thread and wakes a waiting `open` or `read`, which then fail (`read` returns

@@ -140,6 +140,12 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
                     .truncated, "\(name): the upstream ends at offset \(reached), before offset \(expected)")
                 return -1
             }
+            if reached < start + position {
+                // A move past an end not known when it was made (contract: fails here).
+                state.error = BlobStreamError(
+                    .invalidOffset, "\(name): offset \(position) is past the end (\(reached - start) bytes)")
+                return -1
+            }
             state.isAtEnd = true
             return 0
         case .starved:

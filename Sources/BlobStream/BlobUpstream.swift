@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// How a source that wraps another (gzip over a file, an archive member over a gzip stream,
 /// a slice of anything) reads the source it wraps: the one upstream reader of the kit.
@@ -51,38 +50,17 @@ import Synchronization
 /// }
 /// ```
 ///
+/// A wrapping source includes the reader's `completionContext` in its own (it completes
+/// where the upstream does, and wherever `onChange` sends the work), passes `interrupt()` on,
+/// and closes the reader in its own `close()`.
+///
 /// Thread safety: one owner calls it, one call at a time (the wrapping source's own
-/// serialized calls); `cancel()`, `interrupt()`, `isUpstreamReady` and the observers may be
-/// used from any thread.
+/// serialized calls); `cancel()`, `interrupt()`, `isCancelled`, `isUpstreamReady` and the
+/// observers may be used from any thread.
 public final class BlobUpstream: @unchecked Sendable {
     // Unchecked Sendable: the mutable fields are the owner's (one call at a time); what
     // other threads touch is `waiter` (a condition and an atomic) and `source`'s own
     // thread-safe state and `interrupt()`.
-
-    /// What `fill(atLeast:waiting:)` found.
-    public enum Filled {
-        /// The unconsumed bytes, at least as many as asked unless the upstream ended; valid
-        /// until the next call on the reader.
-        case bytes(UnsafeRawBufferPointer)
-        /// The upstream's end, nothing buffered.
-        case end
-        /// Nothing available now (asynchronous upstream, not waiting); `onChange` follows.
-        case starved
-        /// The upstream's error, or the reader's (`.closed`, `.wouldDeadlock`). Sticky.
-        case failed(any Error)
-    }
-
-    /// What `read(into:maxLength:waiting:)` found.
-    public enum Read {
-        /// This many bytes were copied (> 0).
-        case bytes(Int)
-        /// The upstream's end.
-        case end
-        /// Nothing available now (asynchronous upstream, not waiting).
-        case starved
-        /// The upstream's error, or the reader's. Sticky.
-        case failed(any Error)
-    }
 
     /// The default buffer size (the largest read).
     public static let defaultBufferSize = 128 * 1024
@@ -200,6 +178,9 @@ public final class BlobUpstream: @unchecked Sendable {
 
     /// Ends every wait, now and later (any thread); later calls answer `.closed`.
     public func cancel() { waiter.cancel() }
+
+    /// `cancel()`, `interrupt()` or `close()` was called (any thread may ask).
+    public var isCancelled: Bool { waiter.isCancelled }
 
     /// Ends a wait and passes the interruption on to the upstream, whose read may be
     /// blocked in I/O (any thread). Later calls answer `.closed`.
@@ -402,54 +383,5 @@ public final class BlobUpstream: @unchecked Sendable {
     private func fail(_ error: any Error) -> Read {
         if failure == nil { failure = error }
         return .failed(failure!)
-    }
-}
-
-/// Wakes the owner of a `BlobUpstream` that waits for an asynchronous upstream, and calls
-/// its `onChange`: observers of the upstream call `poke()`; `cancel()` ends every wait.
-final class UpstreamWaiter: @unchecked Sendable {
-    // Unchecked Sendable: `condition` is a lock, the flag is atomic, `onChange` immutable.
-    private let condition = NSCondition()
-    private let cancelled = Atomic<Bool>(false)
-    private let onChange: (@Sendable () -> Void)?
-
-    init(onChange: (@Sendable () -> Void)?) { self.onChange = onChange }
-
-    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
-
-    /// Something changed upstream: tells `onChange`, then wakes the waits.
-    func poke() {
-        onChange?()
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Ends every wait, now and later.
-    func cancel() {
-        cancelled.store(true, ordering: .releasing)
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Waits until `ready()` or cancellation; `ready` is checked with the lock held, so an
-    /// announcement between the check and the wait is not lost.
-    func wait(until ready: () -> Bool) {
-        condition.lock()
-        defer { condition.unlock() }
-        while !ready() && !isCancelled {
-            condition.wait()
-        }
-    }
-
-    /// Observes the four values of `upstream`.
-    func observe(_ upstream: any BlobDataSource) -> [BlobObservation] {
-        [
-            upstream.observe(\.isOpenCompleted) { [self] _ in poke() },
-            upstream.observe(\.hasBytesAvailable) { [self] _ in poke() },
-            upstream.observe(\.isAtEnd) { [self] _ in poke() },
-            upstream.observe(\.error) { [self] _ in poke() },
-        ]
     }
 }

@@ -146,4 +146,17 @@ struct SliceTests {
         }
         #expect(findings.isEmpty, "\(findings)")
     }
+
+    @Test("a move past the end of a range that runs to an unknown end fails at the read that finds it")
+    func pastAnUnknownEnd() throws {
+        let slice = BlobSliceDataSource(upstream: ForwardOnlySource(Self.bytes), offset: 100_000, length: nil)
+        #expect(slice.length == nil)
+        let stream = BlobInputStream(dataSource: slice)
+        stream.open()
+        try stream.seek(to: 250_000)
+        let (data, last) = drain(stream, size: 65_536)
+        let error = (stream.streamError as? BlobStreamError)?.cause as? BlobStreamError
+        #expect(last == -1 && data.isEmpty)
+        #expect(error?.code == .invalidOffset, "\(String(describing: error))")
+    }
 }

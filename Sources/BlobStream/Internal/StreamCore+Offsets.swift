@@ -31,8 +31,13 @@ extension StreamCore {
             condition.unlock()
         }
         sourceLock.lock()
-        defer { sourceLock.unlock() }
-        try source.seek(to: offset)
+        do {
+            try source.seek(to: offset)
+        } catch {
+            sourceLock.unlock()
+            throw error
+        }
+        sourceLock.unlock()
         // A seek may move the stream off its end, or onto it.
         condition.lock()
         let s = sourceState
