@@ -80,8 +80,8 @@ final class UpstreamInput {
         upstream.offsetCapability == .seek && upstream.length != nil
     }
 
-    /// The owner closed the reader while this input read (or waited).
-    var cancelled: Bool { failureIsOwn && (failure as? BlobStreamError)?.code == .closed }
+    /// The owner closed (or interrupted) the reader: a read or a wait of this input ends.
+    var cancelled: Bool { reader.isCancelled }
 
     /// The next bytes for libarchive, lent through `bytes` (decompressed when inflating a
     /// gzip layer; valid until the next call): the count, 0 at the end, −1 after recording
