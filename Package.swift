@@ -45,9 +45,10 @@ let package = Package(
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
         .target(
             name: "BlobStreamArchive",
-            dependencies: ["BlobStream", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
+            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),

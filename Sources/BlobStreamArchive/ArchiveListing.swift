@@ -32,31 +32,19 @@ public enum ArchiveListing {
     ///   - name: how errors name the archive; by default a description of the upstream.
     public static func entries(of upstream: any BlobDataSource, name: String? = nil) throws -> [ArchiveEntry] {
         let prefix = "archive '\(name ?? ArchiveMemberDataSource.describe(upstream))'"
-        let signal: UpstreamSignal?
-        if case .caller = upstream.completionContext { signal = nil } else { signal = UpstreamSignal() }
-        let tokens = signal?.observe(upstream) ?? []
-        defer {
-            for token in tokens { token.invalidate() }
-            upstream.close()
-        }
-        upstream.open()
-        if let signal, !upstream.isOpenCompleted, upstream.error == nil {
-            if upstream.completionContext.isCurrent {
-                throw BlobStreamError(
-                    .wouldDeadlock,
-                    "\(prefix): listing would wait for the upstream's open on the very thread that announces it")
+        let reader = UpstreamInput.makeReader(upstream)
+        defer { reader.close() }
+        do {
+            try reader.waitForOpen()
+        } catch {
+            if let upstreamError = upstream.error {
+                throw ArchiveErrors.upstreamFailed(upstreamError, prefix: prefix, "failed to open")
             }
-            signal.wait { upstream.isOpenCompleted || upstream.error != nil }
+            // The reader's own: a wait that would deadlock, an open that did not complete.
+            let own = error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(error)")
+            throw BlobStreamError(own.code, "\(prefix): listing: \(own.message)", cause: own.cause)
         }
-        if let error = upstream.error {
-            let code = (error as? BlobStreamError)?.code ?? .sourceFailed
-            throw BlobStreamError(code, "\(prefix): the upstream failed to open: \(error)", cause: error)
-        }
-        guard upstream.isOpenCompleted else {
-            throw BlobStreamError(
-                .sourceFailed, "\(prefix): the upstream (\(type(of: upstream))) did not complete its open")
-        }
-        let input = UpstreamInput(upstream: upstream, signal: signal)
+        let input = UpstreamInput(reader: reader)
         var entries: [ArchiveEntry] = []
         do {
             let handle = try ArchiveHandle(input: input)
@@ -69,5 +57,18 @@ public enum ArchiveListing {
                 error, input: input, prefix: prefix, while: "listing (after \(entries.count) entries)")
         }
         return entries
+    }
+}
+
+extension ArchiveMemberDataSource {
+    /// The entries of the archive file at `path`. See `ArchiveListing`.
+    public static func list(archive path: String) throws -> [ArchiveEntry] {
+        try ArchiveListing.entries(ofArchiveAt: path)
+    }
+
+    /// The entries of the archive read from `upstream` (opened and closed here). See
+    /// `ArchiveListing`.
+    public static func list(archive upstream: any BlobDataSource, name: String? = nil) throws -> [ArchiveEntry] {
+        try ArchiveListing.entries(of: upstream, name: name)
     }
 }

@@ -23,13 +23,16 @@ import Foundation
 ///   to the start of the archive and reads the target (which a tar stores earlier), so this
 ///   needs an upstream that accepts offset 0 (a path, a file, an in-memory source, a gzip
 ///   or archive source over one); over a pipe it fails with `.unsupported`, naming the
-///   target. An entry that carries its own bytes beside a link name is read as itself.
+///   target (unless the archive up to the link came in one read, which the reader still
+///   holds). An entry that carries its own bytes beside a link name is read as itself.
 /// - Directories, symbolic links, devices, FIFOs and sockets fail with `.unsupported`;
 ///   encrypted entries too (`"… is encrypted"`).
 ///
 /// ## Errors
-/// `BlobStreamError`s whose message names the archive and the member, with a
-/// `LibArchiveError` (or the upstream's error) as the cause: `.notFound` (no such member),
+/// `BlobStreamError`s whose message names the archive and the member and says what
+/// failed, with the underlying error as the cause (a `LibArchiveError`, a `ZlibError` for
+/// the gzip layer, or the upstream's own error), whose text the message does not repeat:
+/// `description` shows both. Codes: `.notFound` (no such member),
 /// `.truncated` (the archive ends inside the member or its header; never a short
 /// success: the bytes delivered are checked against the size in the header), `.corrupt`
 /// (a bad header checksum, corrupt compressed data, a zip CRC mismatch, …),
@@ -63,7 +66,8 @@ import Foundation
 /// ## Seeking
 /// When the upstream can seek (`offsetCapability == .seek` with a known `length`: a path,
 /// a `FileDataSource`, an in-memory source), libarchive gets skip and seek callbacks that
-/// move the upstream with `.fileCurrentOffsetKey`: skipping the members before the one
+/// move the upstream (`seek(to:)`, through the core's `BlobUpstream` reader, which reads
+/// the upstream for this source): skipping the members before the one
 /// asked for does not read their bodies, and zip archives are read from their central
 /// directory. Over an upstream that cannot seek (a pipe, a gzip stream, another archive's
 /// member), streamable formats (tar and its compressed forms, cpio, ar, ISO 9660, zip
@@ -85,15 +89,17 @@ import Foundation
 ///
 /// ## Length and offsets
 /// `length` is the size in the member's header, once open (nil before, and for a zip
-/// entry whose header leaves the size to a data descriptor). `.fileCurrentOffsetKey` is
-/// an offset in the member (`offsetCapability` `.readAndDiscard`): forward moves skip
+/// entry whose header leaves the size to a data descriptor). `readOffset` and `seek(to:)`
+/// (and `.fileCurrentOffsetKey`, the core's shim over them) are offsets in the member
+/// (`offsetCapability` `.readAndDiscard`): forward moves skip
 /// the bytes in libarchive's blocks without copying them; a backward move after bytes
 /// were taken restarts from the start of the archive, which needs an upstream that
 /// accepts offset 0 (refused otherwise).
 ///
 /// ## Ownership and threads
-/// The archive source owns its upstream: its `open()` opens it, its `close()` closes it.
-/// Hand it an unopened upstream and do not read the upstream yourself.
+/// The archive source owns its upstream: its `open()` opens it, its `close()` (or its
+/// deinitialization) closes it, opened or not. Hand it an unopened upstream and do not
+/// read the upstream yourself.
 ///
 /// libarchive pulls its input synchronously, inside `open` and `read`. Over a synchronous
 /// upstream (`completionContext == .caller`: files, pipes, gzip, in-memory, archive
@@ -107,8 +113,9 @@ import Foundation
 /// (`upstream.completionContext.isCurrent` false), and fails with `.wouldDeadlock`
 /// otherwise; `close()` from another thread ends the wait.
 public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: every mutable stored property is guarded by `lock`; `state` and
-    // `signal` are thread-safe themselves; the rest is immutable.
+    // Unchecked Sendable: every mutable stored property is guarded by `lock`; `state` is
+    // thread-safe itself, and so are the reader's `cancel()` and `interrupt()`, the only
+    // calls made on it without the lock; the rest is immutable.
 
     /// The observable state.
     public let state = BlobDataSourceState()
@@ -128,35 +135,43 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// How messages name the member: `BlobURL.escapedName` of its bytes, one line, no
     /// terminal escapes; set only while initializing.
     var memberSpelling: String
-    private let asynchronous: Bool
-    private let signal: UpstreamSignal?
+    /// The upstream, read through the core kit's reader (buffered, moved, waited for).
+    let reader: BlobUpstream
     /// What is checked before the member's end is announced.
     public let verification: ArchiveVerification
-    private let openQueue = DispatchQueue(label: "BlobStreamArchive.ArchiveMemberDataSource.open")
+    /// Where the member is located after an asynchronous upstream announced its open.
+    let openQueue = DispatchQueue(label: "BlobStreamArchive.ArchiveMemberDataSource.open")
+    /// Guards the state below and serializes the libarchive calls.
     let lock = NSLock()
 
     // MARK: Guarded by `lock`
+    // (Internal, not private, only so that the type's extensions in the files beside this
+    // one reach them: +Locating, +Reading, +Errors.)
 
-    private var started = false
-    private var closed = false
-    private var locating = false
-    private var failure: BlobStreamError?
+    /// `open()` was called.
+    var started = false
+    var closed = false
+    /// The member is being located on `openQueue` (asynchronous upstream).
+    var locating = false
+    /// The first error; sticky.
+    var failure: BlobStreamError?
     /// An error met after bytes were handed out in the same `read`: reported by the next.
-    private var pending: BlobStreamError?
-    private var observations: [BlobObservation] = []
-    private var handle: ArchiveHandle?
-    private var memberLength: Int64?
-    private var isSparse = false
-    private var memberHeader: ArchiveEntry?
+    var pending: BlobStreamError?
+    /// libarchive's handle, at the member once located.
+    var handle: ArchiveHandle?
+    /// The member's header: its size, whether it is sparse, the entry itself.
+    var memberLength: Int64?
+    var isSparse = false
+    var memberHeader: ArchiveEntry?
 
     /// The current data block (its bytes are valid until the next libarchive call).
-    private var block: ArchiveHandle.Block?
+    var block: ArchiveHandle.Block?
     /// Member offset up to which bytes were taken from libarchive (delivered or skipped).
-    private var produced: Int64 = 0
+    var produced: Int64 = 0
     /// Member offset of the next byte to deliver (≥ `produced`: the gap is skipped).
-    private var target: Int64 = 0
+    var target: Int64 = 0
     /// libarchive reported the end of the member's data.
-    private var dataEnded = false
+    var dataEnded = false
 
     /// Makes a source for `member` of the archive read from `upstream`.
     ///
@@ -179,26 +194,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         self.archiveName = name ?? Self.describe(upstream)
         self.wanted = Self.normalized(Array(member.utf8))
         self.memberSpelling = BlobURL.escapedName(member.utf8)
-        if case .caller = upstream.completionContext {
-            asynchronous = false
-            signal = nil
-        } else {
-            asynchronous = true
-            signal = UpstreamSignal()
-        }
-    }
-
-    /// Makes a source for `member` of the archive read from `upstream`; `verifyingToEnd`
-    /// true is `.wholeArchive`, false `.memberOnly`.
-    @available(
-        *, deprecated, renamed: "init(archive:member:name:verification:)",
-        message: "pass verification: .wholeArchive (now the default) or .memberOnly"
-    )
-    public convenience init(
-        archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool
-    ) {
-        self.init(
-            archive: upstream, member: member, name: name, verification: verifyingToEnd ? .wholeArchive : .memberOnly)
+        let owner = WeakArchiveSource()
+        self.reader = UpstreamInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
+        owner.source = self
     }
 
     /// Makes a source for `member` of the archive file at `path` (read with `pread`, with
@@ -208,10 +206,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     }
 
     deinit {
-        signal?.cancel()
-        for token in observations { token.invalidate() }
+        // The reader closes the upstream (opened or not) when it goes.
         handle?.free()
-        if started && !closed { upstream.close() }
     }
 
     // MARK: - BlobDataSource
@@ -258,23 +254,14 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             fail(makeError(.malformedURL, "a member name cannot contain a NUL byte (it would be cut there)"))
             return
         }
-        if let signal {
-            let poke: @Sendable () -> Void = { [weak self] in
-                guard let self else { return }
-                self.openQueue.async { [weak self] in self?.upstreamChanged() }
-            }
-            observations =
-                signal.observe(upstream) + [
-                    upstream.observe(\.isOpenCompleted) { change in if change.newValue == true { poke() } },
-                    upstream.observe(\.error) { _ in poke() },
-                ]
-            upstream.open()
-            poke()
+        reader.open()
+        if reader.isAsynchronous {
+            // The member is located on `openQueue` once the upstream announces its open.
+            openQueue.async { [weak self] in self?.upstreamChanged() }
             return
         }
-        upstream.open()
         if let error = upstream.error {
-            fail(wrapUpstream(error, "failed to open"))
+            fail(upstreamFailed(error, "failed to open"))
         } else if upstream.isOpenCompleted {
             finishOpen()
         } else {
@@ -308,74 +295,48 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         return n
     }
 
-    /// Lends the rest of libarchive's current data block (for an uncompressed tar, the
-    /// block read from the upstream) instead of copying it: the bytes are consumed and stay
-    /// valid until the next call. False, consuming nothing, where `read` has work to do
-    /// (a hole of a sparse member, the end, an error, before the open completed).
+    /// The member offset of the next byte (before open, where reading will start). Also
+    /// answers `.fileCurrentOffsetKey` (the core's shim).
+    public var readOffset: Int64? {
+        lock.lock()
+        defer { lock.unlock() }
+        return target
+    }
+
+    /// Moves in the member. Before open: where reading starts (an offset past the member's
+    /// size then fails the open with `.invalidOffset`). After: forward by skipping bytes,
+    /// backward by reading the archive again from its start, which needs an upstream that
+    /// can go back to offset 0. Also serves `.fileCurrentOffsetKey` (the core's shim).
     ///
-    /// The end is confirmed by the next call, not with the last bytes lent (confirming
-    /// it means asking libarchive for more, which would end the loan early), so a check
-    /// that fails there (a zip CRC) fails that next call.
-    public func getBuffer(
-        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
-    ) -> Bool {
+    /// - Throws: `.invalidOffset` for a negative offset, one past the member's size, or a
+    ///   backward move the upstream cannot make; `.closed` after `close()`; the source's
+    ///   error after it failed. A refused move changes nothing.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw makeError(.invalidOffset, "offset \(offset) is negative") }
         lock.lock()
         defer { lock.unlock() }
-        guard failure == nil, pending == nil, !closed, handle != nil, state.isOpenCompleted else { return false }
-        while true {
-            if let current = block {
-                let end = current.offset + Int64(current.size)
-                // Before the block's data: a hole of a sparse member, which `read` fills.
-                if produced < current.offset || current.pointer == nil { return false }
-                if target > produced { produced = min(target, end) } // skip to the target
-                if produced < end {
-                    buffer.pointee =
-                        UnsafeMutablePointer(mutating: current.pointer!.assumingMemoryBound(to: UInt8.self))
-                        + Int(produced - current.offset)
-                    length.pointee = Int(end - produced)
-                    produced = end
-                    target = produced
-                    return true
-                }
-                block = nil
-            }
-            if dataEnded { return false }
-            if let problem = fetchBlock() {
-                fail(problem)
-                return false
-            }
-        }
-    }
-
-    /// `.fileCurrentOffsetKey`: the member offset of the next byte.
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        guard key == .fileCurrentOffsetKey else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        return NSNumber(value: target)
-    }
-
-    /// `.fileCurrentOffsetKey`: before open, where reading starts (an offset past the
-    /// member's size then fails the open with `.invalidOffset`); after, moves there
-    /// (refused past the size; backward needs an upstream that accepts offset 0).
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed, failure == nil else { return false }
+        if closed { throw makeError(.closed, "closed") }
+        if let failure { throw failure }
         guard started, state.isOpenCompleted else {
             target = offset // applied (and checked) when the open completes
-            return true
+            return
         }
-        if let memberLength, offset > memberLength { return false }
+        if let memberLength, offset > memberLength {
+            throw makeError(.invalidOffset, "offset \(offset) is past the end of the member (\(memberLength) bytes)")
+        }
         if offset < produced {
             // Bytes before `offset` were already taken from libarchive: start again.
-            guard rewindUpstream() else { return false }
+            guard rewindUpstream() else {
+                throw makeError(
+                    .invalidOffset,
+                    "offset \(offset) is before the bytes already read, and the upstream (\(type(of: upstream))) cannot go back to the start of the archive"
+                )
+            }
             do {
                 try locate()
             } catch {
                 fail(error)
-                return false
+                throw error
             }
             pending = nil
         }
@@ -386,433 +347,32 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             if state.isAtEnd { state.isAtEnd = false }
             state.hasBytesAvailable = true
         }
-        return true
     }
 
     /// Ends a wait for an asynchronous upstream and passes the interruption on to the
     /// upstream, where a read may be blocked.
     public func interrupt() {
-        signal?.cancel()
-        upstream.interrupt()
+        reader.interrupt()
     }
 
     /// Frees libarchive's state and closes the upstream. Ends a wait for an asynchronous
     /// upstream at once, from any thread. Further reads return −1.
     public func close() {
-        signal?.cancel() // before the lock: a read or an open may be waiting while holding it
+        reader.cancel() // before the lock: a read or an open may be waiting while holding it
         lock.lock()
         defer { lock.unlock() }
         guard !closed else { return }
         closed = true
-        let tokens = observations
-        observations = []
-        for token in tokens { token.invalidate() }
         handle?.free()
         handle = nil
         block = nil
-        if started { upstream.close() }
+        reader.close()
     }
+}
 
-    // MARK: - Listing
-
-    /// The entries of the archive file at `path`. See `ArchiveListing`.
-    public static func list(archive path: String) throws -> [ArchiveEntry] {
-        try ArchiveListing.entries(ofArchiveAt: path)
-    }
-
-    /// The entries of the archive read from `upstream` (opened and closed here). See
-    /// `ArchiveListing`.
-    public static func list(archive upstream: any BlobDataSource, name: String? = nil) throws -> [ArchiveEntry] {
-        try ArchiveListing.entries(of: upstream, name: name)
-    }
-
-    // MARK: - Internals (all with `lock` held)
-
-    /// Called on `openQueue` after the asynchronous upstream announced something.
-    private func upstreamChanged() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard started, !closed, failure == nil, !state.isOpenCompleted, !locating else { return }
-        if let error = upstream.error {
-            fail(wrapUpstream(error, "failed to open"))
-        } else if upstream.isOpenCompleted {
-            locating = true
-            finishOpen()
-            locating = false
-        }
-    }
-
-    /// The upstream is open: find the member, apply a pending offset, announce.
-    private func finishOpen() {
-        do {
-            try locate()
-        } catch {
-            if !closed { fail(error) }
-            return
-        }
-        if let memberLength, target > memberLength {
-            fail(makeError(.invalidOffset, "offset \(target) is past the end of the member (\(memberLength) bytes)"))
-            return
-        }
-        if memberLength == 0 {
-            // Confirm the end now (a zip CRC, a truncation), so that an empty member is at
-            // its end as soon as it is open.
-            if let problem = fetchBlock() {
-                fail(problem)
-                return
-            }
-            state.isOpenCompleted = true
-            if isFinished && target == produced { state.isAtEnd = true } else { state.hasBytesAvailable = true }
-            return
-        }
-        state.isOpenCompleted = true
-        state.hasBytesAvailable = true
-    }
-
-    /// Opens a fresh libarchive handle and reads headers up to the member, following hard
-    /// links. Resets the data cursor. Reading starts at offset 0 of the upstream, or, for an
-    /// uncompressed tar searched before (see `TarHeaderIndex`), at the member's header or
-    /// where the last search stopped. The upstream is at offset 0 when it is called.
-    private func locate() throws(BlobStreamError) {
-        var wanted = self.wanted
-        var links: [String] = []
-        var atStart = true
-        let identity =
-            UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
-        var useIndex = identity != nil
-        while true {
-            let wantedHash = wanted.withUnsafeBufferPointer { TarHeaderIndex.hash($0) }
-            let plan: TarHeaderIndex.Plan =
-                useIndex ? TarHeaderIndex.plan(identity: identity!, hash: wantedHash) : .scan
-            var start: Int64 = 0
-            var recorded: TarHeaderIndex.Snapshot?
-            switch plan {
-            case .scan: recorded = identity != nil ? TarHeaderIndex.Snapshot() : nil
-            case .jump(let position): start = position
-            case .resume(let snapshot):
-                start = snapshot.last
-                recorded = snapshot
-            }
-            if start != 0 || !atStart {
-                let moved =
-                    start != 0
-                    ? upstream.setProperty(NSNumber(value: start), forKey: .fileCurrentOffsetKey)
-                    : rewindUpstream()
-                if !moved && links.isEmpty {
-                    throw makeError(
-                        .sourceFailed, "the upstream (\(type(of: upstream))) refused to move to offset \(start)")
-                }
-                if !moved {
-                    throw makeError(
-                        .unsupported,
-                        "it is a hard link to '\(links.last ?? "")', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: upstream))) cannot do"
-                    )
-                }
-            }
-            atStart = start == 0
-            handle?.free()
-            handle = nil
-            block = nil
-            let input = UpstreamInput(upstream: upstream, signal: signal, start: start, inflatingGzip: true)
-            var found: ArchiveHandle.Header?
-            var stale = false // a remembered position did not hold the expected header
-            var first = true
-            do {
-                let fresh = try ArchiveHandle(input: input)
-                handle = fresh
-                while try fresh.advance() {
-                    let (matches, hash) = fresh.withCurrentPath { path in
-                        let name = UnsafeBufferPointer(rebasing: path[Self.normalizedBounds(path)])
-                        return (name.elementsEqual(wanted), TarHeaderIndex.hash(name))
-                    }
-                    if first, case .resume(let snapshot) = plan, hash != snapshot.lastHash || !fresh.isUncompressedTar {
-                        stale = true
-                        break
-                    }
-                    if case .jump = plan, !matches || !fresh.isUncompressedTar {
-                        stale = true
-                        break
-                    }
-                    if recorded != nil {
-                        if first, case .scan = plan, !fresh.isUncompressedTar { recorded = nil }
-                        recorded?.record(hash, at: start + fresh.headerPosition)
-                    }
-                    first = false
-                    if matches {
-                        found = fresh.currentHeader()
-                        break
-                    }
-                }
-            } catch {
-                if first, start != 0, input.failure == nil {
-                    stale = true // no archive, or no header, where one was remembered
-                } else {
-                    throw translate(
-                        error, input: input,
-                        while: first && handle == nil ? "opening the archive" : "reading the headers")
-                }
-            }
-            if stale {
-                TarHeaderIndex.forget(identity: identity!)
-                useIndex = false
-                continue
-            }
-            if let recorded { TarHeaderIndex.store(recorded, identity: identity!) }
-            guard let header = found else {
-                if let target = links.last {
-                    throw makeError(.notFound, "it is a hard link to '\(target)', which is not in the archive")
-                }
-                throw makeError(.notFound, "no such member in the archive")
-            }
-            let entry = header.entry
-            if entry.isEncrypted {
-                throw makeError(.unsupported, "the member is encrypted (encrypted entries are not supported)")
-            }
-            switch entry.type {
-            case .hardLink where (entry.size ?? 0) == 0:
-                let target = entry.linkTarget ?? ""
-                links.append(target)
-                guard links.count <= 16 else {
-                    throw makeError(
-                        .corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
-                }
-                wanted = Self.normalized(Array(target.utf8))
-                atStart = false
-                continue
-            case .file, .hardLink:
-                memberHeader = entry
-                memberLength = entry.size
-                isSparse = header.isSparse
-                produced = 0
-                dataEnded = false
-                block = nil
-                return
-            case .directory:
-                throw makeError(.unsupported, "the member is a directory, not a file")
-            case .symbolicLink:
-                throw makeError(
-                    .unsupported,
-                    "the member is a symbolic link to '\(entry.linkTarget ?? "")', not a file (name its target instead)"
-                )
-            default:
-                throw makeError(.unsupported, "the member is a \(entry.type), not a file")
-            }
-        }
-    }
-
-    private func rewindUpstream() -> Bool {
-        upstream.offsetCapability != .none
-            && upstream.setProperty(NSNumber(value: 0), forKey: .fileCurrentOffsetKey)
-    }
-
-    /// The member has no more bytes: libarchive said so, and no trailing hole remains.
-    private var isFinished: Bool {
-        guard dataEnded, block == nil else { return false }
-        if isSparse, let memberLength, produced < memberLength { return false }
-        return true
-    }
-
-    /// Fetches the next data block into `block` (or marks the end, checking the size);
-    /// returns the error instead of setting it.
-    private func fetchBlock() -> BlobStreamError? {
-        guard let handle else { return makeError(.closed, "closed") }
-        do {
-            if let next = try handle.nextBlock() {
-                if next.offset < produced {
-                    return makeError(
-                        .corrupt, "libarchive returned data for offset \(next.offset) after offset \(produced)")
-                }
-                if let memberLength, next.offset + Int64(next.size) > memberLength {
-                    return makeError(.corrupt, "the member has more bytes than the \(memberLength) its header gives")
-                }
-                block = next
-            } else {
-                dataEnded = true
-                block = nil
-                if !isSparse, let memberLength, produced < memberLength {
-                    return makeError(
-                        .truncated,
-                        "the archive ends inside the member: \(produced) of its \(memberLength) bytes are there")
-                }
-                if verification == .wholeArchive, let problem = verifyRest(handle) {
-                    return problem
-                }
-            }
-            return nil
-        } catch {
-            return translate(error, input: handle.input, while: "reading the member's data at offset \(produced)")
-        }
-    }
-
-    /// `.wholeArchive`: after the member's end, when libarchive reads through a filter or
-    /// the upstream cannot seek, reads the following entries to the end of the archive
-    /// (decompressing what the filter holds, so every block check is reached), then the
-    /// upstream to its end (its own end checks; through the gzip layer, the last gzip
-    /// trailer). Returns the first problem met. An archive without a filter over a seekable
-    /// upstream (a tar, zip or 7z file) has nothing after the member that checks it (a zip
-    /// or 7z member's CRC-32 was checked at its end): nothing more is read.
-    private func verifyRest(_ handle: ArchiveHandle) -> BlobStreamError? {
-        let input = handle.input
-        guard handle.hasFilter || !input.canSeek else { return nil }
-        do {
-            // Each following entry's data is read, not skipped: libarchive reports a
-            // decompressor's error met while skipping as a mere truncation. (An encrypted
-            // entry's data cannot be read: it is skipped.)
-            while try handle.advance() {
-                if handle.currentHeader().entry.isEncrypted { continue }
-                while try handle.nextBlock() != nil {}
-            }
-        } catch {
-            return translate(
-                error, input: input,
-                while: "reading the rest of the archive to verify it (the member's bytes may be wrong)")
-        }
-        while true {
-            let n = input.read()
-            if n == 0 { break }
-            if n < 0 {
-                return translate(.input, input: input, while: "reading the upstream to its end to verify the archive")
-            }
-        }
-        return nil
-    }
-
-    /// Fills `out` with member bytes, skipping first up to `target`, filling holes with
-    /// zeros. Returns the count; 0 at the end or after an error (then `failure` is set).
-    /// Sets `isAtEnd` with the last bytes when the end is confirmed.
-    private func pump(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
-        var n = 0
-        while n < capacity {
-            if let current = block {
-                let end = current.offset + Int64(current.size)
-                if produced < current.offset {
-                    // A hole before this block: zeros.
-                    if target > produced {
-                        produced = min(target, current.offset)
-                        continue
-                    }
-                    let k = Int(min(Int64(capacity - n), current.offset - produced))
-                    (out + n).update(repeating: 0, count: k)
-                    n += k
-                    produced += Int64(k)
-                    continue
-                }
-                if produced < end {
-                    if target > produced {
-                        produced = min(target, end)
-                        continue
-                    }
-                    let k = Int(min(Int64(capacity - n), end - produced))
-                    UnsafeMutableRawPointer(out + n).copyMemory(
-                        from: current.pointer! + Int(produced - current.offset), byteCount: k)
-                    n += k
-                    produced += Int64(k)
-                    continue
-                }
-                block = nil
-            }
-            if dataEnded {
-                // A trailing hole of a sparse member, up to the size in its header.
-                guard isSparse, let memberLength, produced < memberLength else { break }
-                if target > produced {
-                    produced = min(target, memberLength)
-                    continue
-                }
-                let k = Int(min(Int64(capacity - n), memberLength - produced))
-                (out + n).update(repeating: 0, count: k)
-                n += k
-                produced += Int64(k)
-                continue
-            }
-            if let problem = fetchBlock() {
-                return stop(problem, delivered: n)
-            }
-        }
-        if target < produced { target = produced } // the bytes delivered
-        // Confirm the end with the last bytes (a zip CRC is checked there): `isAtEnd` then
-        // comes with them, and a failure is reported by the next read, never as a clean end.
-        if n > 0, !dataEnded, let memberLength, produced == memberLength, target == produced,
-            block.map({ $0.offset + Int64($0.size) <= produced }) ?? true
-        {
-            block = nil
-            if let problem = fetchBlock() { return stop(problem, delivered: n) }
-            if block != nil, block!.size > 0 {
-                return stop(
-                    makeError(.corrupt, "the member has more bytes than the \(memberLength) its header gives"),
-                    delivered: n)
-            }
-        }
-        if isFinished {
-            if target > produced {
-                return stop(
-                    makeError(.invalidOffset, "offset \(target) is past the end of the member (\(produced) bytes)"),
-                    delivered: n)
-            }
-            state.isAtEnd = true
-        }
-        return n
-    }
-
-    /// Records `problem`: pending when `delivered` bytes go out with this read, at once
-    /// otherwise.
-    private func stop(_ problem: BlobStreamError, delivered: Int) -> Int {
-        if delivered > 0 {
-            pending = problem
-            return delivered
-        }
-        fail(problem)
-        return -1
-    }
-
-    private func fail(_ error: BlobStreamError) {
-        if failure == nil { failure = error }
-        block = nil
-        state.error = failure
-    }
-
-    // MARK: - Messages
-
-    private func makeError(_ code: BlobStreamError.Code, _ what: String, cause: (any Error)? = nil) -> BlobStreamError {
-        BlobStreamError(code, "archive '\(archiveName)', member '\(memberSpelling)': \(what)", cause: cause)
-    }
-
-    private func wrapUpstream(_ upstreamError: any Error, _ what: String) -> BlobStreamError {
-        let code = (upstreamError as? BlobStreamError)?.code ?? .sourceFailed
-        return makeError(code, "the upstream \(what): \(upstreamError)", cause: upstreamError)
-    }
-
-    private func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, while doing: String)
-        -> BlobStreamError
-    {
-        ArchiveErrors.translate(
-            failure, input: input, prefix: "archive '\(archiveName)', member '\(memberSpelling)'", while: doing)
-    }
-
-    /// A leading `./` (repeated) and a trailing `/` do not count.
-    static func normalized(_ name: [UInt8]) -> [UInt8] {
-        name.withUnsafeBufferPointer { Array($0[normalizedBounds($0)]) }
-    }
-
-    /// The part of `name` that counts (see `normalized`).
-    static func normalizedBounds(_ name: UnsafeBufferPointer<UInt8>) -> Range<Int> {
-        let dot = UInt8(ascii: ".")
-        let slash = UInt8(ascii: "/")
-        var lo = 0
-        var hi = name.count
-        while hi - lo >= 2, name[lo] == dot, name[lo + 1] == slash {
-            lo += 2
-            while lo < hi, name[lo] == slash { lo += 1 }
-        }
-        while hi - lo > 1, name[hi - 1] == slash { hi -= 1 }
-        if hi - lo == 1, name[lo] == dot { return lo..<lo }
-        return lo..<hi
-    }
-
-    static func describe(_ upstream: any BlobDataSource) -> String {
-        switch upstream {
-        case let inner as ArchiveMemberDataSource: "\(inner.archiveName)!/\(inner.memberSpelling)"
-        case let path as PathUpstream: path.path
-        default: "\(type(of: upstream))"
-        }
-    }
+/// Lets the reader's observers reach the source without keeping it alive.
+private final class WeakArchiveSource: @unchecked Sendable {
+    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
+    // reader can call back (it observes only after `open()`).
+    weak var source: ArchiveMemberDataSource?
 }

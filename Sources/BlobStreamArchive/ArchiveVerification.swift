@@ -1,3 +1,5 @@
+import BlobStream
+
 /// How much an `ArchiveMemberDataSource` checks before it announces the member's clean end.
 ///
 /// Compressed archives are checked in blocks or streams that do not end with a member: an
@@ -27,4 +29,19 @@ public enum ArchiveVerification: Sendable, Hashable {
     /// stream, so a garbled byte in a compressed block, zstd frame or gzip member that goes
     /// on after the member's end can give wrong bytes with a clean end.
     case memberOnly
+}
+
+extension ArchiveMemberDataSource {
+    /// Makes a source for `member` of the archive read from `upstream`; `verifyingToEnd`
+    /// true is `.wholeArchive`, false `.memberOnly`.
+    @available(
+        *, deprecated, renamed: "init(archive:member:name:verification:)",
+        message: "pass verification: .wholeArchive (now the default) or .memberOnly"
+    )
+    public convenience init(
+        archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool
+    ) {
+        self.init(
+            archive: upstream, member: member, name: name, verification: verifyingToEnd ? .wholeArchive : .memberOnly)
+    }
 }

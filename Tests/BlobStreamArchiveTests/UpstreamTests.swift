@@ -42,6 +42,34 @@ struct UpstreamTests {
         #expect(findings.isEmpty, "\(findings)")
     }
 
+    @Test("listing over an asynchronous upstream waits for it; on its own queue it is .wouldDeadlock")
+    func listingAsynchronous() throws {
+        let fixtures = try ArchiveFixtures.get()
+        let path = fixtures.archives["pax.tar"]!
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let queue = DispatchQueue(label: "slow listing upstream")
+        func slow() -> InMemoryDataSource {
+            InMemoryDataSource(
+                data: data, open: .async(queue: queue, delay: 0.02), chunkSize: 3_000,
+                refillDelay: (queue: queue, delay: 0.0005))
+        }
+        let expected = try ArchiveListing.entries(ofArchiveAt: path).map(\.path)
+        let listed = try ArchiveListing.entries(of: slow(), name: "slow.tar").map(\.path)
+        #expect(listed == expected)
+        // On the queue that announces the upstream's open, waiting for it would never end.
+        let onQueue = queue.sync { () -> BlobStreamError? in
+            do {
+                _ = try ArchiveListing.entries(of: slow(), name: "slow.tar")
+                return nil
+            } catch {
+                return error as? BlobStreamError
+            }
+        }
+        let error = try #require(onQueue, "listing on the upstream's own queue did not fail")
+        #expect(error.code == .wouldDeadlock, "\(error)")
+        #expect(error.message.hasPrefix("archive 'slow.tar': "), "\(error.message)")
+    }
+
     @Test("close while the open waits for a slow upstream ends it")
     func closeWhileWaiting() throws {
         let fixtures = try ArchiveFixtures.get()

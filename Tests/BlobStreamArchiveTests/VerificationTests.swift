@@ -77,17 +77,23 @@ struct VerificationTests {
         )
     }
 
+    /// `dir/a.tar.gz` (see `make`) with a byte of first.bin garbled where deflate stored it
+    /// as it is: inflate takes it, only the gzip CRC-32 sees it. Also gives the intact bytes.
+    static func makeGarbledStoredGzip(in dir: String) throws -> (path: String, original: Data) {
+        let path = try make("tar.gz", in: dir)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        var data = original
+        let at = try #require(data.range(of: first.subdata(in: 30_000..<30_032))).lowerBound
+        data[at] ^= 0x20
+        try data.write(to: URL(fileURLWithPath: path))
+        return (path, original)
+    }
+
     @Test("the gzip CRC-32 is checked: a garbled stored block is .corrupt, naming the gzip check")
     func gzipCRC() throws {
         let dir = try makeTemporaryDirectory("verifygz")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = try Self.make("tar.gz", in: dir)
-        let original = try Data(contentsOf: URL(fileURLWithPath: path))
-        var data = original
-        // A byte of first.bin, which deflate stored as it is: inflate takes it, only the CRC sees it.
-        let at = try #require(data.range(of: Self.first.subdata(in: 30_000..<30_032))).lowerBound
-        data[at] ^= 0x20
-        try data.write(to: URL(fileURLWithPath: path))
+        let (path, original) = try Self.makeGarbledStoredGzip(in: dir)
         for member in ["first.bin", "second.txt"] {
             let result = drain(ArchiveMemberDataSource(archive: path, member: member))
             #expect(result.last == -1, "\(member): ended with \(result.last)")

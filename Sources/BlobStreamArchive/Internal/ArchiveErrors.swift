@@ -3,6 +3,11 @@ import Foundation
 
 /// Turns libarchive's and the upstream's failures into `BlobStreamError`s whose message
 /// starts with `prefix` (which names the archive, and the member when there is one).
+///
+/// Each fact is said once: the message says where and what (the archive, the member, what
+/// was being done, what libarchive's complaint means), the `cause` holds the underlying
+/// error (a `LibArchiveError`, a `ZlibError`, the upstream's own error), whose text is not
+/// repeated in the message; `description` then shows both.
 enum ArchiveErrors {
     static func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, prefix: String, while doing: String)
         -> BlobStreamError
@@ -10,14 +15,16 @@ enum ArchiveErrors {
         switch failure {
         case .input:
             if input.cancelled { return BlobStreamError(.closed, "\(prefix): closed while \(doing)") }
-            if input.failureIsGzip, let gzip = input.failure as? BlobStreamError {
-                return BlobStreamError(gzip.code, "\(prefix): \(gzip.message) while \(doing)")
+            if input.failureIsOwn, let own = input.failure as? BlobStreamError {
+                // The input's own finding (the gzip layer, a wait it cannot do): its message
+                // says it, without a prefix; its cause, if any, is zlib's.
+                return BlobStreamError(own.code, "\(prefix): \(own.message) while \(doing)", cause: own.cause)
             }
-            let cause = input.failure ?? BlobStreamError(.sourceFailed, "unknown upstream failure")
-            let code = (cause as? BlobStreamError)?.code ?? .sourceFailed
-            return BlobStreamError(
-                code, "\(prefix): the upstream failed at offset \(input.position) while \(doing): \(cause)",
-                cause: cause)
+            guard let cause = input.failure else {
+                return BlobStreamError(
+                    .sourceFailed, "\(prefix): the upstream failed at offset \(input.position) while \(doing)")
+            }
+            return upstreamFailed(cause, prefix: prefix, "failed at offset \(input.position) while \(doing)")
         case .library(let code, let errno, let message, let format):
             let cause = LibArchiveError(code: code, errno: errno, message: message)
             if message.isEmpty {
@@ -26,13 +33,20 @@ enum ArchiveErrors {
                     ? BlobStreamError(
                         .truncated, "\(prefix): the archive is truncated: it ends while \(doing)", cause: cause)
                     : BlobStreamError(
-                        .corrupt, "\(prefix): libarchive failed (code \(code)) without a reason while \(doing)",
-                        cause: cause)
+                        .corrupt, "\(prefix): libarchive failed without a reason while \(doing)", cause: cause)
             }
             let (kind, what) = classify(
                 message: message, format: format, canSeek: input.canSeek, upstream: input.upstream)
-            return BlobStreamError(kind, "\(prefix): \(what) while \(doing) (libarchive: \(message))", cause: cause)
+            return BlobStreamError(kind, "\(prefix): \(what) while \(doing)", cause: cause)
         }
+    }
+
+    /// The upstream's `error`, as this module reports it: the upstream's code, a message that
+    /// says where (`prefix`) and what the upstream did (`what`, after "the upstream "), the
+    /// upstream's error as the cause (not repeated in the message).
+    static func upstreamFailed(_ error: any Error, prefix: String, _ what: String) -> BlobStreamError {
+        let code = (error as? BlobStreamError)?.code ?? .sourceFailed
+        return BlobStreamError(code, "\(prefix): the upstream \(what)", cause: error)
     }
 
     /// The code and a sentence for what libarchive said.

@@ -1,7 +1,6 @@
 import BlobStream
 import CBlobStreamArchive
 import Foundation
-import Glibc
 
 /// The one place where this module calls libarchive: a reading handle over an
 /// `UpstreamInput`, with every format and filter enabled, that hands out headers and data
@@ -194,14 +193,14 @@ final class ArchiveHandle {
         if let hardlink, !hardlink.isEmpty {
             type = .hardLink
         } else {
-            switch archive_entry_filetype(e) {
-            case S_IFREG, 0: type = .file
-            case S_IFDIR: type = .directory
-            case S_IFLNK: type = .symbolicLink
-            case S_IFCHR: type = .characterDevice
-            case S_IFBLK: type = .blockDevice
-            case S_IFIFO: type = .fifo
-            case S_IFSOCK: type = .socket
+            switch Int(archive_entry_filetype(e)) {
+            case EntryFileType.regular, 0: type = .file
+            case EntryFileType.directory: type = .directory
+            case EntryFileType.symbolicLink: type = .symbolicLink
+            case EntryFileType.characterDevice: type = .characterDevice
+            case EntryFileType.blockDevice: type = .blockDevice
+            case EntryFileType.fifo: type = .fifo
+            case EntryFileType.socket: type = .socket
             default: type = .unknown
             }
         }
@@ -215,6 +214,18 @@ final class ArchiveHandle {
             isEncrypted: archive_entry_is_encrypted(e) != 0, pathBytes: bytes)
         return Header(pathBytes: bytes, entry: entry, isSparse: archive_entry_sparse_count(e) > 0)
     }
+}
+
+/// libarchive's file types, the values `archive_entry_filetype` gives: archive_entry.h's
+/// `AE_IFREG`, `AE_IFDIR`, … (macros with a cast, which Swift does not import).
+private enum EntryFileType {
+    static let regular = 0o100000
+    static let directory = 0o040000
+    static let symbolicLink = 0o120000
+    static let characterDevice = 0o020000
+    static let blockDevice = 0o060000
+    static let fifo = 0o010000
+    static let socket = 0o140000
 }
 
 /// libarchive's format codes this module names in messages.
@@ -251,8 +262,9 @@ private func archiveReadCallback(
     _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ buffer: UnsafeMutablePointer<UnsafeRawPointer?>?
 ) -> la_ssize_t {
     let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
-    let n = input.read()
-    if n > 0 { buffer?.pointee = UnsafeRawPointer(input.buffer) }
+    var bytes: UnsafeRawPointer?
+    let n = input.read(lending: &bytes)
+    if n > 0 { buffer?.pointee = bytes }
     return n < 0 ? la_ssize_t(ARCHIVE_FATAL) : n
 }
 

@@ -6,18 +6,23 @@ import CBlobStreamZlib
 ///
 /// The `z_stream` lives at a stable heap address from `init` to `end()` (zlib keeps a
 /// pointer back to it in its internal state). Not thread-safe: its owner serializes calls.
-final class Inflater {
+///
+/// `package` access: `BlobStreamArchive` inflates the gzip layer of a `.tar.gz` with it
+/// (libarchive's gzip filter checks no CRC-32), so the package has one inflater.
+package final class Inflater {
+
     /// What one call to `inflate` did.
-    struct Step {
+    package struct Step {
         /// Input bytes zlib consumed.
-        var consumed: Int
+        package var consumed: Int
         /// Output bytes zlib wrote.
-        var produced: Int
+        package var produced: Int
         /// How it ended.
-        var result: Result
+        package var result: Result
     }
 
-    enum Result {
+    /// How one call to `inflate` ended.
+    package enum Result {
         /// Progress (or none possible without more input): call again.
         case ok
         /// The current member ended and its CRC-32 and ISIZE matched.
@@ -29,7 +34,7 @@ final class Inflater {
     private var stream: UnsafeMutablePointer<z_stream>?
 
     /// Allocates and initializes the `z_stream`.
-    init() throws(ZlibError) {
+    package init() throws(ZlibError) {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         // `inflateInit2` is a macro that does not import; this is what it expands to.
@@ -46,7 +51,7 @@ final class Inflater {
     deinit { end() }
 
     /// Frees zlib's state and the `z_stream`. Later calls fail with `Z_STREAM_ERROR`.
-    func end() {
+    package func end() {
         guard let stream else { return }
         inflateEnd(stream)
         stream.deinitialize(count: 1)
@@ -55,13 +60,13 @@ final class Inflater {
     }
 
     /// Gets ready for the next member (keeps the allocated window).
-    func reset() {
+    package func reset() {
         guard let stream else { return }
         inflateReset(stream)
     }
 
     /// Inflates from `input` into `output` (at most `UInt32.max` of each per call).
-    func inflate(
+    package func inflate(
         _ input: UnsafeRawPointer, count inputCount: Int,
         into output: UnsafeMutablePointer<UInt8>, capacity outputCount: Int
     ) -> Step {
