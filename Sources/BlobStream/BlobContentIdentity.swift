@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc // only for the deprecated `file(_: stat)`
-#endif
+import Foundation // `stat`, for the deprecated `file(_: stat)` only (Foundation re-exports Glibc)
 
 /// Values for `.blobContentIdentityKey`.
 public enum BlobContentIdentity {
