@@ -5,7 +5,13 @@ import Foundation
 // Linux), once each, in order, to the delegate and the closure clients.
 extension StreamCore {
     func enqueueLocked(_ event: Stream.Event) {
-        if !pending.contains(event) { pending.append(event) }
+        // A plain loop over raw values: `contains(_:)` on `Stream.Event` is not specialized in
+        // a debug build and allocates on every call (once per read).
+        for queued in pending where queued.rawValue == event.rawValue {
+            armLocked()
+            return
+        }
+        pending.append(event)
         armLocked()
     }
 
