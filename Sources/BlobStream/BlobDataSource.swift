@@ -39,6 +39,17 @@ public enum BlobCompletionContext: Sendable {
         case .custom(let check): check()
         }
     }
+
+    /// The context of a source that wraps a source with this context and completes work of
+    /// its own on `queue` once its upstream is asynchronous: `.caller` when this is
+    /// `.caller` (the wrapper then works inside the owner's calls only), otherwise where
+    /// either completes.
+    public func including(_ queue: DispatchQueue) -> BlobCompletionContext {
+        if case .caller = self { return .caller }
+        let upstream = self
+        let own = BlobCompletionContext.queue(queue)
+        return .custom { upstream.isCurrent || own.isCurrent }
+    }
 }
 
 /// The contract every source of bytes implements. A source produces bytes on demand and

@@ -225,12 +225,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private open queue.
-    public var completionContext: BlobCompletionContext {
-        let up = upstream.completionContext
-        if case .caller = up { return .caller }
-        let own = BlobCompletionContext.queue(openQueue)
-        return .custom { up.isCurrent || own.isCurrent }
-    }
+    public var completionContext: BlobCompletionContext { upstream.completionContext.including(openQueue) }
 
     /// The member's header (path as stored, size, type, mtime) once open.
     public var entry: ArchiveEntry? {

@@ -134,12 +134,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue.
-    public var completionContext: BlobCompletionContext {
-        let up = reader.completionContext
-        if case .caller = up { return .caller }
-        let probe = BlobCompletionContext.queue(probeQueue)
-        return .custom { up.isCurrent || probe.isCurrent }
-    }
+    public var completionContext: BlobCompletionContext { reader.completionContext.including(probeQueue) }
 
     /// Opens the upstream; completes when the upstream has opened (at once for a
     /// synchronous upstream, later on its queue otherwise).
