@@ -61,6 +61,11 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Test-only: what several test targets share (hashes, deterministic bytes).
+        .target(
+            name: "SharedTestHelpers", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/SharedTestHelpers"
+        ),
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
         .target(
             name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamNetworking", "BlobStreamTestSupport"],
@@ -125,14 +130,14 @@ let package = Package(
             name: "BlobStreamGzipTests",
             dependencies: [
                 "BlobStream", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "SharedTestHelpers", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
             name: "BlobStreamArchiveTests",
             dependencies: [
                 "BlobStream", "BlobStreamArchive", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "SharedTestHelpers", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

@@ -17,6 +17,14 @@ public enum TestData {
     }
 }
 
+/// A test's own failure, with the message it prints: `throw TestFailure("no header in \(path)")`.
+public struct TestFailure: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let description: String
+    /// A failure that says `description`.
+    public init(_ description: String) { self.description = description }
+}
+
 /// A folder of its own under the system's temporary folder, with a canonical path (no
 /// `//`, no symbolic links, so it matches what `/proc/self/fd` shows). Call `remove()` from
 /// a `defer`.

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamArchive
+import BlobStreamTestSupport
 import Foundation
 
 /// One tree of files written at test time, and the same tree in every format the tests

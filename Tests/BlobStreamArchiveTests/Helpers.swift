@@ -4,15 +4,11 @@ import BlobStreamFiles
 import BlobStreamTestSupport
 import Crypto
 import Foundation
+@_exported import SharedTestHelpers
 import Synchronization
 
 // Helpers shared by the archive tests: running bsdtar / GNU tar / ar, a temporary folder,
 // deterministic bytes, draining a stream, pipes.
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// What a command gave.
 struct Ran {
@@ -72,41 +68,13 @@ func write(_ data: Data, to path: String) throws {
 }
 
 /// Deterministic pseudo-random bytes (SplitMix64).
-func randomBytes(_ count: Int, seed: UInt64) -> Data {
-    var state = seed
-    var bytes = [UInt8](repeating: 0, count: count)
-    bytes.withUnsafeMutableBufferPointer { raw in
-        var z: UInt64 = 0
-        for i in 0..<count {
-            if i % 8 == 0 {
-                state &+= 0x9E37_79B9_7F4A_7C15
-                z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                z ^= z >> 31
-            }
-            raw[i] = UInt8(truncatingIfNeeded: z >> ((i % 8) * 8))
-        }
-    }
-    return Data(bytes)
-}
+func randomBytes(_ count: Int, seed: UInt64) -> Data { TestBytes.random(count, seed: seed) }
 
 /// Text-like, compressible bytes.
 func textBytes(_ count: Int, seed: UInt64) -> Data {
-    let words = ["archive", "member", "tar", "zip", "offset", "blob", "header", "block", "the", "a"]
-    let noise = randomBytes(max(count / 2, 16), seed: seed)
-    var out = Data()
-    var i = 0
-    while out.count < count {
-        out.append(contentsOf: words[Int(noise[i % noise.count]) % words.count].utf8)
-        out.append(i % 11 == 10 ? 0x0A : 0x20)
-        i += 1
-    }
-    return out.prefix(count)
-}
-
-func sha256(_ data: Data) -> String {
-    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    TestBytes.text(
+        count, seed: seed, words: ["archive", "member", "tar", "zip", "offset", "blob", "header", "block", "the", "a"],
+        lineEvery: 11)
 }
 
 /// What reading a stream to its end gave.

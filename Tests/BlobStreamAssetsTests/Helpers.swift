@@ -5,11 +5,6 @@ import Crypto
 import Foundation
 import Glibc
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Deterministic pseudo-random bytes, so every run reads the same data.
 func sampleBytes(_ count: Int, seed: UInt64 = 0xA55E7) -> Data { TestData.pseudoRandom(count, seed: seed) }
 

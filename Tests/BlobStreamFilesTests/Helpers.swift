@@ -4,11 +4,6 @@ import Crypto
 import Foundation
 import Glibc
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Deterministic pseudo-random bytes, so every run reads the same data.
 func sampleBytes(_ count: Int, seed: UInt64 = 0xF11E5) -> Data { TestData.pseudoRandom(count, seed: seed) }
 

@@ -3,6 +3,7 @@ import BlobStreamGzip
 import BlobStreamTestSupport
 import Crypto
 import Foundation
+@_exported import SharedTestHelpers
 
 // Helpers shared by the gzip tests: the gzip CLI, deterministic inputs, draining a stream
 // in either mode, a pipe source, a CRC-32.
@@ -45,46 +46,15 @@ enum Gzip {
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Deterministic pseudo-random bytes (SplitMix64).
-func randomBytes(_ count: Int, seed: UInt64) -> Data {
-    var state = seed
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
-        for i in 0..<count {
-            if i % 8 == 0 {
-                state &+= 0x9E37_79B9_7F4A_7C15
-            }
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            raw[i] = UInt8(truncatingIfNeeded: z >> ((i % 8) * 8))
-        }
-    }
-    return data
-}
+func randomBytes(_ count: Int, seed: UInt64) -> Data { TestBytes.random(count, seed: seed) }
 
 /// Text-like, compressible bytes.
 func textBytes(_ count: Int, seed: UInt64) -> Data {
-    let words = ["gzip", "stream", "member", "inflate", "offset", "blob", "source", "crc", "the", "a"]
-    var out = Data()
-    var i = 0
-    let noise = randomBytes(count, seed: seed)
-    while out.count < count {
-        out.append(contentsOf: words[Int(noise[i % noise.count]) % words.count].utf8)
-        out.append(i % 13 == 12 ? 0x0A : 0x20)
-        i += 1
-    }
-    return out.prefix(count)
-}
-
-func sha256(_ data: Data) -> String {
-    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    TestBytes.text(
+        count, seed: seed,
+        words: ["gzip", "stream", "member", "inflate", "offset", "blob", "source", "crc", "the", "a"],
+        lineEvery: 13)
 }
 
 /// A gzip source over bytes in memory (a synchronous, seekable upstream).

@@ -2,11 +2,6 @@ import BlobStream
 import BlobStreamTestSupport
 import Foundation
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Deterministic pseudo-random bytes, so every run reads the same data.
 func sampleBytes(_ count: Int, seed: UInt64 = 0x5EED) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
