@@ -6,7 +6,7 @@ import Foundation
 ///
 /// ```swift
 /// let stream = BlobInputStream(dataSource: FileDataSource(path: "/data/video.mp4"))
-/// stream.setProperty(NSNumber(value: 1_000_000), forKey: .fileCurrentOffsetKey)  // resume
+/// try stream.seek(to: 1_000_000)  // resume
 /// stream.open()
 /// ```
 ///
@@ -20,9 +20,11 @@ import Foundation
 ///   the descriptor opened; bytes appended after `open()` are not read; a file that shrinks
 ///   below the length seen at `open()` is an error (`.changed`, naming the path and the
 ///   offset), never a short clean end.
-/// - `.fileCurrentOffsetKey`: an offset set before `open()` is where reading starts (an
-///   offset past the end then fails the open with `.invalidOffset`, since the length is not
-///   known before); after `open()` it moves there, and an offset past the length is refused.
+/// - Offsets (`seek(to:)`, or `.fileCurrentOffsetKey`): an offset set before `open()` is
+///   where reading starts (an offset past the end then fails the open with `.invalidOffset`,
+///   since the length is not known before); after `open()` it moves there, and an offset
+///   past the length is refused (`.invalidOffset`: `offset 900 is past the end of
+///   '/data/a.mov' (800 bytes)`).
 /// - Errors are `BlobStreamError`s naming the path (and the system call that failed:
 ///   `open '/data/a.mov': No such file or directory (errno 2)`), with the `ErrnoError` as cause:
 ///   `.notFound` (missing path, a path through a non-directory), `.permissionDenied`,
@@ -30,7 +32,7 @@ import Foundation
 ///   those), `.ioFailed`, `.changed`, `.invalidOffset`.
 /// - `close()` closes the descriptor.
 ///
-/// Like every source, its `open`, `read`, `setProperty` and `close` are called by one owner
+/// Like every source, its `open`, `read`, `seek` and `close` are called by one owner
 /// at a time (a `BlobInputStream` does that); it is not `Sendable`.
 public final class FileDataSource: BlobDataSource {
     /// The observable state.
@@ -123,25 +125,34 @@ public final class FileDataSource: BlobDataSource {
         return -1
     }
 
-    /// `.fileCurrentOffsetKey`: an `NSNumber` of the offset of the next byte (before
-    /// `open()`, the offset reading will start at). `.blobContentIdentityKey`: once open, a
-    /// `String` made of the file's device, inode, size and modification and change times.
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        if key == .blobContentIdentityKey { return reader != nil ? identity : nil }
-        guard key == .fileCurrentOffsetKey else { return nil }
-        if let reader { return NSNumber(value: reader.position) }
-        return opened || closed ? nil : NSNumber(value: startOffset)
+    /// The offset of the next byte; before `open()`, the offset reading will start at. Nil
+    /// after a failure or `close()`.
+    public var readOffset: Int64? {
+        if let reader { return reader.position }
+        return opened || closed ? nil : startOffset
     }
 
-    /// `.fileCurrentOffsetKey`: before `open()`, where reading starts (checked against the
-    /// length at open); after, moves there in O(1), refusing an offset past the length.
-    /// Refused after an error or `close()`.
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
-        if reader != nil { return reader!.seek(to: offset, state: state) }
-        guard !opened, !closed else { return false } // failed or closed
+    /// Before `open()`, where reading starts (checked against the length at open); after,
+    /// moves there in O(1).
+    ///
+    /// - Throws: `.invalidOffset` for a negative offset, one past the length (after `open()`),
+    ///   or after a failure (the failure is the cause); `.closed` after `close()`. A refused
+    ///   move changes nothing.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw FileErrors.negativeOffset(name, offset: offset) }
+        if reader != nil { return try reader!.seek(to: offset, state: state) }
+        guard !opened, !closed else {
+            throw FileErrors.cannotMove(name, offset: offset, closed: closed, failure: state.error)
+        }
         startOffset = offset
-        return true
+    }
+
+    /// `.blobContentIdentityKey`: once open, a `String` made of the file's device, inode,
+    /// size and modification and change times. `.fileCurrentOffsetKey`: `readOffset` as an
+    /// `NSNumber` (the original's form; `setProperty` with it calls `seek(to:)`).
+    public func property(forKey key: Stream.PropertyKey) -> Any? {
+        if key == .blobContentIdentityKey { return reader != nil ? identity : nil }
+        return offsetProperty(forKey: key)
     }
 
     /// Closes the descriptor; later reads return −1. Safe to call more than once.

@@ -22,7 +22,7 @@ import Foundation
 ///   is `nil`, `offsetCapability` is `.readAndDiscard`: an offset set before `open()`, or
 ///   after it forward from the current position, is reached by reading and discarding bytes
 ///   (into one buffer reused) at the next read. Moving back before bytes already read is
-///   refused (`setProperty` returns false). An offset past the end is an error at the read
+///   refused (`seek(to:)` throws `.invalidOffset`). An offset past the end is an error at the read
 ///   that finds the end (`.invalidOffset`, naming the offset). A read blocks until the
 ///   writer sends bytes or closes its end (each read polls the descriptor, so
 ///   `interrupt()`, which `BlobInputStream.close()` calls from any thread, ends the wait);
@@ -30,6 +30,9 @@ import Foundation
 ///   (`EINTR`) are retried.
 /// - A directory, or a descriptor that is not open, fails at `open()` (`.unsupported`,
 ///   `.ioFailed`).
+///
+/// Offsets are moved with `seek(to:)` and read with `readOffset`; the original's
+/// `.fileCurrentOffsetKey` keeps working (`property` / `setProperty` bridge to them).
 ///
 /// `open()` completes at once on the caller's thread (`completionContext` is `.caller`).
 /// Errors are `BlobStreamError`s naming the descriptor and what it points at (a path or
@@ -40,7 +43,7 @@ import Foundation
 /// is yours to close (after the source is closed). The source never changes the handle's
 /// file offset when it is a regular file; for a pipe, the bytes read are gone for everyone.
 ///
-/// Like every source, its `open`, `read`, `setProperty` and `close` are called by one owner
+/// Like every source, its `open`, `read`, `seek` and `close` are called by one owner
 /// at a time (a `BlobInputStream` does that); it is not `Sendable`.
 public final class FileHandleDataSource: BlobDataSource {
     /// The observable state.
@@ -166,26 +169,33 @@ public final class FileHandleDataSource: BlobDataSource {
         return -1
     }
 
-    /// `.fileCurrentOffsetKey`: an `NSNumber` of the offset of the next byte delivered
-    /// (before `open()`, the offset reading will start at).
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        guard key == .fileCurrentOffsetKey else { return nil }
-        if let positional { return NSNumber(value: positional.position) }
-        if let sequential { return NSNumber(value: sequential.target) }
-        return opened || closed ? nil : NSNumber(value: startOffset)
+    /// The offset of the next byte delivered; before `open()`, the offset reading will
+    /// start at. Nil after a failure or `close()`.
+    public var readOffset: Int64? {
+        if let positional { return positional.position }
+        if let sequential { return sequential.target }
+        return opened || closed ? nil : startOffset
     }
 
-    /// `.fileCurrentOffsetKey`: before `open()`, where reading starts. After: for a regular
-    /// file, moves there (refused past the length); otherwise forward only (refused before
-    /// the bytes already read, or past an end already met). Refused after an error or
-    /// `close()`.
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
-        if positional != nil { return positional!.seek(to: offset, state: state) }
-        if sequential != nil { return sequential!.seek(to: offset) }
-        guard !opened, !closed, offsetCapability != .none else { return false }
+    /// Before `open()`, where reading starts. After: for a regular file, moves there in
+    /// O(1); otherwise forward only, reached by reading and discarding at the next read.
+    ///
+    /// - Throws: `.invalidOffset` for a negative offset, one past the length of a regular
+    ///   file, one before the bytes already read from a pipe (or past an end already met),
+    ///   or after a failure (the failure is the cause); `.offsetUnsupported` for a descriptor
+    ///   the source cannot read (a directory); `.closed` after `close()`. A refused move
+    ///   changes nothing.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw FileErrors.negativeOffset(name, offset: offset) }
+        if positional != nil { return try positional!.seek(to: offset, state: state) }
+        if sequential != nil { return try sequential!.seek(to: offset) }
+        if case .refused(let error) = kind, !closed {
+            throw FileErrors.cannotMove(name, offset: offset, unreadable: error)
+        }
+        guard !opened, !closed else {
+            throw FileErrors.cannotMove(name, offset: offset, closed: closed, failure: state.error)
+        }
         startOffset = offset
-        return true
     }
 
     /// Ends a `read` waiting for a pipe, FIFO, socket or device on another thread: it

@@ -45,6 +45,36 @@ enum FileErrors {
         BlobStreamError(.invalidOffset, "offset \(offset) is past the end of \(name) (\(length) bytes)")
     }
 
+    /// A negative offset handed to `seek(to:)`.
+    static func negativeOffset(_ name: String, offset: Int64) -> BlobStreamError {
+        BlobStreamError(.invalidOffset, "cannot move \(name) to offset \(offset): an offset is 0 or more")
+    }
+
+    /// A move refused because the source was closed (`.closed`) or failed (`.invalidOffset`,
+    /// with the failure as cause, not repeated in the message).
+    static func cannotMove(_ name: String, offset: Int64, closed: Bool, failure: (any Error)?) -> BlobStreamError {
+        closed
+            ? BlobStreamError(.closed, "cannot move \(name) to offset \(offset): it was closed")
+            : BlobStreamError(
+                .invalidOffset, "cannot move \(name) to offset \(offset): reading it failed", cause: failure)
+    }
+
+    /// A move on a descriptor the source cannot read at all (a directory, a descriptor
+    /// `fstat` failed on): `.offsetUnsupported`, with why as cause.
+    static func cannotMove(_ name: String, offset: Int64, unreadable: BlobStreamError) -> BlobStreamError {
+        BlobStreamError(
+            .offsetUnsupported, "cannot move \(name) to offset \(offset): it cannot be read", cause: unreadable)
+    }
+
+    /// A move back on a descriptor read in order (pipe, FIFO, socket, device), before the
+    /// bytes already taken from it.
+    static func cannotGoBack(_ name: String, offset: Int64, consumed: Int64) -> BlobStreamError {
+        BlobStreamError(
+            .invalidOffset,
+            "cannot move \(name) back to offset \(offset): it is read in order (a pipe, FIFO, socket or device) and \(consumed) bytes were already taken from it"
+        )
+    }
+
     /// A stream (pipe, FIFO, socket) ended before the offset read-and-discard was heading to.
     static func streamEndedBefore(_ name: String, offset: Int64, end: Int64) -> BlobStreamError {
         BlobStreamError(.invalidOffset, "offset \(offset) is past the end of \(name), which ended after \(end) bytes")

@@ -56,10 +56,12 @@ struct PositionalReader {
         }
     }
 
-    /// Moves to `offset`; refuses (returns false) past the length. Announces the end when
-    /// the offset is the length, and bytes again when moving back from the end.
-    mutating func seek(to offset: Int64, state: BlobDataSourceState) -> Bool {
-        guard offset >= 0, offset <= length else { return false }
+    /// Moves to `offset` (≥ 0, checked by the caller); refuses past the length
+    /// (`.invalidOffset` naming the file, the offset and the length), changing nothing.
+    /// Announces the end when the offset is the length, and bytes again when moving back
+    /// from the end.
+    mutating func seek(to offset: Int64, state: BlobDataSourceState) throws(BlobStreamError) {
+        guard offset <= length else { throw FileErrors.pastEnd(name, offset: offset, length: length) }
         position = offset
         if position == length {
             state.isAtEnd = true
@@ -67,6 +69,5 @@ struct PositionalReader {
             if state.isAtEnd { state.isAtEnd = false }
             state.hasBytesAvailable = true
         }
-        return true
     }
 }

@@ -92,13 +92,13 @@ struct SequentialReader {
         return true
     }
 
-    /// Moves to `offset`: forward, or back to bytes not read yet (never before `consumed`).
-    /// Past the end, once the end is known, is refused too.
-    mutating func seek(to offset: Int64) -> Bool {
-        guard offset >= consumed else { return false }
-        if ended, offset > consumed { return false }
+    /// Moves to `offset` (≥ 0, checked by the caller): forward, or back to bytes not read
+    /// yet. Refuses (changing nothing) before the bytes already taken from the descriptor,
+    /// and past the end once the end is known (`.invalidOffset`).
+    mutating func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= consumed else { throw FileErrors.cannotGoBack(name, offset: offset, consumed: consumed) }
+        if ended, offset > consumed { throw FileErrors.streamEndedBefore(name, offset: offset, end: consumed) }
         target = offset
-        return true
     }
 
     /// One `read` once the descriptor is readable, interruptible through `wake` when there
