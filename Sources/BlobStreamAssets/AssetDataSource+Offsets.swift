@@ -2,22 +2,29 @@ import BlobStream
 import Foundation
 import Synchronization
 
-// `.fileCurrentOffsetKey` on AssetDataSource: where reading starts, and moves after open.
+// Offsets on AssetDataSource: where reading starts, and moves after open (`seek(to:)`,
+// `readOffset`; the original's `.fileCurrentOffsetKey` reaches them through the default
+// `property` / `setProperty`).
 
 extension AssetDataSource {
-    // MARK: - Properties
+    // MARK: - Offsets
 
-    /// `.fileCurrentOffsetKey`: an `NSNumber` of the offset of the next byte.
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        key == .fileCurrentOffsetKey ? NSNumber(value: position) : nil
-    }
+    /// The offset of the next byte (before `open()`, where reading will start).
+    public var readOffset: Int64? { position }
 
-    /// `.fileCurrentOffsetKey`: before `open()`, where reading starts; after, moves there
-    /// (refused past the end, after an error or close). Outside the cache the cache is filled
-    /// from there at once; an invalidation then drops `hasBytesAvailable` until the asset
-    /// was looked up again.
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property) else { return false }
+    /// Before `open()`, where reading starts (checked against the size when the lookup
+    /// answers: past the end, the open fails with `.invalidOffset`); after, moves there.
+    /// Outside the cache the cache is filled from there at once; an invalidation then drops
+    /// `hasBytesAvailable` until the asset was looked up again, and a failed fill fails the
+    /// source (the move itself was accepted).
+    ///
+    /// - Throws: `.invalidOffset` for a negative offset, one past the end (after `open()`:
+    ///   `offset 900 is past the end of '<url>' (800 bytes)`), or after a failure (the
+    ///   failure is the cause); `.closed` after `close()`. A refused move changes nothing.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else {
+            throw BlobStreamError(.invalidOffset, "cannot move '\(url)' to offset \(offset): an offset is 0 or more")
+        }
         lock.lock()
         let announcement: Announcement
         switch phase {
@@ -25,22 +32,23 @@ extension AssetDataSource {
             position = offset // checked against the size when the lookup answers
             runStart = offset // nothing was handed out yet
             lock.unlock()
-            return true
+            return
         case .looking:
             guard offset <= size else {
                 lock.unlock()
-                return false
+                throw AssetErrors.pastEnd(url: url, offset: offset, size: size)
             }
             move(to: offset) // the answer refills there
             lock.unlock()
-            return true
+            return
         case .failed, .closed:
+            let closed = phase == .closed
             lock.unlock()
-            return false
+            throw AssetErrors.cannotMove(url: url, offset: offset, closed: closed, failure: state.error)
         case .ready:
             guard offset <= size else {
                 lock.unlock()
-                return false
+                throw AssetErrors.pastEnd(url: url, offset: offset, size: size)
             }
             move(to: offset)
             if offset == size {
@@ -66,8 +74,5 @@ extension AssetDataSource {
             state.hasBytesAvailable = false
         }
         announce(announcement)
-        return true
     }
-
-    /// With `lock` held, after open: moves the cursor; what was handed out before stays to
 }

@@ -42,9 +42,10 @@ import Synchronization
 ///   `.changed`. So a change made after the last `getBytes` does not end as a clean read.
 /// - `verifiesDeliveredBytes: false` turns the check of the bytes off (see "What was read
 ///   belongs to the version read on").
-/// - `.fileCurrentOffsetKey` (`offsetCapability` `.seek`): before `open()` where reading
-///   starts (past the end: the open fails with `.invalidOffset`); after, moves there (within
-///   the cache: no `getBytes`).
+/// - Offsets (`seek(to:)` and `readOffset`, or the original's `.fileCurrentOffsetKey`;
+///   `offsetCapability` `.seek`): before `open()` where reading starts (past the end: the
+///   open fails with `.invalidOffset`); after, moves there (within the cache: no
+///   `getBytes`; past the end: refused with `.invalidOffset`).
 /// - Errors are `BlobStreamError`s naming the URL: the library's lookup errors (`.notFound`
 ///   for an unknown id or a missing library, `.malformedURL`), `.changed`, `.ioFailed`, and
 ///   `.invalidated` when the library kept invalidating (8 times in a row without a block
@@ -60,16 +61,15 @@ import Synchronization
 /// (see below), refills the cache at the same offset on the callback queue and only then
 /// announces `hasBytesAvailable` again. The open reads the first cache fill the same way,
 /// so an invalidation right after open is absorbed before any byte is promised. Moving
-/// with `.fileCurrentOffsetKey` outside the cache reads there inside `setProperty`, on the
-/// same terms.
+/// with `seek(to:)` outside the cache reads there inside `seek(to:)`, on the same terms.
 ///
-/// Like every source, `open`, `read`, `setProperty` and `close` come from one owner at a
+/// Like every source, `open`, `read`, `seek` and `close` come from one owner at a
 /// time (a `BlobInputStream`); announcements come from the library's callback queue too.
 ///
 /// ## What was read belongs to the version read on
 ///
 /// The source keeps a hash of every byte it hands out (per run: from the open, or a move
-/// with `.fileCurrentOffsetKey`, to the next move). When the lookup after an invalidation
+/// with `seek(to:)`, to the next move). When the lookup after an invalidation
 /// finds the asset, the source reads all those bytes again from the version found — whole
 /// aligned blocks, through the cache — and compares their hash with the one it kept:
 ///
@@ -122,7 +122,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
     //
     // Its concerns, each in a file: the state machine and lookups (+StateMachine), the block
     // cache and the read path (+BlockCache), the check of what was handed out
-    // (+Verification), `.fileCurrentOffsetKey` (+Offsets), the default sizes and statistics
+    // (+Verification), the offsets (+Offsets), the default sizes and statistics
     // (+Options), the errors (Internal/AssetErrors.swift). The stored state is here, since
     // extensions cannot hold any; it is internal (not private) for those files.
 
@@ -175,7 +175,7 @@ public final class AssetDataSource: BlobDataSource, @unchecked Sendable {
 
     // What was handed out, for the check on resume: the run being read, from `runStart` to
     // `position`, hashed as it is handed out; and the runs read before moves with
-    // `.fileCurrentOffsetKey`. Written only by the owner's calls (and read with `lock` held
+    // `seek(to:)`. Written only by the owner's calls (and read with `lock` held
     // by a lookup's answer, while no read runs).
     var runStart: Int64 = 0
     var runHash = DeliveredHash()

@@ -41,7 +41,16 @@ enum AssetErrors {
         )
     }
 
-    /// An offset set before open lies past the end of the asset.
+    /// A move refused because the source was closed (`.closed`) or failed (`.invalidOffset`,
+    /// with the failure as cause, not repeated in the message).
+    static func cannotMove(url: String, offset: Int64, closed: Bool, failure: (any Error)?) -> BlobStreamError {
+        closed
+            ? BlobStreamError(.closed, "cannot move '\(url)' to offset \(offset): it was closed")
+            : BlobStreamError(
+                .invalidOffset, "cannot move '\(url)' to offset \(offset): reading it failed", cause: failure)
+    }
+
+    /// An offset lies past the end of the asset (set before open, or a move after).
     static func pastEnd(url: String, offset: Int64, size: Int64) -> BlobStreamError {
         BlobStreamError(.invalidOffset, "offset \(offset) is past the end of '\(url)' (\(size) bytes)")
     }
