@@ -82,31 +82,40 @@ final class PathUpstream: BlobDataSource {
         }
     }
 
-    func property(forKey key: Stream.PropertyKey) -> Any? {
-        switch key {
-        case .fileCurrentOffsetKey: NSNumber(value: position)
-        case .blobContentIdentityKey: file != nil ? identity : nil
-        default: nil
+    /// The offset of the next byte (before `open()`, where reading starts).
+    var readOffset: Int64? { position }
+
+    /// Moves to `offset`; once open, refused past the size (`.invalidOffset`). Refused after
+    /// a failure, with the failure as cause. Before `open()`, any offset is kept.
+    func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else {
+            throw BlobStreamError(
+                .invalidOffset, "cannot move archive '\(path)' to offset \(offset): an offset is 0 or more")
+        }
+        if let failure = state.error {
+            throw BlobStreamError(
+                .invalidOffset, "cannot move archive '\(path)' to offset \(offset): reading it failed", cause: failure)
+        }
+        guard let size else {
+            position = offset
+            return
+        }
+        guard offset <= size else {
+            throw BlobStreamError(
+                .invalidOffset, "offset \(offset) is past the end of archive '\(path)' (\(size) bytes)")
+        }
+        position = offset
+        if offset == size {
+            state.isAtEnd = true
+        } else {
+            state.isAtEnd = false
+            state.hasBytesAvailable = true
         }
     }
 
-    func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property), state.error == nil else {
-            return false
-        }
-        if let size {
-            guard offset <= size else { return false }
-            position = offset
-            if offset == size {
-                state.isAtEnd = true
-            } else {
-                state.isAtEnd = false
-                state.hasBytesAvailable = true
-            }
-        } else {
-            position = offset
-        }
-        return true
+    /// `.blobContentIdentityKey` once open; `.fileCurrentOffsetKey` through `readOffset`.
+    func property(forKey key: Stream.PropertyKey) -> Any? {
+        key == .blobContentIdentityKey ? (file != nil ? identity : nil) : offsetProperty(forKey: key)
     }
 
     func close() {
