@@ -34,7 +34,7 @@ public struct AsynchronousRead: Sendable {
     /// count; the stream is closed at its end or its error. Waits at most `timeout`
     /// seconds; `finished` tells whether that was enough.
     ///
-    /// - Parameter offset: set with `.fileCurrentOffsetKey` before `open()`.
+    /// - Parameter offset: set with `seek(to:)` before `open()`.
     public init(
         reading source: any BlobDataSource, offset: Int64? = nil, size: Int = 65_536, timeout: TimeInterval = 30,
         nextSize: (@Sendable (Int) -> Int)? = nil, progress: (@Sendable (Int) -> Void)? = nil
@@ -59,7 +59,7 @@ public struct AsynchronousRead: Sendable {
         nextSize: (@Sendable (Int) -> Int)? = nil, progress: (@Sendable (Int) -> Void)? = nil
     ) {
         let stream = BlobInputStream(dataSource: source, mode: .asynchronous)
-        if let offset { _ = stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) }
+        if let offset { try? stream.seek(to: offset) } // a refused offset reads from the start
         var data = Data()
         var error: BlobStreamError?
         var buffer = [UInt8](repeating: 0, count: size)

@@ -5,7 +5,8 @@ import Foundation
 /// open, failure at open or at byte N, reads capped to a chunk size, and bytes that become
 /// available only after a delay on a queue (as a network or photo-library source would).
 ///
-/// Offsets seek in constant time (`offsetCapability == .seek`).
+/// Offsets seek in constant time (`offsetCapability == .seek`): `seek(to:)` and `readOffset`,
+/// or the original's `.fileCurrentOffsetKey` through the default `property` / `setProperty`.
 public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     // Unchecked Sendable: `cursor`, the only mutable field, is touched only with `lock`
     // held; the state object is thread-safe itself.
@@ -151,14 +152,21 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
-    public func property(forKey key: Stream.PropertyKey) -> Any? {
-        key == .fileCurrentOffsetKey ? NSNumber(value: lock.withLock { cursor.position }) : nil
-    }
+    /// The offset of the next byte (before `open()`, where reading will start).
+    public var readOffset: Int64? { Int64(lock.withLock { cursor.position }) }
 
-    public func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool {
-        guard key == .fileCurrentOffsetKey, let offset = BlobOffset.value(from: property),
-            offset <= data.count
-        else { return false }
+    /// Moves anywhere up to the end in constant time, before or after `open()` (even after
+    /// `close()`); once open, announces the end or bytes again.
+    ///
+    /// - Throws: `.invalidOffset` for a negative offset or one past the end, changing nothing.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0, offset <= data.count else {
+            throw BlobStreamError(
+                .invalidOffset,
+                offset < 0
+                    ? "cannot move the in-memory source to offset \(offset): an offset is 0 or more"
+                    : "offset \(offset) is past the end of the in-memory source (\(data.count) bytes)")
+        }
         let position = Int(offset)
         lock.withLock { cursor.position = position }
         if state.isOpenCompleted {
@@ -169,7 +177,6 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
                 state.hasBytesAvailable = true
             }
         }
-        return true
     }
 
     public func close() { lock.withLock { cursor.closed = true } }
