@@ -8,15 +8,13 @@ package func openStream(_ argument: String, registry: DataSourceRegistry, offset
     let url = try checkedSourceURL(argument, registry: registry)
     let stream = try BlobInputStream(url: url, registry: registry, mode: .synchronous)
     if let offset, offset > 0 {
-        guard stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) else {
-            let source = stream.dataSource
-            if source.offsetCapability == .none {
-                throw BlobStreamError(.offsetUnsupported, "\(argument): this source cannot start at an offset")
-            }
-            throw BlobStreamError(
-                .invalidOffset,
-                "\(argument): offset \(offset) refused"
-                    + (source.length.map { " (the source is \($0) bytes long)" } ?? ""))
+        do {
+            try stream.seek(to: offset)
+        } catch {
+            // The stream's refusal says why (`offset 7 is past the end (6 bytes)`); the tool
+            // names SOURCE as typed rather than the source's type.
+            let why = error.code == .offsetUnsupported ? "this source cannot start at an offset" : error.message
+            throw BlobStreamError(error.code, "\(argument): \(why)", cause: error.cause)
         }
     }
     stream.open()
