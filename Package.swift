@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "BlobStreamGzip", targets: ["BlobStreamGzip"]),
         .library(name: "BlobStreamArchive", targets: ["BlobStreamArchive"]),
         .library(name: "BlobStreamAssets", targets: ["BlobStreamAssets"]),
+        .library(name: "BlobStreamUpload", targets: ["BlobStreamUpload"]),
         .library(name: "BlobStreamNetworking", targets: ["BlobStreamNetworking"]),
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
@@ -41,11 +42,13 @@ let package = Package(
         .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive", "CBlobStreamZlib"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
         // Integrations: upload bodies.
-        .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),
+        // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
+        .target(name: "BlobStreamUpload", dependencies: ["BlobStream"]),
+        .target(name: "BlobStreamNetworking", dependencies: ["BlobStream", "BlobStreamUpload"]),
         .target(
             name: "BlobStreamHTTPClient",
             dependencies: [
-                "BlobStream", "BlobStreamNetworking",
+                "BlobStream", "BlobStreamUpload",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -53,7 +56,7 @@ let package = Package(
         ),
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
         .target(
-            name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamNetworking", "BlobStreamTestSupport"],
+            name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"],
             path: "Tests/NginxTestServer"
         ),
         // Helpers for tests, usable by any source author.
