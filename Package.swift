@@ -20,7 +20,7 @@ let package = Package(
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
-        .executable(name: "blobstream-net", targets: ["blobstream-net"]),
+        .executable(name: "blobstream-urlsession", targets: ["blobstream-urlsession"]),
         .plugin(name: "GenerateFixtures", targets: ["GenerateFixtures"]),
     ],
     dependencies: [
@@ -61,32 +61,32 @@ let package = Package(
         ),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
-        // The command-line tool: what its two programs share (registry, pump, console,
-        // exit statuses), the reading commands, and the commands that need an HTTP client
-        // (`blobstream upload` and `blobstream demo` hand over to `blobstream-net`).
+        // The command-line tool: what its programs share (registry, pump, console, exit
+        // statuses, the upload's arguments), `blobstream` (every command; uploads with
+        // AsyncHTTPClient) and its helper `blobstream-urlsession` (`upload --client
+        // urlsession` hands over to it, so that `blobstream` does not load libcurl).
         .target(
             name: "BlobStreamCLI",
             dependencies: [
                 "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamUpload",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "blobstream",
             dependencies: [
-                "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
-            name: "blobstream-net",
+            name: "blobstream-urlsession",
             dependencies: [
-                "BlobStreamCLI", "BlobStream", "BlobStreamAssets", "BlobStreamNetworking", "BlobStreamHTTPClient",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                "BlobStreamCLI", "BlobStreamNetworking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Baseline programs for `make bench` (Foundation's own streams).
@@ -145,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "blobstream", "blobstream-net", "blobstream-fixtures", "NginxTestServer",
+                "blobstream", "blobstream-urlsession", "blobstream-fixtures", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
