@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
     ],
     targets: [
         // Core: the contract, the stream, observation, registry, errors. Foundation only.
@@ -58,6 +59,16 @@ let package = Package(
         .target(
             name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"],
             path: "Tests/NginxTestServer"
+        ),
+        // Test-only: counts the allocations of the upload body producers (malloc-interposer).
+        .executableTarget(
+            name: "blobstream-upload-alloc-probe",
+            dependencies: [
+                "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking",
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/UploadAllocationProbe"
         ),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
@@ -138,6 +149,7 @@ let package = Package(
             name: "BlobStreamHTTPClientTests",
             dependencies: [
                 "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
+                "blobstream-upload-alloc-probe",
                 "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
