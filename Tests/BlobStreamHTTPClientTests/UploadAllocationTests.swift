@@ -25,6 +25,11 @@ struct UploadAllocationTests {
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
+        let output = String(decoding: data, as: UTF8.self)
+        // Under ThreadSanitizer (`make tsan`) its allocator takes malloc before the
+        // interposer: the probe then runs the producers (their races are checked) but
+        // cannot count; `make test` always counts.
+        if output.hasPrefix("uncounted: ThreadSanitizer") { return }
         // "<producer> <chunks> <mallocs>" lines.
         var counts: [String: [Int: Int]] = [:]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
