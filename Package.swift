@@ -29,19 +29,28 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Core: the contract, the stream, observation, registry, errors. Foundation only.
         .target(name: "BlobStream"),
+        // The one system-call layer (internal, no product): swift-system, and Glibc only
+        // where swift-system has nothing (poll, inotify, fcntl), for the source modules.
+        .target(
+            name: "BlobStreamSystem",
+            dependencies: ["BlobStream", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // Sources.
-        .target(name: "BlobStreamFiles", dependencies: ["BlobStream"]),
+        .target(name: "BlobStreamFiles", dependencies: ["BlobStream", "BlobStreamSystem"]),
         .systemLibrary(
             name: "CBlobStreamZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
-        .target(name: "BlobStreamArchive", dependencies: ["BlobStream", "CBlobStreamArchive", "CBlobStreamZlib"]),
-        .target(name: "BlobStreamAssets", dependencies: ["BlobStream"]),
+        .target(
+            name: "BlobStreamArchive",
+            dependencies: ["BlobStream", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
+        .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
         .target(name: "BlobStreamUpload", dependencies: ["BlobStream"]),
@@ -103,10 +112,18 @@ let package = Package(
         // Baseline programs for `make bench` (Foundation's own streams).
         .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
         .executableTarget(name: "blobstream-bench-urlsession"),
+        // The sample photo library of Fixtures/library and the tests (no product: not shipped).
+        .target(
+            name: "SampleAssetLibrary",
+            dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamSystem", "BlobStreamTestSupport"]
+        ),
         // Regenerates Fixtures/: a thin plugin over a tested executable.
         .executableTarget(
             name: "blobstream-fixtures",
-            dependencies: ["BlobStreamAssets", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "BlobStreamAssets", "BlobStreamTestSupport", "SampleAssetLibrary",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .plugin(
             name: "GenerateFixtures",
@@ -134,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "BlobStreamAssetsTests",
             dependencies: [
-                "BlobStream", "BlobStreamAssets", "BlobStreamTestSupport",
+                "BlobStream", "BlobStreamAssets", "BlobStreamTestSupport", "SampleAssetLibrary",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -151,6 +168,7 @@ let package = Package(
                 "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
                 "blobstream-upload-alloc-probe",
                 "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
+                "SampleAssetLibrary",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -161,6 +179,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(
+            name: "BlobStreamSystemTests", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]),
         .testTarget(
             name: "BlobStreamFilesTests",
             dependencies: [

@@ -209,15 +209,3 @@ extension Stream.PropertyKey {
     /// is a hint, not a checksum.
     public static let blobContentIdentityKey = Stream.PropertyKey("BlobStreamContentIdentity")
 }
-
-/// Values for `.blobContentIdentityKey`.
-public enum BlobContentIdentity {
-    /// What a source that reads a regular file answers, from the `fstat` of its open
-    /// descriptor: the device, inode, size, and modification and change times. Every source
-    /// over the same unchanged file answers the same value (a `FileDataSource`, an archive
-    /// opened by path), so what one learned serves the others.
-    public static func file(_ status: stat) -> String {
-        "file:\(status.st_dev):\(status.st_ino):\(status.st_size)"
-            + ":\(status.st_mtim.tv_sec).\(status.st_mtim.tv_nsec):\(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
-    }
-}

@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
 import Synchronization
 
@@ -128,11 +129,11 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
         watcher.start()
         var entries: [Entry] = []
         for rel in DirectoryWalker.files(under: originals) {
-            guard case .success(let original) = Syscalls.identity(path: originals + "/" + rel),
+            guard case .success(let original) = FileStatus.at(originals + "/" + rel),
                 let url = Self.assetURL(forRelativePath: rel)
             else { continue } // removed meanwhile
             var edited: Int64?
-            if case .success(let render) = Syscalls.identity(path: rootPath + "/renders/" + rel), render.isRegular {
+            if case .success(let render) = FileStatus.at(rootPath + "/renders/" + rel), render.isRegular {
                 edited = render.size
             }
             entries.append(
@@ -182,7 +183,7 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
             path: originals + "/" + rel, rendition: .original, url: url, generation: changes, lookedUpAt: generation)
         var edited: DirectoryRepresentation?
         let renderPath = rootPath + "/renders/" + rel
-        if case .success(let render) = Syscalls.identity(path: renderPath), render.isRegular {
+        if case .success(let render) = FileStatus.at(renderPath), render.isRegular {
             edited = try DirectoryRepresentation(
                 path: renderPath, rendition: .edited, url: url, generation: changes, lookedUpAt: generation)
         }
@@ -191,16 +192,17 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
 
     /// The path of `originals/`, after checking that the library is there.
     private func checkRoot(context: String) throws -> String {
-        switch Syscalls.identity(path: rootPath) {
+        switch FileStatus.at(rootPath) {
         case .failure(let cause):
-            throw BlobStreamError(.notFound, "\(context): the asset library '\(rootPath)' does not exist", cause: cause)
+            throw BlobStreamError(
+                .notFound, "\(context): the asset library '\(rootPath)' does not exist", cause: cause.cause)
         case .success(let id) where !id.isDirectory:
             throw BlobStreamError(.unsupported, "\(context): the asset library '\(rootPath)' is not a folder")
         case .success:
             break
         }
         let originals = rootPath + "/originals"
-        guard case .success(let id) = Syscalls.identity(path: originals), id.isDirectory else {
+        guard case .success(let id) = FileStatus.at(originals), id.isDirectory else {
             throw BlobStreamError(.notFound, "\(context): the asset library '\(rootPath)' has no originals/ folder")
         }
         return originals

@@ -1,6 +1,6 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
-import Glibc
 
 /// A data source that reads a regular file by path, with `pread`.
 ///
@@ -23,7 +23,8 @@ import Glibc
 /// - `.fileCurrentOffsetKey`: an offset set before `open()` is where reading starts (an
 ///   offset past the end then fails the open with `.invalidOffset`, since the length is not
 ///   known before); after `open()` it moves there, and an offset past the length is refused.
-/// - Errors are `BlobStreamError`s naming the path, with the `ErrnoError` as cause:
+/// - Errors are `BlobStreamError`s naming the path (and the system call that failed:
+///   `open '/data/a.mov': No such file or directory (errno 2)`), with the `ErrnoError` as cause:
 ///   `.notFound` (missing path, a path through a non-directory), `.permissionDenied`,
 ///   `.unsupported` (a directory, a FIFO, a device, a socket: use `FileHandleDataSource` for
 ///   those), `.ioFailed`, `.changed`, `.invalidOffset`.
@@ -43,7 +44,7 @@ public final class FileDataSource: BlobDataSource {
     /// Where reading starts, until `open()`.
     private var startOffset: Int64 = 0
     private var opened = false, closed = false
-    private var fd: Int32 = -1
+    private var file: SystemFile?
     /// What `.blobContentIdentityKey` answers once open.
     private var identity: String?
 
@@ -53,7 +54,7 @@ public final class FileDataSource: BlobDataSource {
     }
 
     deinit {
-        if fd >= 0 { Syscalls.close(fd) }
+        file?.close()
     }
 
     /// The path, quoted, for messages.
@@ -76,37 +77,35 @@ public final class FileDataSource: BlobDataSource {
         guard !opened, !closed else { return }
         opened = true
         let offset = startOffset
-        let fd: Int32
+        let file: SystemFile
         guard !path.utf8.contains(0) else { return fail(FileSources.nulInPath(path)) }
-        switch Syscalls.openForReading(path) {
-        case .success(let opened): fd = opened
-        case .failure(let cause): return fail(FileErrors.open(cause, name))
+        switch SystemFile.openForReading(path, nonBlocking: true) {
+        case .success(let opened): file = opened
+        case .failure(let failure): return fail(FileErrors.open(failure, name))
         }
-        self.fd = fd
+        self.file = file
         let status: FileStatus
-        switch Syscalls.status(fd) {
+        switch file.status() {
         case .success(let s): status = s
-        case .failure(let cause): return fail(FileErrors.inspect(cause, name))
+        case .failure(let failure): return fail(FileErrors.inspect(failure, name))
         }
         guard status.kind == .regular else {
             let hint = status.kind == .directory ? "" : ", not a regular file (FileHandleDataSource reads those)"
             return fail(FileErrors.unsupported(status.kind, name, hint: hint))
         }
-        if case .failure(let cause) = Syscalls.clearNonBlocking(fd) {
-            return fail(FileErrors.inspect(cause, name))
+        if case .failure(let failure) = file.clearNonBlocking() {
+            return fail(FileErrors.inspect(failure, name))
         }
         guard offset <= status.size else {
             return fail(FileErrors.pastEnd(name, offset: offset, length: status.size))
         }
         identity = status.identity
-        reader = PositionalReader(fd: fd, length: status.size, offset: offset, name: name, state: state)
+        reader = PositionalReader(file: file, length: status.size, offset: offset, name: name, state: state)
     }
 
     private func fail(_ error: BlobStreamError) {
-        if fd >= 0 {
-            Syscalls.close(fd)
-            fd = -1
-        }
+        file?.close()
+        file = nil
         state.error = error
     }
 
@@ -149,9 +148,7 @@ public final class FileDataSource: BlobDataSource {
     public func close() {
         closed = true
         reader = nil
-        if fd >= 0 {
-            Syscalls.close(fd)
-            fd = -1
-        }
+        file?.close()
+        file = nil
     }
 }

@@ -1,6 +1,6 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
-import Glibc
 
 /// A data source over any open `FileHandle`, so over any descriptor: a regular file, a pipe,
 /// a FIFO, a socket, a character device.
@@ -62,10 +62,10 @@ public final class FileHandleDataSource: BlobDataSource {
         case refused(BlobStreamError)
     }
 
-    private let fd: Int32
+    private let file: SystemFile
     /// A pipe that `interrupt()` writes to, to end a `read` blocked in the kernel (nil for a
     /// regular file, whose reads end on their own, or when the system refused a pipe).
-    private let wake: (read: Int32, write: Int32)?
+    private let wake: WakeupPipe?
     private let kind: Kind
     private let name: String
     private var positional: PositionalReader?
@@ -84,13 +84,13 @@ public final class FileHandleDataSource: BlobDataSource {
         self.fileHandle = fileHandle
         self.closeOnClose = closeOnClose
         let fd = fileHandle.fileDescriptor
-        self.fd = fd
-        let target = Syscalls.describe(descriptor: fd)
-        let name = target.map { "fd \(fd) ('\($0)')" } ?? "fd \(fd)"
+        let file = SystemFile(rawDescriptor: fd)
+        self.file = file
+        let name = file.target.map { "fd \(fd) ('\($0)')" } ?? "fd \(fd)"
         self.name = name
-        switch Syscalls.status(fd) {
-        case .failure(let cause):
-            kind = .refused(FileErrors.inspect(cause, name))
+        switch file.status() {
+        case .failure(let failure):
+            kind = .refused(FileErrors.inspect(failure, name))
         case .success(let status):
             switch status.kind {
             case .regular: kind = .positional
@@ -98,15 +98,12 @@ public final class FileHandleDataSource: BlobDataSource {
             default: kind = .sequential
             }
         }
-        if case .sequential = kind { wake = Syscalls.makeWakeup() } else { wake = nil }
+        if case .sequential = kind { wake = WakeupPipe.make() } else { wake = nil }
     }
 
     deinit {
         sequential?.deallocate()
-        if let wake {
-            Syscalls.close(wake.read)
-            Syscalls.close(wake.write)
-        }
+        wake?.close()
     }
 
     /// The file's size at `open()` for a regular file; `nil` before `open()` and for
@@ -135,18 +132,18 @@ public final class FileHandleDataSource: BlobDataSource {
         case .refused(let error):
             state.error = error
         case .sequential:
-            sequential = SequentialReader(fd: fd, wake: wake?.read ?? -1, offset: startOffset, name: name, state: state)
+            sequential = SequentialReader(file: file, wake: wake, offset: startOffset, name: name, state: state)
         case .positional:
-            switch Syscalls.status(fd) {
-            case .failure(let cause):
-                state.error = FileErrors.inspect(cause, name)
+            switch file.status() {
+            case .failure(let failure):
+                state.error = FileErrors.inspect(failure, name)
             case .success(let status):
                 guard startOffset <= status.size else {
                     state.error = FileErrors.pastEnd(name, offset: startOffset, length: status.size)
                     return
                 }
                 positional = PositionalReader(
-                    fd: fd, length: status.size, offset: startOffset, name: name, state: state)
+                    file: file, length: status.size, offset: startOffset, name: name, state: state)
             }
         }
     }
@@ -195,7 +192,7 @@ public final class FileHandleDataSource: BlobDataSource {
     /// returns −1 with `.closed`, as does every later read. Safe from any thread; signals an
     /// pipe that each such read polls beside the descriptor.
     public func interrupt() {
-        if let wake { Syscalls.signal(wakeup: wake.write) }
+        wake?.signal()
     }
 
     /// Stops reading; closes `fileHandle` only when made with `closeOnClose: true`. Later

@@ -10,19 +10,13 @@
 // SHA-256 (a test checks the committed files against that list). Run through the package plugin:
 // `swift package --allow-writing-to-package-directory generate-fixtures`.
 import BlobStreamAssets
+import BlobStreamTestSupport
 import Crypto
 import Foundation
+import SampleAssetLibrary
 
-/// Deterministic pseudo-random bytes (64-bit LCG, fixed seed).
-func pseudoRandom(_ count: Int, seed: UInt64) -> Data {
-    var state = seed
-    var out = [UInt8](repeating: 0, count: count)
-    for i in 0..<count {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        out[i] = UInt8(truncatingIfNeeded: state >> 33)
-    }
-    return Data(out)
-}
+/// Deterministic pseudo-random bytes (the tests' generator).
+func pseudoRandom(_ count: Int, seed: UInt64) -> Data { TestData.pseudoRandom(count, seed: seed) }
 
 /// A fixture: a relative path, how it is made (for the README), and its bytes.
 struct Fixture {

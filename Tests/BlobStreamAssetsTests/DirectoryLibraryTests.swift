@@ -4,6 +4,7 @@ import BlobStreamTestSupport
 import Crypto
 import Foundation
 import Glibc
+import SampleAssetLibrary
 import Testing
 
 @Suite("DirectoryAssetLibrary")

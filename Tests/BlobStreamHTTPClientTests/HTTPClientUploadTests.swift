@@ -10,6 +10,7 @@ import BlobStreamTestSupport
 import Crypto
 import Foundation
 import NginxTestServer
+import SampleAssetLibrary
 import Testing
 
 func sha256(_ data: Data) -> String {

@@ -1,6 +1,6 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
-import Glibc
 
 /// The upstream of an archive opened by path: a regular file read with `pread`, seekable.
 ///
@@ -10,82 +10,74 @@ import Glibc
 final class PathUpstream: BlobDataSource {
     let state = BlobDataSourceState()
     let path: String
-    private var fd: Int32 = -1
+    private var file: SystemFile?
     private var size: Int64?
     private var position: Int64 = 0
     private var identity: String?
 
     init(path: String) { self.path = path }
 
-    deinit { if fd >= 0 { Glibc.close(fd) } }
+    deinit { file?.close() }
 
     var length: Int64? { size }
     var offsetCapability: BlobOffsetCapability { .seek }
 
     func open() {
-        guard fd < 0, size == nil, state.error == nil else { return }
+        guard file == nil, size == nil, state.error == nil else { return }
         guard !path.utf8.contains(0) else {
             state.error = BlobStreamError(
                 .notFound, "cannot open archive '\(BlobURL.escapedText(path))': a path cannot contain a NUL byte")
             return
         }
-        var d: Int32
-        repeat { d = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) } while d < 0 && errno == EINTR
-        guard d >= 0 else {
-            let code = errno
-            let (kind, what): (BlobStreamError.Code, String) =
-                switch code {
-                case ENOENT, ENOTDIR: (.notFound, "no such file")
-                case EACCES, EPERM: (.permissionDenied, "permission denied")
-                default: (.ioFailed, "open failed")
-                }
-            state.error = BlobStreamError(kind, "cannot open archive '\(path)': \(what)", cause: ErrnoError(code))
+        let file: SystemFile
+        switch SystemFile.openForReading(path) {
+        case .success(let opened): file = opened
+        case .failure(let failure):
+            state.error = failure.error("archive '\(path)'")
             return
         }
-        fd = d
-        var info = stat()
-        guard fstat(d, &info) == 0 else {
-            state.error = BlobStreamError(.ioFailed, "cannot inspect archive '\(path)'", cause: ErrnoError(errno))
+        self.file = file
+        let info: FileStatus
+        switch file.status() {
+        case .success(let status): info = status
+        case .failure(let failure):
+            state.error = failure.error("archive '\(path)'", code: .ioFailed)
             return
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard info.kind == .regular else {
             let what =
-                info.st_mode & S_IFMT == S_IFDIR
+                info.kind == .directory
                 ? "a directory" : "not a regular file (hand in a FileHandleDataSource as the upstream)"
             state.error = BlobStreamError(.unsupported, "cannot read archive '\(path)': it is \(what)")
             return
         }
-        size = Int64(info.st_size)
-        identity = BlobContentIdentity.file(info)
+        size = info.size
+        identity = info.identity
         state.isOpenCompleted = true
         if size == 0 { state.isAtEnd = true } else { state.hasBytesAvailable = true }
     }
 
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        guard fd >= 0, let size, state.error == nil else { return -1 }
+        guard let file, let size, state.error == nil else { return -1 }
         let remaining = size - position
         if remaining <= 0 {
             state.isAtEnd = true
             return 0
         }
         let count = Int(min(Int64(maxLength), remaining))
-        while true {
-            let n = pread(fd, buffer, count, off_t(position))
-            if n > 0 {
-                position += Int64(n)
-                if position == size { state.isAtEnd = true }
-                return n
-            }
-            if n == 0 {
-                state.error = BlobStreamError(
-                    .changed,
-                    "archive '\(path)' changed while being read: it ends at offset \(position), but was \(size) bytes long when opened"
-                )
-                return -1
-            }
-            if errno == EINTR { continue }
+        switch file.read(into: buffer, count: count, at: position) {
+        case .success(let n) where n > 0:
+            position += Int64(n)
+            if position == size { state.isAtEnd = true }
+            return n
+        case .success:
             state.error = BlobStreamError(
-                .ioFailed, "cannot read archive '\(path)' at offset \(position)", cause: ErrnoError(errno))
+                .changed,
+                "archive '\(path)' changed while being read: it ends at offset \(position), but was \(size) bytes long when opened"
+            )
+            return -1
+        case .failure(let failure):
+            state.error = failure.error("archive '\(path)'", offset: position, code: .ioFailed)
             return -1
         }
     }
@@ -93,7 +85,7 @@ final class PathUpstream: BlobDataSource {
     func property(forKey key: Stream.PropertyKey) -> Any? {
         switch key {
         case .fileCurrentOffsetKey: NSNumber(value: position)
-        case .blobContentIdentityKey: fd >= 0 ? identity : nil
+        case .blobContentIdentityKey: file != nil ? identity : nil
         default: nil
         }
     }
@@ -118,9 +110,7 @@ final class PathUpstream: BlobDataSource {
     }
 
     func close() {
-        if fd >= 0 {
-            Glibc.close(fd)
-            fd = -1
-        }
+        file?.close()
+        file = nil
     }
 }

@@ -1,6 +1,6 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
-import Glibc
 
 /// One rendition of an asset of a `DirectoryAssetLibrary`: a file opened at lookup.
 ///
@@ -21,8 +21,8 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
     let fingerprint: String
     let path: String
     let url: String
-    private let fd: Int32
-    private let identity: FileIdentity
+    private let file: SystemFile
+    private let identity: FileStatus
     private let generation: Generation
     private let lookedUpAt: UInt64
 
@@ -35,23 +35,23 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
     /// - Throws: `BlobStreamError` naming `url` and `path`: `.notFound`, `.permissionDenied`,
     ///   `.unsupported` (not a regular file), `.ioFailed`.
     init(path: String, rendition: AssetRendition, url: String, generation: Generation, lookedUpAt: UInt64) throws {
-        let fd: Int32
-        switch Syscalls.openForReading(path) {
-        case .success(let opened): fd = opened
-        case .failure(let cause): throw AssetErrors.open(cause, path: path, url: url)
+        let file: SystemFile
+        switch SystemFile.openForReading(path) {
+        case .success(let opened): file = opened
+        case .failure(let failure): throw AssetErrors.system(failure, path: path, url: url)
         }
-        let identity: FileIdentity
-        switch Syscalls.identity(fd: fd) {
+        let identity: FileStatus
+        switch file.status() {
         case .success(let id): identity = id
-        case .failure(let cause):
-            Syscalls.close(fd)
-            throw BlobStreamError(.ioFailed, "cannot inspect '\(path)' (\(url))", cause: cause)
+        case .failure(let failure):
+            file.close()
+            throw AssetErrors.system(failure, path: path, url: url, code: .ioFailed)
         }
         guard identity.isRegular else {
-            Syscalls.close(fd)
+            file.close()
             throw BlobStreamError(.unsupported, "cannot read '\(path)' (\(url)): not a regular file")
         }
-        self.fd = fd
+        self.file = file
         self.identity = identity
         self.size = identity.size
         self.path = path
@@ -61,14 +61,14 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
         self.rendition = rendition
         self.generation = generation
         self.lookedUpAt = lookedUpAt
-        self.fingerprint = try Self.fingerprint(fd: fd, size: identity.size, path: path, url: url)
+        self.fingerprint = try Self.fingerprint(file: file, size: identity.size, path: path, url: url)
     }
 
-    deinit { Syscalls.close(fd) }
+    deinit { file.close() }
 
     /// `"<size>:<hash>"`, the hash over the whole file when it is small, otherwise over
     /// `sampleSize` bytes at its start, middle and end.
-    private static func fingerprint(fd: Int32, size: Int64, path: String, url: String) throws -> String {
+    private static func fingerprint(file: SystemFile, size: Int64, path: String, url: String) throws -> String {
         let sample = Int64(sampleSize)
         var ranges: [(offset: Int64, count: Int)] = []
         if size <= 3 * sample {
@@ -83,11 +83,11 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
         defer { buffer.deallocate() }
         var hasher = ContentHash.Hasher64(seed: UInt64(bitPattern: size))
         for (offset, count) in ranges where count > 0 {
-            switch Syscalls.preadFully(fd, buffer, count, offset) {
+            switch file.readFully(into: buffer, count: count, at: offset) {
             case .success(let n):
                 hasher.combine(UnsafeRawBufferPointer(start: buffer, count: n))
-            case .failure(let cause):
-                throw BlobStreamError(.ioFailed, "cannot read '\(path)' (\(url)) at offset \(offset)", cause: cause)
+            case .failure(let failure):
+                throw AssetErrors.system(failure, path: path, url: url, offset: offset, code: .ioFailed)
             }
         }
         return "\(size):" + String(hasher.finalize(), radix: 16)
@@ -96,7 +96,7 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
     /// The check `getBytes` makes first: the library's generation, and one `fstat`.
     func checkValid() throws {
         guard generation.current == lookedUpAt,
-            case .success(let now) = Syscalls.identity(fd: fd), now == identity
+            case .success(let now) = file.status(), now == identity
         else { throw AssetErrors.invalidated(url: url, path: path) }
     }
 
@@ -107,15 +107,15 @@ final class DirectoryRepresentation: AssetRepresentation, @unchecked Sendable {
             throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of '\(url)' (\(size) bytes)")
         }
         let count = Int(min(Int64(length), size - offset))
-        switch Syscalls.preadFully(fd, buffer, count, offset) {
+        switch file.readFully(into: buffer, count: count, at: offset) {
         case .success(let n) where n == count:
             return n
         case .success:
             // Shorter than at lookup with the same identity: changed in place, within the
             // timestamp resolution. Looking up again tells.
             throw AssetErrors.invalidated(url: url, path: path)
-        case .failure(let cause):
-            throw BlobStreamError(.ioFailed, "cannot read '\(path)' (\(url)) at offset \(offset)", cause: cause)
+        case .failure(let failure):
+            throw AssetErrors.system(failure, path: path, url: url, offset: offset, code: .ioFailed)
         }
     }
 }

@@ -1,3 +1,4 @@
+import BlobStreamSystem
 import Foundation
 
 /// Lists the files of a library folder. Hidden entries (names starting with `.`) are
@@ -6,7 +7,7 @@ enum DirectoryWalker {
     /// The names of the folders directly inside `path` (none when it cannot be listed).
     static func subfolders(of path: String) -> [String] {
         entries(of: path).filter { name in
-            if case .success(let id) = Syscalls.identity(path: path + "/" + name) { return id.isDirectory }
+            if case .success(let id) = FileStatus.at(path + "/" + name) { return id.isDirectory }
             return false
         }
     }
@@ -24,7 +25,7 @@ enum DirectoryWalker {
         let folder = relative.isEmpty ? base : base + "/" + relative
         for name in entries(of: folder) {
             let rel = relative.isEmpty ? name : relative + "/" + name
-            guard case .success(let id) = Syscalls.identity(path: base + "/" + rel) else { continue }
+            guard case .success(let id) = FileStatus.at(base + "/" + rel) else { continue }
             if id.isDirectory {
                 walk(base, relative: rel, depth: depth + 1, into: &out)
             } else if id.isRegular, AssetNaming.ext(of: name) != nil {

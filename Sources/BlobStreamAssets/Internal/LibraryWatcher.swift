@@ -1,6 +1,6 @@
 import BlobStream
+import BlobStreamSystem
 import Dispatch
-import Glibc
 import Synchronization
 
 /// A library's change counter, shared with the representations it hands out: each records
@@ -22,7 +22,7 @@ final class Generation: Sendable {
 /// Events arrive asynchronously (on a queue of its own), shortly after the change.
 final class LibraryWatcher: Sendable {
     private struct Watching {
-        var fd: Int32 = -1
+        var inotify: Inotify?
         var source: (any DispatchSourceRead)?
         var paths: [Int32: String] = [:]
         var failed = false
@@ -47,14 +47,14 @@ final class LibraryWatcher: Sendable {
     func start() -> Bool {
         watching.withLock { w in
             if w.source != nil { return !w.failed }
-            guard case .success(let id) = Syscalls.identity(path: root), id.isDirectory,
-                case .success(let fd) = Syscalls.inotifyInit()
+            guard case .success(let id) = FileStatus.at(root), id.isDirectory,
+                case .success(let inotify) = Inotify.make()
             else { return false }
-            w.fd = fd
+            w.inotify = inotify
             w.failed = !addTree(root, into: &w, depth: 0)
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            let source = DispatchSource.makeReadSource(fileDescriptor: inotify.descriptor.rawValue, queue: queue)
             source.setEventHandler { [weak self] in self?.drain() }
-            source.setCancelHandler { Syscalls.close(fd) }
+            source.setCancelHandler { inotify.close() }
             w.source = source
             source.resume()
             return !w.failed
@@ -74,15 +74,16 @@ final class LibraryWatcher: Sendable {
     /// on `originals/` and `renders/` trees. Returns false when a watch could not be added.
     private func addTree(_ path: String, into w: inout Watching, depth: Int) -> Bool {
         guard depth < 64 else { return true }
-        switch Syscalls.inotifyWatch(w.fd, path) {
+        guard let inotify = w.inotify else { return false }
+        switch inotify.watch(path) {
         case .success(let wd): w.paths[wd] = path
-        case .failure(let e): return e.code == ENOENT || e.code == ENOTDIR // gone meanwhile: nothing to watch
+        case .failure(let failure): return failure.isNotFound // gone meanwhile: nothing to watch
         }
         var ok = true
         let children = depth == 0 ? ["originals", "renders"] : DirectoryWalker.subfolders(of: path)
         for name in children {
             let child = path + "/" + name
-            if case .success(let id) = Syscalls.identity(path: child), id.isDirectory {
+            if case .success(let id) = FileStatus.at(child), id.isDirectory {
                 ok = addTree(child, into: &w, depth: depth + 1) && ok
             }
         }
@@ -91,20 +92,18 @@ final class LibraryWatcher: Sendable {
 
     /// Reads the pending events: any event is a change; a new folder gets watched.
     private func drain() {
-        let events = watching.withLock { w in w.fd >= 0 && w.source != nil ? Syscalls.inotifyRead(w.fd) : [] }
+        let events = watching.withLock { w in w.source != nil ? w.inotify?.readEvents() ?? [] : [] }
         guard !events.isEmpty else { return }
         var changed = false
         watching.withLock { w in
             guard w.source != nil else { return }
             for event in events {
-                if event.mask & UInt32(IN_IGNORED) != 0 {
+                if event.isWatchRemoved {
                     w.paths[event.watch] = nil
                     continue
                 }
                 changed = true
-                let isDir = event.mask & UInt32(IN_ISDIR) != 0
-                let created = event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0
-                if isDir, created, let parent = w.paths[event.watch], !event.name.isEmpty {
+                if event.isDirectory, event.isCreation, let parent = w.paths[event.watch], !event.name.isEmpty {
                     let atRoot = parent == root
                     if !atRoot || event.name == "originals" || event.name == "renders" {
                         if !addTree(parent + "/" + event.name, into: &w, depth: atRoot ? 1 : 2) { w.failed = true }

@@ -1,31 +1,25 @@
 import BlobStream
-import Glibc
+import BlobStreamSystem
 
 /// The errors of the file sources, built in one place so that every message names the file
-/// (`name` is already quoted: `'/data/a.jpg'` or `fd 5 ('pipe:[123]')`) and carries the errno.
+/// (`name` is already quoted: `'/data/a.jpg'` or `fd 5 ('pipe:[123]')`), and those of a system
+/// call name the call too and carry the errno as cause (`BlobStreamSystem`).
 enum FileErrors {
-    /// `open(2)` failed.
-    static func open(_ cause: ErrnoError, _ name: String) -> BlobStreamError {
-        switch cause.code {
-        case ENOENT:
-            return BlobStreamError(.notFound, "cannot open \(name): no such file", cause: cause)
-        case ENOTDIR:
-            return BlobStreamError(
-                .notFound, "cannot open \(name): a component of the path is not a directory", cause: cause)
-        case EACCES, EPERM:
-            return BlobStreamError(.permissionDenied, "cannot open \(name): permission denied", cause: cause)
-        case ELOOP:
-            return BlobStreamError(.unsupported, "cannot open \(name): too many levels of symbolic links", cause: cause)
-        case ENAMETOOLONG:
-            return BlobStreamError(.notFound, "cannot open \(name): the path is too long", cause: cause)
-        default:
-            return BlobStreamError(.ioFailed, "cannot open \(name)", cause: cause)
-        }
+    /// `open(2)` failed: `"open '/data/a.jpg': No such file or directory (errno 2)"`, with
+    /// the code of the errno (`.notFound`, `.permissionDenied`, `.unsupported` for a loop of
+    /// symbolic links, `.ioFailed`).
+    static func open(_ failure: SystemCallFailure, _ name: String) -> BlobStreamError {
+        failure.error(name)
     }
 
-    /// `fstat(2)` or `fcntl(2)` failed on an open descriptor.
-    static func inspect(_ cause: ErrnoError, _ name: String) -> BlobStreamError {
-        BlobStreamError(.ioFailed, "cannot inspect \(name)", cause: cause)
+    /// `open(2)` failed with `cause`.
+    static func open(_ cause: ErrnoError, _ name: String) -> BlobStreamError {
+        open(SystemCallFailure("open", code: cause.code), name)
+    }
+
+    /// `fstat(2)` or `fcntl(2)` failed on an open descriptor (`.ioFailed`).
+    static func inspect(_ failure: SystemCallFailure, _ name: String) -> BlobStreamError {
+        failure.error(name, code: .ioFailed)
     }
 
     /// The descriptor is of a kind the source does not read.
@@ -33,9 +27,10 @@ enum FileErrors {
         BlobStreamError(.unsupported, "cannot read \(name): it is \(kind)\(hint)")
     }
 
-    /// `pread(2)` or `read(2)` failed.
-    static func read(_ cause: ErrnoError, _ name: String, offset: Int64) -> BlobStreamError {
-        BlobStreamError(.ioFailed, "cannot read \(name) at offset \(offset)", cause: cause)
+    /// `pread(2)`, `read(2)` or the `poll(2)` before it failed (`.ioFailed`):
+    /// `"pread '/data/a.mov' at offset 123: Input/output error (errno 5)"`.
+    static func read(_ failure: SystemCallFailure, _ name: String, offset: Int64) -> BlobStreamError {
+        failure.error(name, offset: offset, code: .ioFailed)
     }
 
     /// The file ended before the length `fstat` gave at open.

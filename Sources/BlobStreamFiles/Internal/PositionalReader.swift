@@ -1,5 +1,5 @@
 import BlobStream
-import Glibc
+import BlobStreamSystem
 
 /// Reads a regular file with `pread` from a position it keeps itself (the descriptor's own
 /// offset is never used nor moved), up to the length `fstat` gave at open: a consistent
@@ -8,7 +8,7 @@ import Glibc
 /// Does not own the descriptor. The hot path (`read`) makes one `pread` straight into the
 /// caller's buffer and touches `state` only at the end or on an error.
 struct PositionalReader {
-    let fd: Int32
+    let file: SystemFile
     /// The size at open; bytes appended later are not read, a file that shrinks below it is
     /// an error.
     let length: Int64
@@ -19,8 +19,8 @@ struct PositionalReader {
 
     /// Starts at `offset` (≤ `length`, checked by the caller) and announces the first state:
     /// `isOpenCompleted`, then `hasBytesAvailable` or, when nothing remains, `isAtEnd`.
-    init(fd: Int32, length: Int64, offset: Int64, name: String, state: BlobDataSourceState) {
-        self.fd = fd
+    init(file: SystemFile, length: Int64, offset: Int64, name: String, state: BlobDataSourceState) {
+        self.file = file
         self.length = length
         self.position = offset
         self.name = name
@@ -41,7 +41,7 @@ struct PositionalReader {
             return 0
         }
         let count = Int64(maxLength) < remaining ? maxLength : Int(remaining)
-        switch Syscalls.pread(fd, buffer, count, position) {
+        switch file.read(into: buffer, count: count, at: position) {
         case .success(let n) where n > 0:
             position += Int64(n)
             if position == length { state.isAtEnd = true }
@@ -50,8 +50,8 @@ struct PositionalReader {
             // The file ends before the length seen at open: it shrank. Never a short clean end.
             state.error = FileErrors.shrank(name, offset: position, length: length)
             return -1
-        case .failure(let cause):
-            state.error = FileErrors.read(cause, name, offset: position)
+        case .failure(let failure):
+            state.error = FileErrors.read(failure, name, offset: position)
             return -1
         }
     }

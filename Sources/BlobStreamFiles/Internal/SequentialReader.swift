@@ -1,5 +1,5 @@
 import BlobStream
-import Glibc
+import BlobStreamSystem
 
 /// Reads a descriptor that cannot seek (pipe, FIFO, socket, character device) with `read`,
 /// in order. An offset is reached by reading and discarding into a buffer allocated once
@@ -10,9 +10,9 @@ struct SequentialReader {
     /// Size of the discard buffer.
     static let discardSize = 64 * 1024
 
-    let fd: Int32
-    /// The read end of the pipe that `interrupt()` signals (−1: reads are not interruptible).
-    let wake: Int32
+    let file: SystemFile
+    /// The pipe that `interrupt()` signals (nil: reads are not interruptible).
+    let wake: WakeupPipe?
     /// Quoted name for messages.
     let name: String
     /// Bytes taken from the descriptor so far (delivered or discarded).
@@ -26,8 +26,8 @@ struct SequentialReader {
 
     /// Starts with `offset` bytes to skip, and announces `isOpenCompleted` and
     /// `hasBytesAvailable` (a read may block on I/O, never on a callback: rule 2).
-    init(fd: Int32, wake: Int32, offset: Int64, name: String, state: BlobDataSourceState) {
-        self.fd = fd
+    init(file: SystemFile, wake: WakeupPipe?, offset: Int64, name: String, state: BlobDataSourceState) {
+        self.file = file
         self.wake = wake
         self.target = offset
         self.name = name
@@ -53,11 +53,11 @@ struct SequentialReader {
             ended = true
             state.isAtEnd = true
             return 0
-        case .failure(let cause) where cause.code == ECANCELED:
+        case .failure(let failure) where failure.isCanceled:
             state.error = FileErrors.interrupted(name, offset: consumed)
             return -1
-        case .failure(let cause):
-            state.error = FileErrors.read(cause, name, offset: consumed)
+        case .failure(let failure):
+            state.error = FileErrors.read(failure, name, offset: consumed)
             return -1
         }
     }
@@ -81,11 +81,11 @@ struct SequentialReader {
                 ended = true
                 state.error = FileErrors.streamEndedBefore(name, offset: target, end: consumed)
                 return false
-            case .failure(let cause) where cause.code == ECANCELED:
+            case .failure(let failure) where failure.isCanceled:
                 state.error = FileErrors.interrupted(name, offset: consumed)
                 return false
-            case .failure(let cause):
-                state.error = FileErrors.read(cause, name, offset: consumed)
+            case .failure(let failure):
+                state.error = FileErrors.read(failure, name, offset: consumed)
                 return false
             }
         }
@@ -101,10 +101,11 @@ struct SequentialReader {
         return true
     }
 
-    /// One `read`, interruptible through `wake` when there is one.
+    /// One `read` once the descriptor is readable, interruptible through `wake` when there
+    /// is one.
     @inline(__always)
-    private func readSome(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Result<Int, ErrnoError> {
-        wake >= 0 ? Syscalls.read(fd, buffer, count, wake: wake) : Syscalls.read(fd, buffer, count)
+    private func readSome(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Result<Int, SystemCallFailure> {
+        file.readWhenReady(into: buffer, count: count, wake: wake)
     }
 
     /// Frees the discard buffer.

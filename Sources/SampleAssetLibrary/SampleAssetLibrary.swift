@@ -1,16 +1,22 @@
 import BlobStream
+import BlobStreamAssets
+import BlobStreamSystem
+import BlobStreamTestSupport
 import Foundation
-import Glibc
+
+// The sample photo library that `make demo` streams and the tests read: written by
+// `blobstream-fixtures` into Fixtures/library, and by tests into temporary folders. Not part
+// of any product: users of BlobStreamAssets bring their own library.
 
 extension DirectoryAssetLibrary {
     /// One file of the sample library: its path under the library folder and its bytes.
-    public struct SampleFile: Sendable {
+    package struct SampleFile: Sendable {
         /// The path relative to the library folder, e.g. `originals/IMG_0001.JPG`.
-        public let path: String
+        package let path: String
         /// What it is, for a README.
-        public let summary: String
+        package let summary: String
         /// The bytes.
-        public let bytes: [UInt8]
+        package let bytes: [UInt8]
     }
 
     /// The files of the sample library, in the order they are written. Deterministic: the
@@ -23,7 +29,7 @@ extension DirectoryAssetLibrary {
     /// - `originals/2024/Trip/IMG_0003.JPG` (3,000 bytes), in a nested folder;
     /// - `originals/2024/Trip/MOV_0004.MOV`: a "video" of 204,800 bytes (QuickTime-like
     ///   `ftyp` header, pseudo-random body).
-    public static var sampleLibraryFiles: [SampleFile] {
+    package static var sampleLibraryFiles: [SampleFile] {
         [
             SampleFile(
                 path: "originals/IMG_0001.JPG", summary: "a 6,000-byte JPEG-like photo (seed 0xA55E7001)",
@@ -50,7 +56,7 @@ extension DirectoryAssetLibrary {
     /// and its subfolders as needed and replacing those files; other files are left alone.
     ///
     /// - Throws: `BlobStreamError` `.ioFailed` (or `.permissionDenied`) naming the file.
-    public static func writeSampleLibrary(at url: URL) throws {
+    package static func writeSampleLibrary(at url: URL) throws {
         var base = url.path
         while base.count > 1, base.hasSuffix("/") { base.removeLast() }
         for file in sampleLibraryFiles {
@@ -62,35 +68,22 @@ extension DirectoryAssetLibrary {
                 throw BlobStreamError(
                     .ioFailed, "cannot create the folder '\(folder)' of the sample asset library", cause: error)
             }
-            if case .failure(let cause) = Syscalls.writeFile(path, file.bytes) {
-                throw BlobStreamError(
-                    cause.code == EACCES ? .permissionDenied : .ioFailed,
-                    "cannot write '\(path)' of the sample asset library", cause: cause)
+            if case .failure(let failure) = SystemFile.writeFile(path, file.bytes) {
+                throw failure.error("'\(path)'", context: "the sample asset library")
             }
         }
-    }
-
-    /// Deterministic pseudo-random bytes (64-bit LCG).
-    static func pseudoRandom(_ count: Int, seed: UInt64) -> [UInt8] {
-        var state = seed
-        var out = [UInt8](repeating: 0, count: count)
-        for i in 0..<count {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            out[i] = UInt8(truncatingIfNeeded: state >> 33)
-        }
-        return out
     }
 
     /// SOI + APP1 "Exif" segment, a pseudo-random body, EOI: `count` bytes in all.
     static func jpegLike(_ count: Int, seed: UInt64) -> [UInt8] {
         let head: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x10] + Array("Exif\0\0MM\0*\0\0\0\u{8}".utf8)
         let tail: [UInt8] = [0xFF, 0xD9]
-        return head + pseudoRandom(count - head.count - tail.count, seed: seed) + tail
+        return head + [UInt8](TestData.pseudoRandom(count - head.count - tail.count, seed: seed)) + tail
     }
 
     /// A QuickTime `ftyp` box, then pseudo-random bytes: `count` bytes in all.
     static func movieLike(_ count: Int, seed: UInt64) -> [UInt8] {
         let head: [UInt8] = [0x00, 0x00, 0x00, 0x14] + Array("ftypqt  \0\0\0\0qt  ".utf8)
-        return head + pseudoRandom(count - head.count, seed: seed)
+        return head + [UInt8](TestData.pseudoRandom(count - head.count, seed: seed))
     }
 }

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+    import Glibc // only for the deprecated `file(_: stat)`
+#endif
+
+/// Values for `.blobContentIdentityKey`.
+public enum BlobContentIdentity {
+    /// A point in time as seconds and nanoseconds since 1970-01-01 00:00 UTC, as a file
+    /// system records it (a `timespec`).
+    public struct Timestamp: Sendable, Hashable {
+        /// Whole seconds since 1970 (negative before).
+        public var seconds: Int64
+        /// Nanoseconds within the second, 0 ..< 1,000,000,000.
+        public var nanoseconds: Int64
+
+        /// Makes a timestamp.
+        public init(seconds: Int64, nanoseconds: Int64) {
+            self.seconds = seconds
+            self.nanoseconds = nanoseconds
+        }
+    }
+
+    /// What a source that reads a regular file answers, from what `fstat` says of its open
+    /// descriptor: the device, inode, size, and modification and change times. Every source
+    /// over the same unchanged file answers the same value (a `FileDataSource`, an archive
+    /// opened by path), so what one learned serves the others.
+    ///
+    /// - Parameters:
+    ///   - device: the id of the device holding the file (`st_dev`).
+    ///   - inode: the file's inode number (`st_ino`).
+    ///   - size: its size in bytes (`st_size`).
+    ///   - modified: its last modification (`st_mtim`).
+    ///   - changed: its last status change (`st_ctim`), which users cannot set.
+    public static func file(device: UInt64, inode: UInt64, size: Int64, modified: Timestamp, changed: Timestamp)
+        -> String
+    {
+        "file:\(device):\(inode):\(size)"
+            + ":\(modified.seconds).\(modified.nanoseconds):\(changed.seconds).\(changed.nanoseconds)"
+    }
+
+    #if canImport(Glibc)
+        /// The value for a file from Glibc's `stat` of its open descriptor.
+        @available(
+            *, deprecated,
+            message: "use file(device:inode:size:modified:changed:), which takes Swift values instead of Glibc's stat"
+        )
+        public static func file(_ status: stat) -> String {
+            file(
+                device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
+                modified: Timestamp(seconds: Int64(status.st_mtim.tv_sec), nanoseconds: Int64(status.st_mtim.tv_nsec)),
+                changed: Timestamp(seconds: Int64(status.st_ctim.tv_sec), nanoseconds: Int64(status.st_ctim.tv_nsec)))
+        }
+    #endif
+}

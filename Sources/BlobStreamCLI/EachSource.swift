@@ -1,0 +1,42 @@
+// Running a command over each SOURCE, as cat does: one failure does not stop the others.
+
+import BlobStream
+import Foundation
+
+/// Runs `body` for each SOURCE like cat does: a failure is reported on stderr (one line)
+/// and the others still run; the command then fails. A closed stdout stops everything.
+package func forEachSource(_ sources: [String], _ body: (String) throws -> Void) throws {
+    var failed = false
+    for source in sources {
+        do {
+            try body(source)
+        } catch let error as StdoutClosed {
+            throw error
+        } catch let error as ToolFailure {
+            Console.error(error.message)
+            failed = true
+        } catch {
+            Console.error(failure(source, error).message)
+            failed = true
+        }
+    }
+    if failed { throw ToolFailure(message: "", alreadyReported: true) }
+}
+
+extension SourceOptions {
+    /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
+    /// asset URLs resolved through `--library`, and hands `body` its name and a function
+    /// that pumps its bytes to a consumer, with a progress line on a terminal.
+    package func forEachStream(
+        _ sources: [String],
+        _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
+    ) throws {
+        let registry = makeRegistry(library: library, skipArchiveVerification: skipArchiveVerification)
+        try forEachSource(sources) { source in
+            let stream = try openStream(source, registry: registry, offset: offset)
+            defer { stream.close() }
+            let progress = ProgressLine(label: source, total: stream.dataSource.length)
+            try body(source) { consume in try pump(stream, name: source, progress: progress, consume) }
+        }
+    }
+}
