@@ -20,7 +20,6 @@ build: deps
 ## 127.0.0.1, checks the server's copies).
 demo: deps
 	$(SWIFT) build --product blobstream
-	$(SWIFT) build --product blobstream-net
 	scripts/demo "$$($(SWIFT) build --show-bin-path)/blobstream"
 
 ## test: install what is missing, build everything, run every test.
@@ -46,7 +45,7 @@ format:
 bench: deps
 	@scripts/install-deps $(BENCH_PACKAGES)
 	$(SWIFT) build -c release --product blobstream
-	$(SWIFT) build -c release --product blobstream-net
+	$(SWIFT) build -c release --product blobstream-urlsession
 	$(SWIFT) build -c release --product blobstream-bench
 	$(SWIFT) build -c release --product blobstream-bench-urlsession
 	scripts/bench

@@ -15,11 +15,12 @@ let package = Package(
         .library(name: "BlobStreamGzip", targets: ["BlobStreamGzip"]),
         .library(name: "BlobStreamArchive", targets: ["BlobStreamArchive"]),
         .library(name: "BlobStreamAssets", targets: ["BlobStreamAssets"]),
+        .library(name: "BlobStreamUpload", targets: ["BlobStreamUpload"]),
         .library(name: "BlobStreamNetworking", targets: ["BlobStreamNetworking"]),
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
-        .executable(name: "blobstream-net", targets: ["blobstream-net"]),
+        .executable(name: "blobstream-urlsession", targets: ["blobstream-urlsession"]),
         .plugin(name: "GenerateFixtures", targets: ["GenerateFixtures"]),
     ],
     dependencies: [
@@ -27,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
@@ -51,11 +53,13 @@ let package = Package(
             dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
-        .target(name: "BlobStreamNetworking", dependencies: ["BlobStream"]),
+        // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
+        .target(name: "BlobStreamUpload", dependencies: ["BlobStream"]),
+        .target(name: "BlobStreamNetworking", dependencies: ["BlobStream", "BlobStreamUpload"]),
         .target(
             name: "BlobStreamHTTPClient",
             dependencies: [
-                "BlobStream", "BlobStreamNetworking",
+                "BlobStream", "BlobStreamUpload",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -68,37 +72,47 @@ let package = Package(
         ),
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
         .target(
-            name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamNetworking", "BlobStreamTestSupport"],
+            name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"],
             path: "Tests/NginxTestServer"
+        ),
+        // Test-only: counts the allocations of the upload body producers (malloc-interposer).
+        .executableTarget(
+            name: "blobstream-upload-alloc-probe",
+            dependencies: [
+                "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking",
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/UploadAllocationProbe"
         ),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
-        // The command-line tool: what its two programs share (registry, pump, console,
-        // exit statuses), the reading commands, and the commands that need an HTTP client
-        // (`blobstream upload` and `blobstream demo` hand over to `blobstream-net`).
+        // The command-line tool: what its programs share (registry, pump, console, exit
+        // statuses, the upload's arguments), `blobstream` (every command; uploads with
+        // AsyncHTTPClient) and its helper `blobstream-urlsession` (`upload --client
+        // urlsession` hands over to it, so that `blobstream` does not load libcurl).
         .target(
             name: "BlobStreamCLI",
             dependencies: [
                 "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamUpload",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "blobstream",
             dependencies: [
-                "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
-            name: "blobstream-net",
+            name: "blobstream-urlsession",
             dependencies: [
-                "BlobStreamCLI", "BlobStream", "BlobStreamAssets", "BlobStreamNetworking", "BlobStreamHTTPClient",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                "BlobStreamCLI", "BlobStreamNetworking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Baseline programs for `make bench` (Foundation's own streams).
@@ -158,6 +172,7 @@ let package = Package(
             name: "BlobStreamHTTPClientTests",
             dependencies: [
                 "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
+                "blobstream-upload-alloc-probe",
                 "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
                 "SampleAssetLibrary",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -166,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "blobstream", "blobstream-net", "blobstream-fixtures", "NginxTestServer",
+                "blobstream", "blobstream-urlsession", "blobstream-fixtures", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -4,10 +4,9 @@ import Foundation
 import Glibc
 
 /// What the `blobstream` programs share: the exit statuses, the errors that choose them,
-/// the source options, the registry, the pump and the console. `blobstream` (reading
-/// commands) and `blobstream-net` (the commands that need an HTTP client: `upload`,
-/// `demo`) both build on it; see `NetworkCommands` in `blobstream` for why they are two
-/// programs.
+/// the source options, the registry, the pump and the console. `blobstream` (every
+/// command) and its helper `blobstream-urlsession` (`upload --client urlsession`) both
+/// build on it; see `URLSessionHandOver` in `blobstream` for why the helper exists.
 package enum CommandMain {
     /// Parses the arguments with `root`, runs the command, and maps failures to the exit
     /// statuses of the tool: 0 on success, 1 for work that failed (one line on stderr), 2

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import BlobStream
-import BlobStreamNetworking
+import BlobStreamUpload
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -23,9 +23,10 @@ public enum HTTPClientUpload {
         public let body: Data
     }
 
-    /// The bytes read at a time: 1 MiB. Each chunk crosses from the reading queue to the
+    /// The bytes read at a time: 1 MiB. Each chunk crosses from the reading thread to the
     /// event loop once, so larger chunks mean fewer hand-offs between threads. An upload
-    /// keeps up to 8 chunk buffers and fills them again once sent (8 MiB with this size).
+    /// keeps up to 6 chunk buffers (4 in flight) and fills them again once sent (6 MiB with
+    /// this size; `requestBody` keeps 8).
     public static let defaultChunkSize = 1 << 20
 
     /// An AsyncHTTPClient request body that streams a fresh source of `body`.
@@ -77,22 +78,35 @@ public enum HTTPClientUpload {
     ///   whole body was sent (with bytes sent / length), a redirect not followed, a refused
     ///   or closed connection, or a source error (as the cause). `CancellationError` when
     ///   the task is cancelled (the upload ends at once).
+    @available(*, deprecated, message: "use HTTPClientUploader(client:).upload(body, to: url, options: options).result")
     public static func upload(
         _ body: UploadBody, to url: String, method: HTTPMethod = .PUT, headers: [(String, String)] = [],
         client: HTTPClient? = nil, options: UploadOptions = UploadOptions(), timeout: TimeAmount = .hours(24),
         mode: BlobInputStream.Mode = .synchronous, progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> Response {
-        let target = try UploadURL.validate(url)
+        let result = try await perform(
+            body, to: try UploadURL.validate(url), method: method, headers: headers.map { (name: $0.0, value: $0.1) },
+            client: client, options: options, timeout: timeout, mode: mode, progress: progress)
+        return Response(statusCode: result.statusCode, body: result.body)
+    }
+
+    /// The upload behind `upload(...)` and `HTTPClientUploader`.
+    static func perform(
+        _ body: UploadBody, to target: URL, method: HTTPMethod, headers: [(name: String, value: String)],
+        client: HTTPClient?, options: UploadOptions, timeout: TimeAmount, mode: BlobInputStream.Mode,
+        progress: (@Sendable (UploadProgress) -> Void)?
+    ) async throws -> UploadResult {
+        try UploadURL.validate(target)
         try Task.checkCancellation()
         let own =
             client == nil
             ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(for: options)) : nil
         let activity = UploadActivity()
-        let outcome: Result<Response, any Error>
+        let outcome: Result<UploadResult, any Error>
         do {
             let client = client ?? own!
             outcome = .success(
-                try await withUploadLimits(url: url, options: options, activity: activity) {
+                try await withUploadLimits(url: target.absoluteString, options: options, activity: activity) {
                     try await send(
                         body, to: target, method: method, headers: headers, client: client, options: options,
                         timeout: timeout, mode: mode, activity: activity, progress: progress)
@@ -114,33 +128,40 @@ public enum HTTPClientUpload {
     }
 
     private static func send(
-        _ body: UploadBody, to url: URL, method: HTTPMethod, headers: [(String, String)], client: HTTPClient,
-        options: UploadOptions, timeout: TimeAmount, mode: BlobInputStream.Mode, activity: UploadActivity,
-        progress: (@Sendable (UploadProgress) -> Void)?
-    ) async throws -> Response {
+        _ body: UploadBody, to url: URL, method: HTTPMethod, headers: [(name: String, value: String)],
+        client: HTTPClient, options: UploadOptions, timeout: TimeAmount, mode: BlobInputStream.Mode,
+        activity: UploadActivity, progress: (@Sendable (UploadProgress) -> Void)?
+    ) async throws -> UploadResult {
         var target = url
         var redirects = 0
         while true {
             activity.beginAttempt()
             let name = target.absoluteString
-            var fields = HTTPHeaders(headers)
+            var fields = HTTPHeaders(headers.map { ($0.name, $0.value) })
             if let contentType = body.contentType, !fields.contains(name: "Content-Type") {
                 fields.add(name: "Content-Type", value: contentType)
             }
             let failure = SourceFailure()
-            let writers = BodyWriters()
-            // The first source is made now, so that a source that cannot be made fails here.
-            let chunks = ByteBufferChunks(
-                body: body, first: FirstSource(try body.makeSource()), chunkSize: defaultChunkSize, mode: mode,
-                progress: progress, failure: failure, activity: activity)
+            let pumps = BodyPumps(failure: failure)
+            // The first source is made now, so that a source that cannot be made fails here;
+            // a client that asks for the body again (a redirect it follows) gets a fresh one.
+            let first = FirstSource(try body.makeSource())
+            // The request's task and its connection on one event loop: the pump's writes hop
+            // to it once.
             let eventLoop = client.eventLoopGroup.any()
             let request = try HTTPClient.Request(
                 url: name, method: method, headers: fields,
                 body: .stream(contentLength: body.length) { writer in
-                    writers.start(chunks, writer: writer, on: eventLoop)
+                    activity.beginBody(total: body.length)
+                    let pump = BodyPump(
+                        source: first.takeOrFresh(body), mode: mode,
+                        chunkSize: defaultChunkSize, total: body.length, progress: progress, activity: activity)
+                    return pumps.start(pump, writer: writer, on: eventLoop)
                 })
-            let delegate = AnswerDelegate(method: method, total: body.length, activity: activity)
-            let task = client.execute(request: request, delegate: delegate, deadline: .now() + timeout)
+            let delegate = AnswerDelegate(method: method, total: body.length, activity: activity, pumps: pumps)
+            let task = client.execute(
+                request: request, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop),
+                deadline: .now() + timeout)
             let answer: AnswerDelegate.Answer
             do {
                 answer = try await withTaskCancellationHandler {
@@ -148,9 +169,9 @@ public enum HTTPClientUpload {
                 } onCancel: {
                     task.cancel()
                 }
-                writers.cancel()
+                pumps.cancel()
             } catch {
-                writers.cancel()
+                pumps.cancel()
                 try Task.checkCancellation()
                 if let cause = failure.error {
                     throw BlobStreamError(
@@ -193,258 +214,9 @@ public enum HTTPClientUpload {
                 throw BlobStreamError(
                     .uploadFailed, "upload to \(name) failed: HTTP \(status) \(answer.head.status.reasonPhrase)")
             }
-            return Response(statusCode: status, body: answer.body)
-        }
-    }
-}
-
-/// Writes the body's chunks to AsyncHTTPClient's stream writer from a task of its own,
-/// a few writes in flight at a time; `cancel()` stops the writing (the request ended).
-/// Unchecked Sendable: guarded by `lock`.
-final class BodyWriters: @unchecked Sendable {
-    private let lock = NSLock()
-    private var tasks: [Task<Void, Never>] = []
-    private var cancelled = false
-
-    /// Starts writing a fresh iteration of `chunks` (the client calls this once per
-    /// request it sends: again after a redirect it follows).
-    func start(_ chunks: ByteBufferChunks, writer: HTTPClient.Body.StreamWriter, on eventLoop: any EventLoop)
-        -> EventLoopFuture<Void>
-    {
-        let promise = eventLoop.makePromise(of: Void.self)
-        let task = Task {
-            var iterator = chunks.makeAsyncIterator()
-            var inFlight: [EventLoopFuture<Void>] = []
-            do {
-                while let chunk = try await iterator.next() {
-                    inFlight.append(writer.write(.byteBuffer(chunk)))
-                    if inFlight.count >= 4 { try await inFlight.removeFirst().get() }
-                }
-                for write in inFlight { try await write.get() }
-                promise.succeed()
-            } catch {
-                promise.fail(error)
-            }
-        }
-        let stop = lock.withLock { () -> Bool in
-            tasks.append(task)
-            return cancelled
-        }
-        if stop { task.cancel() }
-        return promise.futureResult
-    }
-
-    func cancel() {
-        let all = lock.withLock { () -> [Task<Void, Never>] in
-            cancelled = true
-            return tasks
-        }
-        for task in all { task.cancel() }
-    }
-}
-
-/// Receives the answer on the event loop, where the body's writes are reported too: a 2xx
-/// head that arrives before the last body byte was written is recorded as an early answer,
-/// with the bytes written by then. Unchecked Sendable: guarded by `lock`.
-final class AnswerDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
-    struct Answer: Sendable {
-        var head: HTTPResponseHead
-        var body: Data
-    }
-
-    private let method: HTTPMethod
-    private let total: Int64?
-    private let activity: UploadActivity
-    private let lock = NSLock()
-    private var written: Int64 = 0
-    private var requestSent = false
-    private var head: HTTPResponseHead?
-    private var body = Data()
-    private var _earlyAnswer: (status: Int, sent: Int64)?
-    private var _otherMethod: HTTPRequestHead?
-
-    init(method: HTTPMethod, total: Int64?, activity: UploadActivity) {
-        self.method = method
-        self.total = total
-        self.activity = activity
-    }
-
-    /// A 2xx head that came before the last body byte was written, and the bytes by then.
-    var earlyAnswer: (status: Int, sent: Int64)? { lock.withLock { _earlyAnswer } }
-    /// A request the client sent with a method other than the upload's (a redirect it
-    /// followed with GET).
-    var otherMethod: HTTPRequestHead? { lock.withLock { _otherMethod } }
-
-    func didSendRequestHead(task: HTTPClient.Task<Answer>, _ head: HTTPRequestHead) {
-        lock.withLock {
-            written = 0
-            requestSent = false
-            if head.method != method, _otherMethod == nil { _otherMethod = head }
-        }
-    }
-
-    func didSendRequestPart(task: HTTPClient.Task<Answer>, _ part: IOData) {
-        lock.withLock { written += Int64(part.readableBytes) }
-        activity.touch()
-    }
-
-    func didSendRequest(task: HTTPClient.Task<Answer>) {
-        lock.withLock { requestSent = true }
-    }
-
-    func didReceiveHead(task: HTTPClient.Task<Answer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        activity.touch()
-        lock.withLock {
-            self.head = head
-            body = Data()
-            // With a known length the last byte written completes the body; a chunked body
-            // needs its terminating chunk, which comes with `didSendRequest`.
-            let complete = requestSent || (total != nil && written >= total!)
-            if (200..<300).contains(Int(head.status.code)), !complete, _earlyAnswer == nil {
-                _earlyAnswer = (Int(head.status.code), written)
-            }
-        }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<Answer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        activity.touch()
-        lock.withLock {
-            if body.count < 1 << 20 { body.append(contentsOf: buffer.readableBytesView.prefix((1 << 20) - body.count)) }
-        }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<Answer>) throws -> Answer {
-        try lock.withLock {
-            guard let head else { throw HTTPClientError.remoteConnectionClosed }
-            return Answer(head: head, body: body)
-        }
-    }
-}
-
-/// The source made when the body was built, handed to the first iteration only.
-/// Unchecked Sendable: guarded by `lock`.
-final class FirstSource: @unchecked Sendable {
-    private let lock = NSLock()
-    private var source: (any BlobDataSource)?
-    init(_ source: any BlobDataSource) { self.source = source }
-    func take() -> (any BlobDataSource)? {
-        lock.withLock {
-            defer { source = nil }
-            return source
-        }
-    }
-}
-
-/// Chunk buffers used again once the client has sent them.
-///
-/// A fresh 1 MiB buffer per chunk costs page faults: the allocator hands the memory back to
-/// the kernel when it is freed, and the next chunk faults it in again (measured: 40,000 to
-/// 75,000 faults per GiB sent, about a fifth of the client's CPU time). The ring keeps
-/// `count` buffers and refills the oldest. A buffer the client still holds is never
-/// overwritten: `ByteBuffer` is copy-on-write, so writing into a shared one moves the
-/// write to new memory first.
-///
-/// Unchecked Sendable: used only on the chunk sequence's serial queue.
-final class BufferRing: @unchecked Sendable {
-    private let allocator = ByteBufferAllocator()
-    private var buffers: [ByteBuffer] = []
-    private var next = 0
-    private let count: Int
-
-    init(count: Int = 8) { self.count = count }
-
-    /// A buffer of at least `capacity` bytes filled by `fill`.
-    func fill(capacity: Int, _ fill: BlobChunkBuffers<ByteBuffer>.Fill) -> ByteBuffer {
-        if buffers.count < count {
-            buffers.append(allocator.buffer(capacity: capacity))
-        }
-        let i = next
-        next = (next + 1) % count
-        buffers[i].clear()
-        buffers[i].writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { fill($0) }
-        return buffers[i]
-    }
-}
-
-/// Keeps the source's error when the body sequence throws, so that the upload's error can
-/// name it rather than the client's "request cancelled". Unchecked Sendable: guarded by
-/// `lock`.
-final class SourceFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _error: (any Error)?
-    var error: (any Error)? { lock.withLock { _error } }
-    func record(_ error: any Error) { lock.withLock { if _error == nil { _error = error } } }
-}
-
-/// The body's chunks as `ByteBuffer`s, with progress. Each iteration reads a source of
-/// its own from the start (the first the one made with the body, later ones fresh: a
-/// client that follows a redirect iterates again), so a body sent again is sent whole. The
-/// finishing report comes once per iteration that reaches the end.
-struct ByteBufferChunks: AsyncSequence, Sendable {
-    typealias Element = ByteBuffer
-    let body: UploadBody
-    let first: FirstSource
-    let chunkSize: Int
-    let mode: BlobInputStream.Mode
-    let progress: (@Sendable (UploadProgress) -> Void)?
-    let failure: SourceFailure?
-    let activity: UploadActivity?
-
-    func makeAsyncIterator() -> Iterator {
-        activity?.beginBody(total: body.length)
-        let source: Result<any BlobDataSource, any Error>
-        if let made = first.take() {
-            source = .success(made)
-        } else if !body.isRepeatable {
-            // A client following a redirect asks again: the rest of a pipe is not the body.
-            source = .failure(body.notRepeatable)
-        } else {
-            source = Result(catching: { try body.makeSource() })
-        }
-        let inner = source.map { source in
-            let stream = BlobInputStream(dataSource: source, mode: mode)
-            // The stream reads straight into each ByteBuffer's memory: no copy between the
-            // read and the socket write.
-            let ring = BufferRing()
-            return BlobChunkBuffers(stream: stream, chunkSize: chunkSize) { capacity, fill in
-                ring.fill(capacity: capacity, fill)
-            }.makeAsyncIterator()
-        }
-        return Iterator(inner: inner, total: body.length, progress: progress, failure: failure, activity: activity)
-    }
-
-    struct Iterator: AsyncIteratorProtocol {
-        var inner: Result<BlobChunkBuffers<ByteBuffer>.Iterator, any Error>
-        let total: Int64?
-        let progress: (@Sendable (UploadProgress) -> Void)?
-        let failure: SourceFailure?
-        let activity: UploadActivity?
-        var sent: Int64 = 0
-        var done = false
-
-        mutating func next() async throws -> ByteBuffer? {
-            guard !done else { return nil }
-            let chunk: ByteBuffer?
-            do {
-                var iterator = try inner.get()
-                chunk = try await iterator.next()
-                inner = .success(iterator)
-            } catch {
-                failure?.record(error)
-                throw error
-            }
-            guard let buffer = chunk else {
-                done = true
-                activity?.body(sent: sent, finished: true)
-                progress?(UploadProgress(sent: sent, total: total, isFinished: true))
-                return nil
-            }
-            sent += Int64(buffer.readableBytes)
-            activity?.body(sent: sent, finished: false)
-            progress?(UploadProgress(sent: sent, total: total, isFinished: false))
-            return buffer
+            return UploadResult(
+                statusCode: status, headers: answer.head.headers.map { (name: $0.name, value: $0.value) },
+                body: answer.body, bytesSent: activity.bodyState.sent)
         }
     }
 }

@@ -1,5 +1,15 @@
 import BlobStream
+import BlobStreamUpload
 import Foundation
+
+// Threads and hand-offs of a URLSession upload (`URLSessionUpload`, `URLSessionUploader`),
+// per chunk of the body: none in BlobStream's code. FoundationNetworking calls
+// `hasBytesAvailable` and `read` on the session's work queue (libcurl's read callback); the
+// stream reads its source there, synchronously (`BlobInputStream` in synchronous mode),
+// into its 64 KiB look-ahead buffer, and copies that into libcurl's buffer. Progress and
+// the upload's activity are updated on the same thread, under a lock, without allocating.
+// (FoundationNetworking itself moves data between its queues and libcurl's multi handle,
+// and allocates, per chunk.)
 
 /// An `InputStream` fit for `URLRequest.httpBodyStream` on Linux.
 ///

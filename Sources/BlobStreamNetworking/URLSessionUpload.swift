@@ -1,16 +1,10 @@
 import BlobStream
+import BlobStreamUpload
 import Foundation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-
-extension BlobStreamError.Code {
-    /// An upload did not complete: the server answered with a non-2xx status, answered
-    /// before the whole body was sent, redirected it in a way that drops the body, refused
-    /// or closed the connection, or the body's source failed.
-    public static let uploadFailed = BlobStreamError.Code("uploadFailed")
-}
 
 /// Uploads an `UploadBody` with URLSession (FoundationNetworking), streaming it through a
 /// `URLSessionBodyStream`.
@@ -50,10 +44,22 @@ public enum URLSessionUpload {
     ///   or closed connection, or the source's error (as the cause) when the body failed
     ///   part-way, in which case the upload was aborted, never completed short.
     ///   `CancellationError` when the task is cancelled (the upload ends at once).
+    @available(*, deprecated, message: "use URLSessionUploader().upload(body, to: url, options: options).result")
     public static func upload(
         _ body: UploadBody, to url: URL, method: String = "PUT", headers: [String: String] = [:],
         options: UploadOptions = UploadOptions(), progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> Response {
+        let result = try await perform(
+            body, to: url, method: method, headers: headers.map { (name: $0.key, value: $0.value) },
+            options: options, progress: progress)
+        return Response(statusCode: result.statusCode, body: result.body)
+    }
+
+    /// The upload behind `upload(...)` and `URLSessionUploader`.
+    static func perform(
+        _ body: UploadBody, to url: URL, method: String, headers: [(name: String, value: String)],
+        options: UploadOptions, progress: (@Sendable (UploadProgress) -> Void)?
+    ) async throws -> UploadResult {
         try UploadURL.validate(url)
         try Task.checkCancellation()
         let activity = UploadActivity()
@@ -78,7 +84,9 @@ public enum URLSessionUpload {
                         "upload to \(target.absoluteString) failed: HTTP \(hop.status) \(HTTPURLResponse.localizedString(forStatusCode: hop.status))"
                     )
                 }
-                return Response(statusCode: hop.status, body: hop.data)
+                return UploadResult(
+                    statusCode: hop.status, headers: hop.headers, body: hop.data,
+                    bytesSent: activity.bodyState.sent)
             }
         }
     }
@@ -88,11 +96,12 @@ public enum URLSessionUpload {
         var status: Int
         var data: Data
         var location: String?
+        var headers: [(name: String, value: String)]
     }
 
     private static func send(
-        _ body: UploadBody, to url: URL, method: String, headers: [String: String], options: UploadOptions,
-        activity: UploadActivity, progress: (@Sendable (UploadProgress) -> Void)?
+        _ body: UploadBody, to url: URL, method: String, headers: [(name: String, value: String)],
+        options: UploadOptions, activity: UploadActivity, progress: (@Sendable (UploadProgress) -> Void)?
     ) async throws -> Hop {
         activity.beginAttempt()
         let delegate = Delegate(body: body, progress: progress, activity: activity)
@@ -106,7 +115,7 @@ public enum URLSessionUpload {
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.timeoutInterval = configuration.timeoutIntervalForRequest
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in headers { request.addValue(value, forHTTPHeaderField: name) }
         if let contentType = body.contentType, request.value(forHTTPHeaderField: "Content-Type") == nil {
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")
         }
@@ -143,7 +152,13 @@ public enum URLSessionUpload {
             throw UploadRedirect.earlyAnswer(
                 url: url.absoluteString, status: http.statusCode, sent: state.sent, total: state.total)
         }
-        return Hop(status: http.statusCode, data: data, location: http.value(forHTTPHeaderField: "Location"))
+        let fields = http.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
+            guard let name = key as? String, let value = value as? String else { return nil }
+            return (name, value)
+        }
+        return Hop(
+            status: http.statusCode, data: data, location: http.value(forHTTPHeaderField: "Location"),
+            headers: fields)
     }
 
     /// The session's delegate: fresh body streams on demand, the answer's bytes, the end;

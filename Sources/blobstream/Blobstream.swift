@@ -2,7 +2,7 @@ import ArgumentParser
 import BlobStreamCLI
 
 /// `blobstream`: read any source BlobStream knows as bytes (cat), checksums (checksum) or
-/// facts (info, ls); upload it (upload) and run the demo (demo) through `blobstream-net`.
+/// facts (info, ls); upload it (upload) and run the demo (demo).
 @main
 struct Blobstream: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,7 +18,6 @@ struct Blobstream: AsyncParsableCommand {
     )
 
     static func main() async {
-        NetworkCommands.handOverIfAsked() // `upload` and `demo` run in blobstream-net
         await CommandMain.run(Blobstream.self)
     }
 }

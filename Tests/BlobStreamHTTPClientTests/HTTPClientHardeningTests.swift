@@ -17,9 +17,7 @@ final class HTTPClientHardeningTests {
 
     init() throws {
         server = try NginxTestServer()
-        checks = UploadHardeningChecks(server: server, seed: 11) { body, url, options, progress in
-            _ = try await HTTPClientUpload.upload(body, to: url, options: options, progress: progress)
-        }
+        checks = UploadHardeningChecks(server: server, seed: 11, client: HTTPClientUploader())
     }
     deinit { server.stop() }
 

@@ -18,9 +18,7 @@ final class URLSessionHardeningTests {
 
     init() throws {
         server = try NginxTestServer()
-        checks = UploadHardeningChecks(server: server, seed: 7) { body, url, options, progress in
-            _ = try await URLSessionUpload.upload(body, to: URL(string: url)!, options: options, progress: progress)
-        }
+        checks = UploadHardeningChecks(server: server, seed: 7, client: URLSessionUploader())
     }
     deinit { server.stop() }
 

@@ -98,21 +98,34 @@ struct ToolTests {
         #expect(help.text.contains("checksum"))
     }
 
-    @Test("upload and demo hand over to blobstream-net: its usage, its exit statuses; a clear error without it")
+    @Test(
+        "upload runs in blobstream; --client urlsession hands over to blobstream-urlsession: its usage, its exit statuses; a clear error without it"
+    )
     func handOver() throws {
         let help = try Tool.blobstream(["help", "upload"])
         #expect(help.status == 0 && help.text.contains("--client"), "\(help.text)\(help.stderr)")
         let missing = try Tool.blobstream(["upload", "x"])
         #expect(missing.status == 2 && missing.stderr.contains("--to"), "\(missing.stderr)")
-        // A copy of blobstream alone in a folder: the hand-over fails and says why.
+        let missingURLSession = try Tool.blobstream(["upload", "--client", "urlsession", "x"])
+        #expect(
+            missingURLSession.status == 2 && missingURLSession.stderr.contains("--to"), "\(missingURLSession.stderr)")
+        // A copy of blobstream alone in a folder: the AsyncHTTPClient upload runs in it (and
+        // fails on the missing source, status 1); the hand-over fails and says why.
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-alone-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let alone = folder.appendingPathComponent("blobstream")
         try FileManager.default.copyItem(at: Tool.binDirectory.appendingPathComponent("blobstream"), to: alone)
-        let result = try Tool.run(alone.path, ["upload", "x", "--to", "http://127.0.0.1:9/"])
+        let inProcess = try Tool.run(alone.path, ["upload", "/nonexistent/x", "--to", "http://127.0.0.1:9/"])
+        #expect(inProcess.status == 1)
+        #expect(
+            inProcess.stderr.contains("/nonexistent/x") && !inProcess.stderr.contains("blobstream-urlsession"),
+            "\(inProcess.stderr)")
+        let result = try Tool.run(
+            alone.path, ["upload", "--client", "urlsession", "x", "--to", "http://127.0.0.1:9/"])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("blobstream-net") && result.stderr.contains(folder.path), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("blobstream-urlsession") && result.stderr.contains(folder.path), "\(result.stderr)")
         // The reading commands need no second program.
         let checksum = try Tool.run(
             alone.path, ["checksum", Tool.fixtures.appendingPathComponent("files/empty.bin").path])

@@ -1,6 +1,6 @@
 import BlobStream
-import BlobStreamNetworking
 import BlobStreamTestSupport
+import BlobStreamUpload
 import Foundation
 import Testing
 
@@ -25,6 +25,16 @@ public struct UploadHardeningChecks: Sendable {
         self.server = server
         self.seed = seed
         self.upload = upload
+    }
+
+    /// Checks `client`'s `upload(...)`: progress read from its `progress` sequence, the
+    /// upload awaited through its `result` (cancelling the checking task cancels it).
+    public init(server: NginxTestServer, seed: UInt64, client: any UploadClient) {
+        self.init(server: server, seed: seed) { body, url, options, progress in
+            let upload = client.upload(body, to: url, options: options)
+            for await report in upload.progress { progress?(report) }
+            _ = try await upload.result
+        }
     }
 
     func sampleBytes(_ count: Int) -> Data { TestData.pseudoRandom(count, seed: seed) }

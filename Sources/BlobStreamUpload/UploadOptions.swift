@@ -1,12 +1,6 @@
 import BlobStream
 import Foundation
 
-extension BlobStreamError.Code {
-    /// An upload did not connect within its connect timeout, or its connection stopped
-    /// moving (no byte sent or received) for its idle timeout.
-    public static let timedOut = BlobStreamError.Code("timedOut")
-}
-
 /// The limits of an upload, shared by both clients (`URLSessionUpload`,
 /// `HTTPClientUpload`).
 ///

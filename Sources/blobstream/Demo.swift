@@ -4,7 +4,6 @@ import BlobStream
 import BlobStreamAssets
 import BlobStreamCLI
 import BlobStreamHTTPClient
-import BlobStreamNetworking
 import Crypto
 import Foundation
 
@@ -59,7 +58,7 @@ struct Demo: ParsableCommand {
                     let url = sourceURL(sample, registry: registry)
                     let target = base.hasSuffix("/") ? base + "sample-\(i)" : base + "/sample-\(i)"
                     let body = try UploadBody.probingLength { try registry.makeSource(url: url) }
-                    _ = try await HTTPClientUpload.upload(body, to: target)
+                    _ = try await HTTPClientUploader().upload(body, to: target).result
                     let sent = try Self.sha256(of: url, registry: registry)
                     var request = HTTPClientRequest(url: target)
                     request.method = .GET

@@ -1,49 +1,46 @@
 import ArgumentParser
-import AsyncHTTPClient
 import BlobStream
-import BlobStreamCLI
-import BlobStreamHTTPClient
-import BlobStreamNetworking
+import BlobStreamUpload
 import Foundation
 import Glibc
-import NIOHTTP1
 
-/// `blobstream upload SOURCE --to URL`: streams a source to an HTTP server, with its length
-/// when known, and a progress bar on a terminal.
-struct Upload: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Upload SOURCE to an HTTP server (PUT by default), streamed, with no temporary files.")
-
-    enum Client: String, ExpressibleByArgument, CaseIterable {
+/// The arguments of `blobstream upload SOURCE --to URL`, and the upload itself with any
+/// `UploadClient`: `blobstream` runs it with AsyncHTTPClient, `blobstream-urlsession` (the
+/// helper `--client urlsession` hands over to) with URLSession.
+package struct UploadArguments: ParsableArguments {
+    /// The HTTP clients `--client` names.
+    package enum Client: String, ExpressibleByArgument, CaseIterable, Sendable {
         case asynchttpclient, urlsession
     }
 
-    @OptionGroup var options: SourceOptions
+    @OptionGroup package var options: SourceOptions
 
     @Argument(help: "The source: a URL, a path, PATH!/member, or - for standard input.")
-    var source: String
+    package var source: String
 
     @Option(help: "Where to send it.")
-    var to: String
+    package var to: String
 
     @Option(help: "PUT or POST.")
-    var method = "PUT"
+    package var method = "PUT"
 
     @Option(help: "Send a multipart/form-data body with the source as the file part named FIELD.")
-    var multipart: String?
+    package var multipart: String?
 
     @Option(help: "The HTTP client: asynchttpclient or urlsession.")
-    var client: Client = .asynchttpclient
+    package var client: Client = .asynchttpclient
 
     @Option(parsing: .unconditional, help: "Give up when no connection is made within this many seconds.")
-    var connectTimeout: Double = UploadOptions().connectTimeout.seconds
+    package var connectTimeout: Double = UploadOptions().connectTimeout.seconds
 
     @Option(
         parsing: .unconditional,
         help: "Give up when no byte is sent or received for this many seconds (the wait for the answer included).")
-    var idleTimeout: Double = UploadOptions().idleTimeout.seconds
+    package var idleTimeout: Double = UploadOptions().idleTimeout.seconds
 
-    func validate() throws {
+    package init() {}
+
+    package func validate() throws {
         guard ["PUT", "POST"].contains(method.uppercased()) else {
             throw ValidationError("--method must be PUT or POST, not \(method)")
         }
@@ -60,13 +57,14 @@ struct Upload: AsyncParsableCommand {
     }
 
     /// The limits the options ask for.
-    var uploadOptions: UploadOptions {
+    package var uploadOptions: UploadOptions {
         UploadOptions(
             connectTimeout: .nanoseconds(Int64(connectTimeout * 1e9)),
             idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)))
     }
 
-    func run() async throws {
+    /// Uploads the source with `uploader`, with a progress line on a terminal.
+    package func run(with uploader: any UploadClient) async throws {
         let registry = makeRegistry(library: options.library, skipArchiveVerification: options.skipArchiveVerification)
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
@@ -84,35 +82,30 @@ struct Upload: AsyncParsableCommand {
             form.addFile(name: field, filename: filename.isEmpty ? "upload" : filename, body: body)
             body = form.uploadBody
         }
-        let bar = ProgressBox(ProgressLine(label: "upload \(source)", total: body.length))
-        let progress: @Sendable (UploadProgress) -> Void = { bar.update($0) }
+        let bar = ProgressLine(label: "upload \(source)", total: body.length)
         let started = Date()
+        let upload = uploader.upload(body, to: to, method: method.uppercased(), options: uploadOptions)
+        // The progress line is drawn here, from the upload's progress stream, which ends
+        // with the upload.
+        var sent: Int64 = 0
+        for await report in upload.progress {
+            sent = report.sent
+            bar.update(report.sent)
+        }
         do {
-            switch client {
-            case .asynchttpclient:
-                _ = try await HTTPClientUpload.upload(
-                    body, to: to, method: HTTPMethod(rawValue: method.uppercased()), options: uploadOptions,
-                    progress: progress)
-            case .urlsession:
-                _ = try await URLSessionUpload.upload(
-                    body, to: try UploadURL.validate(to), method: method.uppercased(), options: uploadOptions,
-                    progress: progress)
-            }
+            _ = try await upload.result
         } catch let error as BlobStreamError {
             bar.finish()
             throw ToolFailure(message: error.description)
         }
         bar.finish()
-        let sent = bar.sent
         if Console.stderrIsTerminal {
             let seconds = Date().timeIntervalSince(started)
             FileHandle.standardError.write(
                 Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))
         }
     }
-}
 
-extension Upload {
     /// True when every file the source URL reads is a regular file, so that a fresh source
     /// gives the whole body again (after a redirect); false for standard input, a pipe, a
     /// FIFO or a device, where what one source read is gone for the next.
@@ -133,22 +126,7 @@ extension Upload {
 
 /// A usage error reported in one line (ArgumentParser adds the usage block only to a
 /// `ValidationError`).
-struct UsageError: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// Shares the progress line with the upload's threads. Unchecked Sendable: guarded by `lock`.
-final class ProgressBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private let line: ProgressLine
-    private var _sent: Int64 = 0
-    init(_ line: ProgressLine) { self.line = line }
-    var sent: Int64 { lock.withLock { _sent } }
-    func update(_ p: UploadProgress) {
-        lock.withLock {
-            _sent = p.sent
-            line.update(p.sent)
-        }
-    }
-    func finish() { lock.withLock { line.finish() } }
+package struct UsageError: Error, CustomStringConvertible {
+    package var description: String
+    package init(description: String) { self.description = description }
 }

@@ -1,0 +1,49 @@
+import AsyncHTTPClient
+import BlobStream
+import BlobStreamUpload
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Uploads with AsyncHTTPClient, in the shape every client shares (`UploadClient`):
+/// `upload(...)` returns an `UploadTask` with progress as an `AsyncSequence` and an
+/// `UploadResult`.
+///
+/// ```swift
+/// let upload = HTTPClientUploader().upload(body, to: "http://127.0.0.1:8080/files/a.jpg")
+/// for await report in upload.progress { print(report.sent) }
+/// let result = try await upload.result
+/// ```
+///
+/// The body is read on a thread of its own and each chunk is handed to the event loop once
+/// (see `HTTPClientUpload` for redirects, early answers and the client's configuration).
+public struct HTTPClientUploader: UploadClient {
+    /// The client to send with; nil: each upload makes one of its own, configured from its
+    /// `UploadOptions`.
+    public var client: HTTPClient?
+    /// The longest the whole request may take.
+    public var timeout: TimeAmount
+    /// The mode of the `BlobInputStream` the body is read through; both read the same bytes.
+    public var mode: BlobInputStream.Mode
+
+    /// An uploader that sends with `client` (nil: a client of each upload's own).
+    public init(client: HTTPClient? = nil, timeout: TimeAmount = .hours(24), mode: BlobInputStream.Mode = .synchronous)
+    {
+        self.client = client
+        self.timeout = timeout
+        self.mode = mode
+    }
+
+    /// Sends `body` to `url` (see `UploadClient`).
+    ///
+    /// - Throws: `BlobStreamError` naming the URL (`.malformedURL`, `.timedOut`,
+    ///   `.uploadFailed`), or `CancellationError`.
+    public func send(
+        _ body: UploadBody, to url: URL, method: String, headers: [(name: String, value: String)],
+        options: UploadOptions, progress: @escaping @Sendable (UploadProgress) -> Void
+    ) async throws -> UploadResult {
+        try await HTTPClientUpload.perform(
+            body, to: url, method: HTTPMethod(rawValue: method), headers: headers, client: client, options: options,
+            timeout: timeout, mode: mode, progress: progress)
+    }
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import BlobStreamCLI
+import BlobStreamHTTPClient
+import Foundation
+import Glibc
+
+/// `blobstream upload`: streams a source to an HTTP server with AsyncHTTPClient, in this
+/// program; `--client urlsession` hands over to `blobstream-urlsession`.
+struct Upload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upload SOURCE to an HTTP server (PUT by default), streamed, with no temporary files.")
+
+    @OptionGroup var arguments: UploadArguments
+
+    func run() async throws {
+        if arguments.client == .urlsession { URLSessionHandOver.handOver() }
+        try await arguments.run(with: HTTPClientUploader())
+    }
+}
+
+/// `blobstream upload --client urlsession` runs in a helper program, `blobstream-urlsession`,
+/// installed beside `blobstream`, which this one hands the command over to with `exec`
+/// (the same arguments, the same standard streams, the same exit status).
+///
+/// Why a helper: URLSession on Linux (FoundationNetworking) loads libcurl and its TLS and
+/// Kerberos libraries, about 30 shared libraries; linked into `blobstream`, every
+/// `blobstream cat` would pay for them at start-up (about 9 ms) for nothing.
+/// AsyncHTTPClient (SwiftNIO) costs far less and is linked in. Users never name the helper.
+enum URLSessionHandOver {
+    static let program = "blobstream-urlsession"
+
+    /// Replaces this process with `blobstream-urlsession` and this process's arguments; on
+    /// failure, one line on stderr and exit status 1.
+    static func handOver() -> Never {
+        let path = siblingPath()
+        let argv = [program] + CommandLine.arguments.dropFirst()
+        var cArguments = argv.map { strdup($0) } + [nil]
+        execv(path, &cArguments)
+        let reason = String(cString: strerror(errno))
+        Console.error(
+            "'upload --client urlsession' runs in \(program), which should be beside blobstream at \(path) (\(reason)); build every product with `swift build`, or install both programs together"
+        )
+        Glibc.exit(1)
+    }
+
+    /// `blobstream-urlsession` in the folder of the running executable.
+    private static func siblingPath() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let own =
+            n > 0
+            ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        return (own as NSString).deletingLastPathComponent + "/" + program
+    }
+}

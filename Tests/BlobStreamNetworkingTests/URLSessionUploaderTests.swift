@@ -1,0 +1,34 @@
+import BlobStream
+import BlobStreamNetworking
+import Foundation
+import NginxTestServer
+import Testing
+
+/// The upload shape both clients share (`UploadClient`), with URLSession: the result, the
+/// progress sequence, a failure and a cancellation through the handle.
+@Suite("URLSession through UploadClient: result, progress sequence, cancel", .serialized)
+final class URLSessionUploaderTests {
+    let server: NginxTestServer
+    let checks: UploadClientChecks
+
+    init() throws {
+        server = try NginxTestServer()
+        checks = UploadClientChecks(server: server, client: URLSessionUploader())
+    }
+    deinit { server.stop() }
+
+    @Test("the server's copy is identical; the result has status, headers, bytes sent; progress rises to one finish")
+    func resultAndProgress() async throws {
+        try await checks.resultAndProgress(name: "URLSession")
+    }
+
+    @Test("a 403 through the handle: .uploadFailed naming the status and the URL; the progress sequence ends")
+    func failure() async {
+        await checks.failureThroughTheHandle()
+    }
+
+    @Test("cancel() on a running upload: CancellationError within 1 s; the progress sequence ends")
+    func cancel() async throws {
+        try await checks.cancelThroughTheHandle()
+    }
+}
