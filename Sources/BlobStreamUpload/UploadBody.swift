@@ -71,14 +71,12 @@ public struct UploadBody: Sendable {
     }
 }
 
-/// Starts a source at an offset by way of the stream's offset property.
+/// Starts a source at an offset with `seek(to:)` before it opens.
 enum OffsetSource {
+    /// `source`, moved to `offset`; the source's refusal (`.offsetUnsupported`,
+    /// `.invalidOffset`) as it gave it.
     static func make(_ source: any BlobDataSource, offset: Int64) throws -> any BlobDataSource {
-        guard source.offsetCapability != .none,
-            source.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey)
-        else {
-            throw BlobStreamError(.offsetUnsupported, "the source cannot start at offset \(offset)")
-        }
+        try source.seek(to: offset)
         return source
     }
 }

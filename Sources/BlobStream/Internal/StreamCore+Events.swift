@@ -5,12 +5,13 @@ import Foundation
 // Linux), once each, in order, to the delegate and the closure clients.
 extension StreamCore {
     func enqueueLocked(_ event: Stream.Event) {
-        // A plain loop over raw values: `contains(_:)` on `Stream.Event` is not specialized in
-        // a debug build and allocates on every call (once per read).
-        for queued in pending where queued.rawValue == event.rawValue {
+        // `pendingKinds` instead of `pending.contains(event)`: an unspecialized (debug) array
+        // search allocates on every call, and this runs once per read.
+        if pendingKinds & event.rawValue != 0 {
             armLocked()
             return
         }
+        pendingKinds |= event.rawValue
         pending.append(event)
         armLocked()
     }
@@ -100,6 +101,7 @@ extension StreamCore {
         while true {
             var events = pending
             pending.removeAll(keepingCapacity: true)
+            pendingKinds = 0
             condition.unlock()
             if events.isEmpty { return }
             while !events.isEmpty {

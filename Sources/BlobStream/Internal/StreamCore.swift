@@ -28,6 +28,8 @@ final class StreamCore: @unchecked Sendable {
     var nextHandlerID = 0
     var schedules: [(runLoop: RunLoop, mode: RunLoop.Mode)] = []
     var pending: [Stream.Event] = []
+    /// The raw values of the events in `pending`, OR-ed together.
+    var pendingKinds: UInt = 0
     /// One wake-up timer per scheduled run loop, added to each of that loop's scheduled
     /// modes, made when the first event is queued and kept until the stream is unscheduled
     /// from that loop or closed. Arming sets its fire date to now; between wake-ups it waits
@@ -108,6 +110,7 @@ final class StreamCore: @unchecked Sendable {
         }
         status = .closed
         pending.removeAll(keepingCapacity: true)
+        pendingKinds = 0
         let timers = wakers.map(\.timer)
         wakers = []
         armed = false
