@@ -33,8 +33,11 @@ test: deps
 tsan: deps
 	SWIFT="$(SWIFT)" scripts/tsan
 
-## lint: the committed .swift-format, strictly (plain `swift format lint` exits 0 on findings).
+## lint: the module graph (scripts/check-module-graph: what each module may import), and the
+## committed .swift-format, strictly (plain `swift format lint` exits 0 on findings).
 lint:
+	scripts/check-module-graph --self-test
+	scripts/check-module-graph
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Plugins
 
 ## format: rewrite the sources in place by the committed .swift-format.
