@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An upload under way: its progress as an `AsyncSequence`, its result, and a way to stop
 /// it. `UploadClient.upload(...)` makes one; the upload runs whether or not anyone reads
@@ -11,11 +12,17 @@ import Foundation
 /// ```
 public final class UploadTask: Sendable {
     /// Progress reports as the body is handed to the client, ending when the upload ends
-    /// (with a result or an error). Only the newest report waits for a slow reader: none is
-    /// queued behind it, and the finishing one (`isFinished`) is never dropped. After a
-    /// redirect, reports start again from 0. Iterate it once: it is a single stream.
+    /// (with a result or an error). At most one every `progressInterval` (25 ms), besides the
+    /// first, each one at 0 (after a redirect, reports start again from 0) and the finishing
+    /// one (`isFinished`), which is never dropped; only the newest report waits for a slow
+    /// reader. Iterate it once: it is a single stream.
     public let progress: AsyncStream<UploadProgress>
     private let task: Task<UploadResult, any Error>
+
+    /// The shortest time between two progress reports (but for the first, those at 0 and the
+    /// finishing one): a report per chunk would wake the reader's task per chunk, 16,000
+    /// times for 1 GiB in 64 KiB reads, for a progress line that shows 40 a second at most.
+    public static let progressInterval: Duration = .milliseconds(25)
 
     /// Runs `work` in a task of its own, handing it the function that reports progress.
     /// For `UploadClient` conformers that build the task themselves; `upload(...)` uses it.
@@ -26,9 +33,12 @@ public final class UploadTask: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
         progress = stream
+        let throttle = ProgressThrottle()
         task = Task {
             defer { continuation.finish() }
-            return try await work { _ = continuation.yield($0) }
+            return try await work { report in
+                if throttle.admits(report) { continuation.yield(report) }
+            }
         }
     }
 
@@ -50,4 +60,24 @@ public final class UploadTask: Sendable {
 
     /// Stops the upload: `result` throws `CancellationError`.
     public func cancel() { task.cancel() }
+}
+
+/// Lets through the progress reports `UploadTask.progress` hands on: the first, those at 0,
+/// the finishing one, and otherwise one per `UploadTask.progressInterval`. Called by the
+/// client's body producer (one thread at a time, but from different threads over an upload).
+private final class ProgressThrottle: Sendable {
+    private let lastReport = Mutex<ContinuousClock.Instant?>(nil)
+
+    func admits(_ report: UploadProgress) -> Bool {
+        let now = ContinuousClock.now
+        return lastReport.withLock { last in
+            if report.isFinished || report.sent == 0 || last == nil
+                || now - last! >= UploadTask.progressInterval
+            {
+                last = now
+                return true
+            }
+            return false
+        }
+    }
 }
