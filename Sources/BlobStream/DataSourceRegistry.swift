@@ -272,7 +272,9 @@ public enum BlobURL {
         return try percentDecoded(String(rest), context: url)
     }
 
-    private static func hexValue(_ c: UInt8) -> UInt8? {
+    /// The value of one hexadecimal digit (`0-9`, `a-f`, `A-F`), nil for any other byte;
+    /// for the package's other URL checks too (`UploadURL`).
+    package static func hexValue(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10

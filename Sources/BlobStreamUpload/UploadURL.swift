@@ -61,7 +61,7 @@ public enum UploadURL {
                 UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"), UInt8(ascii: "}"):
                 return "it contains '\(Character(Unicode.Scalar(byte)))' at byte \(i), which a URL must percent-encode"
             case UInt8(ascii: "%"):
-                guard i + 2 < bytes.count, let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) else {
+                guard i + 2 < bytes.count, let high = BlobURL.hexValue(bytes[i + 1]), let low = BlobURL.hexValue(bytes[i + 2]) else {
                     return "the percent escape at byte \(i) is not % and two hex digits"
                 }
                 if high == 0, low == 0 { return "it contains %00 (an encoded NUL byte) at byte \(i)" }
@@ -125,14 +125,5 @@ public enum UploadURL {
             }
         }
         return nil
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
