@@ -61,7 +61,9 @@ public enum UploadURL {
                 UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"), UInt8(ascii: "}"):
                 return "it contains '\(Character(Unicode.Scalar(byte)))' at byte \(i), which a URL must percent-encode"
             case UInt8(ascii: "%"):
-                guard i + 2 < bytes.count, let high = BlobURL.hexValue(bytes[i + 1]), let low = BlobURL.hexValue(bytes[i + 2]) else {
+                guard i + 2 < bytes.count, let high = BlobURL.hexValue(bytes[i + 1]),
+                    let low = BlobURL.hexValue(bytes[i + 2])
+                else {
                     return "the percent escape at byte \(i) is not % and two hex digits"
                 }
                 if high == 0, low == 0 { return "it contains %00 (an encoded NUL byte) at byte \(i)" }
