@@ -10,8 +10,8 @@ import Foundation
 /// assert the faults and the client's retries.
 ///
 /// ```swift
-/// let store = try SwiftStoreTestServer.shared()
-/// let proxy = try FaultProxy.start(upstream: store.endpoint)
+/// let store = try await SwiftStoreTestServer.shared()
+/// let proxy = try await FaultProxy.start(upstream: store.endpoint)
 /// defer { proxy.stop() }
 /// try await proxy.setRules([.corrupt(method: "PUT", path: "partNumber=2")])
 /// // … upload through proxy.endpoint …
@@ -127,8 +127,8 @@ public final class FaultProxy: Sendable {
     }
 
     /// Starts a proxy to `upstream` (e.g. a store's ``SwiftStoreTestServer/endpoint``) on a free port.
-    public static func start(upstream: String) throws -> FaultProxy {
-        try FaultProxy(upstream: upstream)
+    public static func start(upstream: String) async throws -> FaultProxy {
+        try await SwiftStoreTestServer.offThePool { try FaultProxy(upstream: upstream) }
     }
 
     private init(upstream: String) throws {

@@ -8,8 +8,16 @@ extension SwiftStoreTestServer {
     ///
     /// Suites keep apart by bucket names of their own (``uniqueBucketName(_:)``); a test
     /// that stops or restarts a store uses ``start()`` instead.
-    public static func shared() throws -> SwiftStoreTestServer {
-        try SharedStore.instance.get()
+    public static func shared() async throws -> SwiftStoreTestServer {
+        try await offThePool { try SharedStore.instance.get() }
+    }
+
+    /// Runs blocking `work` (a start-up waits seconds in `read` and `waitpid`) on a thread of
+    /// its own, so that the tests' cooperative threads stay free meanwhile.
+    static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 }
 
@@ -23,7 +31,7 @@ final class SharedStore: @unchecked Sendable {
     func get() throws -> SwiftStoreTestServer {
         try lock.withLock {
             if let result { return try result.get() }
-            let started = Result { try SwiftStoreTestServer.start() }
+            let started = Result { try SwiftStoreTestServer.startBlocking() }
             result = started
             if case .success = started { atexit { SharedStore.instance.stopAtExit() } }
             return try started.get()

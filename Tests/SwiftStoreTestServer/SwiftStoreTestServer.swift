@@ -30,12 +30,13 @@ public final class SwiftStoreTestServer: Sendable {
     public let storageURL: String
     /// The temporary folder holding the store's data, configuration and logs (`store/log`).
     public let folder: URL
-    /// The process ids of the store's supervisor and servers, by name.
-    public let pids: [String: Int32]
+    /// The process ids of the store's supervisor and servers, by name (of the current run:
+    /// ``restart()`` changes them; empty while paused or stopped).
+    public var pids: [String: Int32] { running.withLock { $0.process == nil ? [:] : $0.pids } }
     /// Swift's own API with a tempauth token, to check what the store holds.
     public let swiftAPI: SwiftAPI
 
-    private let process: LifelineProcess
+    private let running: LockedRun
 
     /// The failure to start or use the store, with the script's message and the servers' logs.
     public struct Failure: Error, CustomStringConvertible {
@@ -44,7 +45,12 @@ public final class SwiftStoreTestServer: Sendable {
 
     /// Starts a store of its own under a new temporary folder (bounded: the script gives up
     /// after 60 s with the servers' logs in its message).
-    public static func start() throws -> SwiftStoreTestServer {
+    public static func start() async throws -> SwiftStoreTestServer {
+        try await offThePool { try SwiftStoreTestServer() }
+    }
+
+    /// ``start()`` for a caller that may block (not on the cooperative thread pool).
+    static func startBlocking() throws -> SwiftStoreTestServer {
         try SwiftStoreTestServer()
     }
 
@@ -54,15 +60,7 @@ public final class SwiftStoreTestServer: Sendable {
         let process: LifelineProcess
         let state: State
         do {
-            process = try LifelineProcess(
-                "swift-store", ["run", folder.appendingPathComponent("store").path],
-                stderrFile: folder.appendingPathComponent("stderr.txt").path)
-            do {
-                state = try JSONDecoder().decode(State.self, from: Data(process.line.utf8))
-            } catch {
-                process.stop()
-                throw Failure(description: "swift-store printed \(process.line): \(error)")
-            }
+            (process, state) = try Self.launch(folder)
         } catch {
             try? FileManager.default.removeItem(at: folder)
             throw error
@@ -73,10 +71,22 @@ public final class SwiftStoreTestServer: Sendable {
         self.region = state.region
         self.authURL = state.authURL
         self.storageURL = state.storageURL
-        self.pids = state.pids
         self.folder = folder
-        self.process = process
+        self.running = LockedRun(process: process, pids: state.pids)
         self.swiftAPI = SwiftAPI(authURL: state.authURL, user: state.accessKey, key: state.secretKey)
+    }
+
+    /// Runs `swift-store run FOLDER/store` and reads its line.
+    private static func launch(_ folder: URL) throws -> (LifelineProcess, State) {
+        let process = try LifelineProcess(
+            "swift-store", ["run", folder.appendingPathComponent("store").path],
+            stderrFile: folder.appendingPathComponent("stderr.txt").path)
+        do {
+            return (process, try JSONDecoder().decode(State.self, from: Data(process.line.utf8)))
+        } catch {
+            process.stop()
+            throw Failure(description: "swift-store printed \(process.line): \(error)")
+        }
     }
 
     /// The JSON line `swift-store` prints once the store answers S3 requests.
@@ -93,10 +103,44 @@ public final class SwiftStoreTestServer: Sendable {
         }
     }
 
+    /// Stops the store's processes and waits for them, but keeps its data and configuration:
+    /// until ``restart()`` every connection to ``endpoint`` is refused (a store that went away
+    /// mid-upload).
+    public func pause() async {
+        _ = try? await Self.offThePool { self.stopProcesses() }
+    }
+
+    /// Starts a paused store again with the data it held, on the same ``endpoint`` (the
+    /// ports are reused; if another program took one meanwhile, this throws).
+    public func restart() async throws {
+        try await Self.offThePool {
+            try self.running.withLock { run in
+                guard run.process == nil, !run.removed else {
+                    throw Failure(description: "swift-store: restart() of a store that is running or stopped")
+                }
+                let (process, state) = try Self.launch(self.folder)
+                guard state.endpoint == self.endpoint else {
+                    process.stop()
+                    throw Failure(description: "swift-store restarted at \(state.endpoint), not \(self.endpoint)")
+                }
+                run.process = process
+                run.pids = state.pids
+            }
+        }
+    }
+
     /// Stops every process of the store, waits for them, and removes its folder.
     public func stop() {
-        process.stop(alsoKill: Array(pids.values))
+        stopProcesses()
+        running.withLock { $0.removed = true }
         try? FileManager.default.removeItem(at: folder)
+    }
+
+    private func stopProcesses() {
+        running.withLock { run in
+            run.process?.stop(alsoKill: Array(run.pids.values))
+            run.process = nil
+        }
     }
 
     deinit { stop() }
@@ -122,6 +166,26 @@ public final class SwiftStoreTestServer: Sendable {
             let close = stat.lastIndex(of: ")")
         else { return false }
         return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
+    }
+}
+
+/// The store's current run, under a lock (a test, `deinit` and the exit handler may race).
+final class LockedRun: @unchecked Sendable {
+    // Unchecked Sendable: `state` is only touched under `lock`.
+    struct State {
+        var process: LifelineProcess?
+        var pids: [String: Int32]
+        var removed = false
+    }
+    private let lock = NSLock()
+    private var state: State
+
+    init(process: LifelineProcess, pids: [String: Int32]) {
+        state = State(process: process, pids: pids)
+    }
+
+    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&state) }
     }
 }
 

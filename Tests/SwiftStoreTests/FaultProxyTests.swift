@@ -11,8 +11,8 @@ struct FaultProxyTests {
     let viaProxy: SwiftAPI
 
     init() async throws {
-        store = try SwiftStoreTestServer.shared()
-        proxy = try FaultProxy.start(upstream: store.endpoint)
+        store = try await SwiftStoreTestServer.shared()
+        proxy = try await FaultProxy.start(upstream: store.endpoint)
         viaProxy = SwiftAPI(endpoint: proxy.endpoint, user: store.accessKey, key: store.secretKey)
         try await store.swiftAPI.createContainer(bucket)
     }

@@ -35,7 +35,7 @@ func send(_ request: URLRequest) async throws -> (Int, String) {
 struct SharedSwiftStoreTests {
     @Test("bytes put with a tempauth token come back the same, with the md5 as ETag")
     func tempauthPutThenGet() async throws {
-        let store = try SwiftStoreTestServer.shared()
+        let store = try await SwiftStoreTestServer.shared()
         let bucket = SwiftStoreTestServer.uniqueBucketName("smoke")
         let body = patternBytes(3 * 1024 * 1024 + 17)
         try await store.swiftAPI.createContainer(bucket)
@@ -54,7 +54,7 @@ struct SharedSwiftStoreTests {
 
     @Test("a badly signed S3 request gets S3's XML error: s3api is in the pipeline")
     func s3apiAnswersWithS3Errors() async throws {
-        let store = try SwiftStoreTestServer.shared()
+        let store = try await SwiftStoreTestServer.shared()
         let now = Date()
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -75,7 +75,7 @@ struct SharedSwiftStoreTests {
 
     @Test("tempauth refuses a wrong key")
     func tempauthRefusesWrongKey() async throws {
-        let store = try SwiftStoreTestServer.shared()
+        let store = try await SwiftStoreTestServer.shared()
         var request = URLRequest(url: URL(string: store.authURL)!)
         request.setValue(store.accessKey, forHTTPHeaderField: "X-Auth-User")
         request.setValue("wrong", forHTTPHeaderField: "X-Auth-Key")
@@ -89,23 +89,48 @@ struct OwnSwiftStoreTests {
     @Test("starts in bounded time, answers, and stop leaves no process and no folder")
     func startAndStop() async throws {
         let started = Date()
-        let store = try SwiftStoreTestServer.start()
+        let store = try await SwiftStoreTestServer.start()
         let elapsed = Date().timeIntervalSince(started)
         #expect(elapsed < 60, "start took \(elapsed) s")
-        #expect(Set(store.pids.keys) == ["supervisor", "memcached", "account", "container", "object", "proxy"])
-        for (name, pid) in store.pids {
+        let pids = store.pids
+        #expect(Set(pids.keys) == ["supervisor", "memcached", "account", "container", "object", "proxy"])
+        for (name, pid) in pids {
             #expect(SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) is not running")
         }
         try await store.swiftAPI.createContainer("own")
         #expect(try await store.swiftAPI.list("own") == [])
 
         store.stop()
-        for (name, pid) in store.pids {
+        for (name, pid) in pids {
             #expect(!SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) still runs after stop")
         }
+        #expect(store.pids.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: store.folder.path))
         var request = URLRequest(url: URL(string: store.authURL)!)
         request.timeoutInterval = 5
         await #expect(throws: (any Error).self) { _ = try await send(request) }
+    }
+
+    @Test("pause refuses connections; restart serves the same data on the same endpoint")
+    func pauseAndRestart() async throws {
+        let store = try await SwiftStoreTestServer.start()
+        defer { store.stop() }
+        let body = patternBytes(6 * 1024 * 1024, seed: 3)
+        try await store.swiftAPI.createContainer("kept")
+        try await store.swiftAPI.put("kept", "object", body)
+        let firstPIDs = store.pids
+
+        await store.pause()
+        for (name, pid) in firstPIDs {
+            #expect(!SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) still runs while paused")
+        }
+        await #expect(throws: (any Error).self) { _ = try await store.swiftAPI.get("kept", "object") }
+
+        try await store.restart()
+        #expect(Set(store.pids.values).isDisjoint(with: firstPIDs.values))
+        let fetched = try await store.swiftAPI.get("kept", "object")
+        #expect(fetched.status == 200)
+        #expect(sha256(fetched.body) == sha256(body))
+        await #expect(throws: SwiftStoreTestServer.Failure.self) { try await store.restart() }
     }
 }
