@@ -7,19 +7,33 @@ import Foundation
 /// Swift's own object API with a tempauth token (`X-Auth-Token`): what tests use to check
 /// what the store holds, independently of the S3 client under test.
 ///
-/// In Swift terms an S3 bucket is a container and an S3 object an object; the parts of an
-/// S3 multipart upload live in the container `BUCKET+segments` until completed or aborted,
-/// so an empty ``list(_:)`` of it means no orphaned parts.
+/// In Swift terms an S3 bucket is a container and an S3 object an object. s3api keeps a
+/// multipart upload in the container `BUCKET+segments`: a zero-byte marker `KEY/UPLOAD-ID`
+/// from CreateMultipartUpload until it completes or is aborted, and the parts as
+/// `KEY/UPLOAD-ID/PART-NUMBER`. Completing removes the marker and keeps the parts (the
+/// object's segments); aborting removes both. So ``list(_:prefix:)`` of
+/// `BUCKET+segments` with prefix `KEY/` shows leftovers: after an abort, nothing; after a
+/// completion, exactly the object's parts and no marker.
 public final class SwiftAPI: Sendable {
     /// An object as a container listing shows it.
     public struct StoredObject: Decodable, Equatable, Sendable {
         /// The object's name (for a multipart part: `KEY/UPLOAD-ID/PART-NUMBER`).
         public let name: String
-        /// Its size in bytes.
+        /// Its size in bytes (for an S3 multipart object: the whole object's).
         public let bytes: Int
-        /// Its ETag as Swift lists it (the md5 of the bytes; for S3 multipart objects the md5 of
-        /// the manifest, not S3's `…-N`).
+        /// Its ETag as Swift lists it: the md5 of the bytes, except for a multipart object
+        /// (whose S3 ETag is ``s3ETag``).
         public let hash: String
+        /// Its content type.
+        public let contentType: String?
+        /// For an object completed by S3 multipart upload: S3's ETag, `"md5-of-md5s-N"` (quoted).
+        public let s3ETag: String?
+
+        enum CodingKeys: String, CodingKey {
+            case name, bytes, hash
+            case contentType = "content_type"
+            case s3ETag = "s3_etag"
+        }
     }
 
     /// A stored object's headers and bytes as `GET` returns them.
@@ -78,6 +92,12 @@ public final class SwiftAPI: Sendable {
         return headers["etag"] ?? ""
     }
 
+    /// Deletes `container/object` (a manifest with its segments); absent is no error.
+    public func delete(_ container: String, _ object: String) async throws {
+        let (status, _, _) = try await call("DELETE", path(container, object) + "?multipart-manifest=delete")
+        try expect(status, in: [200, 204, 404], "DELETE \(container)/\(object)")
+    }
+
     /// `GET container/object`: status 404 when absent (no error).
     public func get(_ container: String, _ object: String) async throws -> Fetched {
         let (status, body, headers) = try await call("GET", path(container, object))
@@ -85,12 +105,13 @@ public final class SwiftAPI: Sendable {
         return Fetched(status: status, body: body, headers: headers)
     }
 
-    /// The objects of `container` (all of them, page by page), or nil when the container does not exist.
-    public func list(_ container: String) async throws -> [StoredObject]? {
+    /// The objects of `container` whose names start with `prefix` (all of them, page by
+    /// page), or nil when the container does not exist.
+    public func list(_ container: String, prefix: String = "") async throws -> [StoredObject]? {
         var all: [StoredObject] = []
         var marker = ""
         while true {
-            let query = "?format=json&limit=1000&marker=" + encode(marker)
+            let query = "?format=json&limit=1000&prefix=" + encode(prefix) + "&marker=" + encode(marker)
             let (status, body, _) = try await call("GET", path(container) + query)
             if status == 404 { return nil }
             try expect(status, in: [200, 204], "GET \(container)")
