@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import BlobStream
 import BlobStreamArchive
 import BlobStreamFiles
@@ -5,6 +6,7 @@ import BlobStreamGzip
 import BlobStreamHTTPClient
 import BlobStreamTestSupport
 import Foundation
+import NIOCore
 import NginxTestServer
 import Testing
 
@@ -202,6 +204,31 @@ final class HTTPRangeSourceTests {
         let closed = stream.closeWhileReading(opening: true)
         #expect(closed.blocked)
         #expect(closed.result == -1)
+    }
+
+    @Test("a read on an event loop of the client fails at once with .wouldDeadlock; so does a synchronous open there")
+    func eventLoopRead() throws {
+        let peer = try StallingPeer() // the answer never comes: a read would have to wait
+        defer { peer.stop() }
+        let source = Handoff(value: source(peer.baseURL + "/z"))
+        source.value.open()
+        defer { source.value.close() }
+        let loop = HTTPClient.shared.eventLoopGroup.next() // the group every source's own client runs on
+        let started = Date()
+        let read = try loop.submit { () -> Int in
+            var byte: UInt8 = 0
+            return source.value.read(&byte, maxLength: 1)
+        }.wait()
+        #expect(read == -1)
+        #expect((source.value.error as? BlobStreamError)?.code == .wouldDeadlock)
+        #expect(Date().timeIntervalSince(started) < 5)
+        let stream = Handoff(value: BlobInputStream(dataSource: self.source(peer.baseURL + "/w")))
+        let code = try loop.submit { () -> BlobStreamError.Code? in
+            stream.value.open()
+            return (stream.value.streamError as? BlobStreamError)?.code
+        }.wait()
+        stream.value.close()
+        #expect(code == .wouldDeadlock)
     }
 
     @Test("HTTPS: untrusted without the CA (a clear error), trusted with it (bytes equal)")

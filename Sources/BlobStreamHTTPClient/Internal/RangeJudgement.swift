@@ -225,6 +225,11 @@ struct RangeJudgement {
                 return BlobStreamError(.timedOut, "GET \(url) did not finish in time", cause: error)
             }
         }
+        if let error = error as? IOError {
+            let reason = String(cString: strerror(error.errnoCode))
+            return BlobStreamError(
+                .ioFailed, "GET \(url) failed: \(reason.lowercased()) (errno \(error.errnoCode))", cause: error)
+        }
         let text = String(reflecting: error)
         if text.contains("SSL") || text.contains("TLS") || text.contains("certificate") {
             return BlobStreamError(
