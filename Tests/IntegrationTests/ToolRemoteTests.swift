@@ -69,4 +69,21 @@ final class ToolRemoteTests {
         #expect(variable.status == 0, "\(variable.stderr)")
         #expect(variable.text.hasPrefix(Tool.sha256(tar)))
     }
+
+    @Test("upload to https:// with the test's CA: refused without it, stored whole with --ca-bundle")
+    func httpsUpload() throws {
+        let source = archives.appendingPathComponent("photos.tar").path
+        let target = server.tlsBaseURL + "/files/uploaded/photos.tar"
+        let refused = try Tool.run(blobstream, ["upload", source, "--to", target], environment: plain)
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.contains(target) && refused.stderr.contains("CERTIFICATE_VERIFY_FAILED"), "\(refused.stderr)"
+        )
+        #expect(FileManager.default.contents(atPath: server.root.path + "/uploaded/photos.tar") == nil)
+        let ca = server.certificates.caCertificate.path
+        let sent = try Tool.run(blobstream, ["upload", source, "--to", target, "--ca-bundle", ca], environment: plain)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let stored = FileManager.default.contents(atPath: server.root.path + "/uploaded/photos.tar")
+        #expect(stored == (try Data(contentsOf: URL(fileURLWithPath: source))))
+    }
 }

@@ -6,7 +6,7 @@ import Glibc
 /// temporary folder on free ports, stopped (and the folder removed) by `stop()`.
 ///
 /// - `/files/<path>`: the file `root/<path>`, with Range, ETag, Last-Modified and If-Match
-///   as nginx serves static files.
+///   as nginx serves static files; `PUT` stores a file there (WebDAV).
 /// - `/norange/<path>`: the same file, but Range is ignored (`max_ranges 0`: 200 with the
 ///   whole file).
 public final class StaticFileServer: @unchecked Sendable {
@@ -104,7 +104,13 @@ public final class StaticFileServer: @unchecked Sendable {
                 listen 127.0.0.1:\(tlsPort) ssl;
                 ssl_certificate \(certificates.serverCertificate.path);
                 ssl_certificate_key \(certificates.serverKey.path);
-                location /files/ { alias \(folder)/www/; }
+                client_max_body_size 0;
+                location /files/ {
+                    alias \(folder)/www/;
+                    dav_methods PUT;
+                    create_full_put_path on;
+                    dav_access user:rw group:r all:r;
+                }
                 location /norange/ { alias \(folder)/www/; max_ranges 0; }
             }
         }
