@@ -51,6 +51,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
     private let judge: RangeJudgement
     private let shared: Shared
     private var client: HTTPClient?
+    /// The client's event loops (fixed at creation: `completionContext` may be asked from
+    /// any thread).
+    private var eventLoopGroup: (any EventLoopGroup)?
     private let ownsClient: Bool
     private var position: Int64 = 0
     private var opened = false, closed = false
@@ -91,6 +94,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
                 configurationError = error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(name): \(error)")
             }
         }
+        eventLoopGroup = client?.eventLoopGroup
     }
 
     deinit {
@@ -106,7 +110,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     /// The event loops of the client: the first answer is announced there.
     public var completionContext: BlobCompletionContext {
-        guard let group = client?.eventLoopGroup else { return .caller }
+        guard let group = eventLoopGroup else { return .caller }
         return .custom { Self.isEventLoop(of: group) }
     }
 
@@ -270,7 +274,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// `.wouldDeadlock` when the calling thread is an event loop of the client, which must
     /// deliver the answer waited for.
     private func deadlockCheck() -> BlobStreamError? {
-        guard let group = client?.eventLoopGroup, Self.isEventLoop(of: group) else { return nil }
+        guard let group = eventLoopGroup, Self.isEventLoop(of: group) else { return nil }
         return BlobStreamError(
             .wouldDeadlock,
             "\(name): a read would wait on an event loop of its HTTP client for an answer that loop must deliver "

@@ -128,7 +128,7 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     func didReceiveHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         lock.withLock {
             self.head = head
-            if body.capacity == 0 { body.reserveCapacity(min(limit, 16 << 20)) }
+            if [200, 206].contains(head.status.code) { body.reserveCapacity(min(limit, 16 << 20)) }
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }
