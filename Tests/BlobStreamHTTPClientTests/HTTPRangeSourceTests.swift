@@ -124,6 +124,20 @@ final class HTTPRangeSourceTests {
         }
     }
 
+    @Test("SourceConformance: the contract's checks pass, a dropped connection included")
+    func conformance() throws {
+        let bytes = sampleBytes(150_000, seed: 41)
+        let url = try server.serve(Array(bytes), as: "conformance.bin")
+        let peer = try PythonPeer.droppingServer(length: 150_000)
+        defer { peer.stop() }
+        let options = self.options
+        let findings = SourceConformance.check(
+            expected: bytes, timeout: 30,
+            failing: { HTTPRangeDataSource(url: URL(string: peer.baseURL + "/dropped.bin")!, options: options) },
+            makeSource: { HTTPRangeDataSource(url: URL(string: url)!, options: options) })
+        #expect(findings.isEmpty, "\(findings)")
+    }
+
     @Test("a 404 is an error naming the URL and the status")
     func notFound() throws {
         let url = server.baseURL + "/files/missing.bin"
