@@ -190,7 +190,9 @@ public struct ArchiveIndex: Sendable, Equatable {
             throw BlobStreamError(.sourceFailed, "archive '\(path)': its modification time is unknown")
         }
         let identity = try archive.identity(modified: modified)
-        if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length) {
+        if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
+            || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)
+        {
             return ArchiveIndex(format: .tar, identity: identity, members: try archive.tarMembers())
         }
         if let members = try archive.zipMembers() {

@@ -86,6 +86,16 @@ struct TarHeaderWalker {
         return !header.allSatisfy { $0 == 0 } && TarHeaderFields.checksumMatches(header)
     }
 
+    /// Whether the first header carries the ustar magic (`ustar`), whatever its checksum:
+    /// a tar whose first header is damaged, which the walk then reports.
+    static func hasUstarMagic(_ reader: BlobUpstream, length: Int64) -> Bool {
+        guard length >= 512, (try? reader.seek(to: 0)) != nil else { return false }
+        guard case .bytes(let bytes) = reader.fill(atLeast: 512, waiting: true), bytes.count >= 512 else {
+            return false
+        }
+        return bytes[257..<262].elementsEqual("ustar".utf8)
+    }
+
     /// Reads the next entry (its extension headers, then its own header).
     mutating func next() throws(TarWalkError) -> Step {
         var paxPath: [UInt8]?
