@@ -170,7 +170,11 @@ public struct ArchiveIndex: Sendable, Equatable {
     /// `nameBytes` normalized.
     public func member(named nameBytes: [UInt8]) -> Member? {
         let wanted = ArchiveMemberDataSource.normalized(nameBytes)
-        return members.first { ArchiveMemberDataSource.normalized($0.nameBytes) == wanted }
+        return members.first { member in
+            member.nameBytes.withUnsafeBufferPointer {
+                $0[ArchiveMemberDataSource.normalizedBounds($0)].elementsEqual(wanted)
+            }
+        }
     }
 
     /// Indexes the archive at `path` (an uncompressed tar or a zip).

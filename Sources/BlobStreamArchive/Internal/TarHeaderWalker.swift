@@ -272,14 +272,18 @@ enum TarHeaderFields {
     /// that field counted as spaces, as unsigned bytes or (old writers) signed ones.
     static func checksumMatches(_ header: UnsafeRawBufferPointer) -> Bool {
         guard let stored = number(header, 148, 8) else { return false }
+        // The sums of all 512 bytes, then the field's 8 bytes counted as spaces instead.
         var unsigned: Int64 = 0
         var signed: Int64 = 0
-        for i in 0..<512 {
-            let byte = (148..<156).contains(i) ? UInt8(ascii: " ") : header[i]
-            unsigned += Int64(byte)
-            signed += Int64(Int8(bitPattern: byte))
+        for byte in header {
+            unsigned &+= Int64(byte)
+            signed &+= Int64(Int8(bitPattern: byte))
         }
-        return stored == unsigned || stored == signed
+        for i in 148..<156 {
+            unsigned -= Int64(header[i])
+            signed -= Int64(Int8(bitPattern: header[i]))
+        }
+        return stored == unsigned + 8 * 32 || stored == signed + 8 * 32
     }
 
     /// A numeric field: octal digits (leading spaces or NULs, ending at a space or NUL), or
