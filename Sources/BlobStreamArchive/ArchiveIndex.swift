@@ -49,8 +49,9 @@ public struct ArchiveIndex: Sendable, Equatable {
     public struct Identity: Sendable, Equatable {
         /// The archive's size in bytes.
         public var size: Int64
-        /// The archive's modification time: seconds since 1970 and nanoseconds.
+        /// The archive's modification time: seconds since 1970.
         public var modificationSeconds: Int64
+        /// The nanoseconds of the archive's modification time.
         public var modificationNanoseconds: Int32
         /// CRC-32 of the bytes in `sampledRanges(size:)`, in order.
         public var sampleCRC: UInt32
@@ -88,8 +89,9 @@ public struct ArchiveIndex: Sendable, Equatable {
         public var size: Int64
         /// The permission bits.
         public var mode: UInt32
-        /// The modification time: seconds since 1970 and nanoseconds.
+        /// The modification time: seconds since 1970.
         public var modificationSeconds: Int64
+        /// The nanoseconds of the modification time.
         public var modificationNanoseconds: Int32
         /// A link's target bytes (empty when not a link).
         public var linkTargetBytes: [UInt8]

@@ -10,7 +10,9 @@ public enum ArchiveIndexOption: Sendable {
     case automatic
     /// No index.
     case none
-    /// This index; refused (`.changed`) when it does not match the archive.
+    /// This index; refused (`.changed`) when it does not match the archive. Over an upstream
+    /// with no path (see `useIndex(_:archivePath:)`) the modification time cannot be
+    /// compared: the size and the sampled bytes are.
     case index(ArchiveIndex)
     /// The index in this file; refused when it cannot be read or does not match.
     case file(String)
