@@ -237,6 +237,41 @@ struct ArchiveIndexTests {
     }
 }
 
+extension ArchiveIndexTests {
+    @Test("a stored zip member read through the index is checked against the zip's CRC-32; an empty one ends at once")
+    func zipStoredThroughIndex() throws {
+        let dir = try makeTemporaryDirectory("index-zip")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let big = randomBytes(3_000_000, seed: 12)
+        try write(big, to: dir + "/tree/big.bin")
+        try write(Data(), to: dir + "/tree/empty.txt")
+        let path = dir + "/a.zip"
+        try run(
+            "bsdtar",
+            [
+                "--format", "zip", "--options", "zip:compression=store", "-cf", path, "-C", dir + "/tree", "big.bin",
+                "empty.txt",
+            ])
+        let index = try ArchiveIndex.build(archiveAt: path)
+        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        let member = try #require(index.member(named: Array("big.bin".utf8)))
+        #expect(member.compressionMethod == 0 && member.compressedSize == 3_000_000 && member.crc32 != nil)
+        let good = drain(ArchiveMemberDataSource(archive: path, member: "big.bin"))
+        #expect(good.last == 0 && good.data == big, "\(String(describing: good.error))")
+        let empty = drain(ArchiveMemberDataSource(archive: path, member: "empty.txt"))
+        #expect(empty.last == 0 && empty.data.isEmpty, "\(String(describing: empty.error))")
+        let sampled = ArchiveIndex.Identity.sampledRanges(size: index.identity.size)
+        let position = try #require(
+            (member.dataOffset + 10_000..<member.dataOffset + member.size).first { p in
+                !sampled.contains { $0.contains(p) }
+            })
+        try Self.patch(path, at: Int(position), with: [~big[Int(position - member.dataOffset)]])
+        let bad = drain(ArchiveMemberDataSource(archive: path, member: "big.bin", index: .index(index)))
+        #expect(bad.last == -1 && bad.error?.code == .corrupt, "\(String(describing: bad.error))")
+        #expect(bad.error?.message.contains("CRC") == true && bad.error?.message.contains(path) == true)
+    }
+}
+
 /// zlib's CRC-32 of `bytes` (the index file's trailer), computed bitwise here.
 func crc32OfBytes(_ bytes: [UInt8]) -> UInt32 {
     var crc: UInt32 = 0xFFFF_FFFF
