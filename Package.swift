@@ -51,7 +51,7 @@ let package = Package(
         // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
         .target(
             name: "BlobStreamArchive",
-            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive"]),
+            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
