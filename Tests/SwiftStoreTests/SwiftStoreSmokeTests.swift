@@ -10,15 +10,14 @@ import Testing
 /// Deterministic bytes (not all equal, so a damaged or misplaced byte shows).
 func patternBytes(_ count: Int, seed: UInt64 = 1) -> Data {
     var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { raw in
-        for i in 0..<count {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            raw[i] = UInt8(truncatingIfNeeded: state)
-        }
+    var bytes = [UInt8](repeating: 0, count: count)
+    for i in 0..<count {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        bytes[i] = UInt8(truncatingIfNeeded: state)
     }
+    let data = Data(bytes)
     return data
 }
 
