@@ -27,8 +27,9 @@ public final class FaultProxy: Sendable {
     public enum Action: Sendable, Equatable {
         /// Flip every bit of the body's byte at `offset` (nil: the middle one) and forward it.
         case corrupt(offset: Int? = nil)
-        /// Answer `status` with an S3-style XML error; the upstream never sees the request.
-        case status(Int)
+        /// Answer `status` with an S3-style XML error whose `Code` is `code` (nil: one that
+        /// fits the status, e.g. `ServiceUnavailable`); the upstream never sees the request.
+        case status(Int, code: String? = nil)
         /// Read `afterBytes` of the body (nil: half) and reset the connection.
         case drop(afterBytes: Int? = nil)
         /// Wait, then forward.
@@ -62,11 +63,13 @@ public final class FaultProxy: Sendable {
             Rule(method: method, path: path, nth: nth, times: times, action: .corrupt(offset: offset))
         }
 
-        /// Answers `status` (e.g. 500, 503) to the `nth` matching request (and `times - 1` more).
+        /// Answers `status` (e.g. 500, 503) to the `nth` matching request (and `times - 1` more),
+        /// with an S3 error `code` (nil: one that fits the status).
         public static func status(
-            _ status: Int, method: String? = nil, path: String? = nil, nth: Int = 1, times: Int = 1
+            _ status: Int, code: String? = nil, method: String? = nil, path: String? = nil, nth: Int = 1,
+            times: Int = 1
         ) -> Rule {
-            Rule(method: method, path: path, nth: nth, times: times, action: .status(status))
+            Rule(method: method, path: path, nth: nth, times: times, action: .status(status, code: code))
         }
 
         /// Drops the connection of the `nth` matching request mid-body (and `times - 1` more).
@@ -91,9 +94,10 @@ public final class FaultProxy: Sendable {
             case .corrupt(let offset):
                 object["action"] = "corrupt"
                 if let offset { object["offset"] = offset }
-            case .status(let status):
+            case .status(let status, let code):
                 object["action"] = "status"
                 object["status"] = status
+                if let code { object["code"] = code }
             case .drop(let afterBytes):
                 object["action"] = "drop"
                 if let afterBytes { object["after_bytes"] = afterBytes }
@@ -111,6 +115,8 @@ public final class FaultProxy: Sendable {
         public let method: String
         /// Its target: path and query, as sent.
         public let target: String
+        /// Its headers, names lower-cased.
+        public let headers: [String: String]
         /// The body bytes received (for a dropped request: before the drop).
         public let bodyBytes: Int
         /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`.
@@ -121,7 +127,7 @@ public final class FaultProxy: Sendable {
         public let status: Int?
 
         enum CodingKeys: String, CodingKey {
-            case method, target, action, rule, status
+            case method, target, headers, action, rule, status
             case bodyBytes = "body_bytes"
         }
     }

@@ -92,6 +92,10 @@ final class LifelineProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, stdin, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Nothing else: a descriptor another test thread has open without close-on-exec (say,
+        // a program it is copying, then runs) must not live on in a helper that runs for
+        // minutes (the copy's exec would fail with ETXTBSY).
+        _ = systemAddCloseFrom(&actions, 3)
         let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, environ)
         return rc == 0 ? .success(pid) : .failure(SpawnError(code: rc))
     }
@@ -121,3 +125,8 @@ final class LifelineProcess: Sendable {
 /// thread inherits them.
 @_silgen_name("pipe2")
 private func systemPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+; declared only under `_GNU_SOURCE`):
+/// the child closes every descriptor from `from` on before it runs the program.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func systemAddCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32

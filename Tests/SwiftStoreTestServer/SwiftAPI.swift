@@ -94,7 +94,13 @@ public final class SwiftAPI: Sendable {
 
     /// Deletes `container/object` (a manifest with its segments); absent is no error.
     public func delete(_ container: String, _ object: String) async throws {
-        let (status, _, _) = try await call("DELETE", path(container, object) + "?multipart-manifest=delete")
+        // `multipart-manifest=delete` deletes a manifest and its segments, and refuses any
+        // other object (200 with "Not an SLO manifest" in the body).
+        let (found, _, headers) = try await call("HEAD", path(container, object))
+        if found == 404 { return }
+        let manifest = headers["x-static-large-object"]?.lowercased() == "true"
+        let (status, _, _) = try await call(
+            "DELETE", path(container, object) + (manifest ? "?multipart-manifest=delete" : ""))
         try expect(status, in: [200, 204, 404], "DELETE \(container)/\(object)")
     }
 

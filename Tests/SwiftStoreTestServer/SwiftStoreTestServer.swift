@@ -35,6 +35,8 @@ public final class SwiftStoreTestServer: Sendable {
     public var pids: [String: Int32] { running.withLock { $0.process == nil ? [:] : $0.pids } }
     /// Swift's own API with a tempauth token, to check what the store holds.
     public let swiftAPI: SwiftAPI
+    /// Seconds from starting the script to its ready line (the first start, not a restart).
+    public let startupDuration: TimeInterval
 
     private let running: LockedRun
 
@@ -59,6 +61,7 @@ public final class SwiftStoreTestServer: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process: LifelineProcess
         let state: State
+        let started = Date()
         do {
             (process, state) = try Self.launch(folder)
         } catch {
@@ -72,6 +75,7 @@ public final class SwiftStoreTestServer: Sendable {
         self.authURL = state.authURL
         self.storageURL = state.storageURL
         self.folder = folder
+        self.startupDuration = Date().timeIntervalSince(started)
         self.running = LockedRun(process: process, pids: state.pids)
         self.swiftAPI = SwiftAPI(authURL: state.authURL, user: state.accessKey, key: state.secretKey)
     }

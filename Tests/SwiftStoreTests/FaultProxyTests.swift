@@ -2,6 +2,10 @@ import Foundation
 import SwiftStoreTestServer
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// The fault proxy's rules, each checked against what the real store ends up holding.
 @Suite("The fault-injecting proxy in front of the store")
 struct FaultProxyTests {
@@ -45,7 +49,7 @@ struct FaultProxyTests {
     @Test("status: the nth matching request is answered 503 and never reaches the store")
     func statusRefusesTheNthRequest() async throws {
         defer { proxy.stop() }
-        try await proxy.setRules([.status(503, method: "PUT", path: "/retried$", nth: 2)])
+        try await proxy.setRules([.status(503, code: "SlowDown", method: "PUT", path: "/retried$", nth: 2)])
         try await viaProxy.put(bucket, "retried", patternBytes(1000, seed: 1))
         await #expect(throws: SwiftStoreTestServer.Failure.self) {
             try await viaProxy.put(bucket, "retried", patternBytes(1000, seed: 2))
@@ -56,6 +60,16 @@ struct FaultProxyTests {
         let seen = try await proxy.log().filter { $0.target.hasSuffix("/retried") }
         #expect(seen.map(\.status) == [201, 503, 201])
         #expect(seen.map(\.rule) == [nil, 0, nil])
+        #expect(seen.allSatisfy { $0.headers["x-auth-token"]?.hasPrefix("AUTH_") == true })
+
+        // What the client got: the status and the S3 error code.
+        var request = URLRequest(url: URL(string: proxy.endpoint + "/\(bucket)/refused")!)
+        request.httpMethod = "PUT"
+        request.httpBody = Data("x".utf8)
+        try await proxy.setRules([.status(503, code: "SlowDown", path: "/refused$")])
+        let (status, body) = try await send(request)
+        #expect(status == 503)
+        #expect(body.contains("<Code>SlowDown</Code>"), "\(body)")
     }
 
     @Test("drop: the connection is reset mid-body and the store keeps nothing")

@@ -10,15 +10,14 @@ import Testing
 /// Deterministic bytes (not all equal, so a damaged or misplaced byte shows).
 func patternBytes(_ count: Int, seed: UInt64 = 1) -> Data {
     var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { raw in
-        for i in 0..<count {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            raw[i] = UInt8(truncatingIfNeeded: state)
-        }
+    var bytes = [UInt8](repeating: 0, count: count)
+    for i in 0..<count {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        bytes[i] = UInt8(truncatingIfNeeded: state)
     }
+    let data = Data(bytes)
     return data
 }
 
@@ -91,24 +90,45 @@ struct SharedSwiftStoreTests {
     }
 }
 
+/// One store of its own for the whole life cycle: each start costs seconds of both cores,
+/// which other suites' timing checks feel.
 @Suite("A store of its own")
 struct OwnSwiftStoreTests {
-    @Test("starts in bounded time, answers, and stop leaves no process and no folder")
-    func startAndStop() async throws {
-        let started = Date()
+    @Test(
+        "starts in bounded time; pause refuses connections; restart serves the same data on the same endpoint; stop leaves no process and no folder"
+    )
+    func lifeCycle() async throws {
         let store = try await SwiftStoreTestServer.start()
-        let elapsed = Date().timeIntervalSince(started)
-        #expect(elapsed < 60, "start took \(elapsed) s")
-        let pids = store.pids
-        #expect(Set(pids.keys) == ["supervisor", "memcached", "account", "container", "object", "proxy"])
-        for (name, pid) in pids {
+        defer { store.stop() }
+        // The script's own bound is 60 s for the servers to answer, after a second or two of
+        // configuration; measured on the thread that waited, not on the busy test pool.
+        #expect(store.startupDuration < 75, "start took \(store.startupDuration) s")
+        let firstPIDs = store.pids
+        #expect(Set(firstPIDs.keys) == ["supervisor", "memcached", "account", "container", "object", "proxy"])
+        for (name, pid) in firstPIDs {
             #expect(SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) is not running")
         }
-        try await store.swiftAPI.createContainer("own")
-        #expect(try await store.swiftAPI.list("own") == [])
+        let body = patternBytes(6 * 1024 * 1024, seed: 3)
+        try await store.swiftAPI.createContainer("kept")
+        try await store.swiftAPI.put("kept", "object", body)
+
+        await store.pause()
+        for (name, pid) in firstPIDs {
+            #expect(!SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) still runs while paused")
+        }
+        #expect(store.pids.isEmpty)
+        await #expect(throws: (any Error).self) { _ = try await store.swiftAPI.get("kept", "object") }
+
+        try await store.restart()
+        let secondPIDs = store.pids
+        #expect(Set(secondPIDs.values).isDisjoint(with: firstPIDs.values))
+        let fetched = try await store.swiftAPI.get("kept", "object")
+        #expect(fetched.status == 200)
+        #expect(sha256(fetched.body) == sha256(body))
+        await #expect(throws: SwiftStoreTestServer.Failure.self) { try await store.restart() }
 
         store.stop()
-        for (name, pid) in pids {
+        for (name, pid) in secondPIDs {
             #expect(!SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) still runs after stop")
         }
         #expect(store.pids.isEmpty)
@@ -116,28 +136,5 @@ struct OwnSwiftStoreTests {
         var request = URLRequest(url: URL(string: store.authURL)!)
         request.timeoutInterval = 5
         await #expect(throws: (any Error).self) { _ = try await send(request) }
-    }
-
-    @Test("pause refuses connections; restart serves the same data on the same endpoint")
-    func pauseAndRestart() async throws {
-        let store = try await SwiftStoreTestServer.start()
-        defer { store.stop() }
-        let body = patternBytes(6 * 1024 * 1024, seed: 3)
-        try await store.swiftAPI.createContainer("kept")
-        try await store.swiftAPI.put("kept", "object", body)
-        let firstPIDs = store.pids
-
-        await store.pause()
-        for (name, pid) in firstPIDs {
-            #expect(!SwiftStoreTestServer.isRunning(pid), "\(name) (\(pid)) still runs while paused")
-        }
-        await #expect(throws: (any Error).self) { _ = try await store.swiftAPI.get("kept", "object") }
-
-        try await store.restart()
-        #expect(Set(store.pids.values).isDisjoint(with: firstPIDs.values))
-        let fetched = try await store.swiftAPI.get("kept", "object")
-        #expect(fetched.status == 200)
-        #expect(sha256(fetched.body) == sha256(body))
-        await #expect(throws: SwiftStoreTestServer.Failure.self) { try await store.restart() }
     }
 }
