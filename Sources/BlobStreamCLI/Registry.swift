@@ -8,11 +8,14 @@ import BlobStreamGzip
 import Foundation
 
 /// The registry the tool reads through: every scheme of the modules it links. Asset URLs
-/// are resolved by the photo library given with `--library`.
-package func makeRegistry(library: String? = nil, skipArchiveVerification: Bool = false) -> DataSourceRegistry {
+/// are resolved by the photo library given with `--library`; `gzip:` sources inflate with
+/// `inflate` (`--inflate`).
+package func makeRegistry(
+    library: String? = nil, skipArchiveVerification: Bool = false, inflate: GzipInflateEngine = .automatic
+) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     FileSources.register(in: registry)
-    GzipSources.register(in: registry)
+    GzipSources.register(in: registry, engine: inflate)
     ArchiveSources.register(in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
