@@ -1,8 +1,8 @@
 # BlobStream: the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmarks need.
-DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip zstd tar binutils nginx python3
-BENCH_PACKAGES := pigz curl libarchive-tools nginx time
+DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libisal-dev libarchive-tools gzip zstd tar binutils nginx python3
+BENCH_PACKAGES := pigz isal curl libarchive-tools nginx time
 
 .PHONY: all deps build demo test tsan lint format bench fixtures clean
 
