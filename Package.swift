@@ -45,7 +45,10 @@ let package = Package(
         .target(name: "BlobStreamFiles", dependencies: ["BlobStream", "BlobStreamSystem"]),
         .systemLibrary(
             name: "CBlobStreamZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib"]),
+        // ISA-L's inflate, loaded with dlopen at run time (nothing links -lisal): builds and
+        // runs without ISA-L, which Debian's libisal-dev (header) and libisal2 bring.
+        .target(name: "CBlobStreamIsal", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib", "CBlobStreamIsal"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobStream
+import BlobStreamGzip
 import Foundation
 import Glibc
 
@@ -139,9 +140,19 @@ package struct SourceOptions: ParsableArguments {
     )
     package var caBundle: String?
 
+    @Option(
+        name: .long,
+        help:
+            "gzip: the inflate engine: auto (ISA-L when it can be loaded, else zlib), zlib, or isal (fails when ISA-L cannot be loaded)."
+    )
+    package var inflate: GzipInflateEngine = .automatic
+
     package init() {}
 
     package func validate() throws {
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more, not \(offset)") }
     }
 }
+
+/// `--inflate auto|zlib|isal`.
+extension GzipInflateEngine: ExpressibleByArgument {}

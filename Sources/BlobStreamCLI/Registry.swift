@@ -9,16 +9,18 @@ import Foundation
 import Synchronization
 
 /// The registry the tool reads through: every scheme of the modules it links. Asset URLs
-/// are resolved by the photo library given with `--library`.
+/// are resolved by the photo library given with `--library`; `gzip:` sources inflate with
+/// `inflate` (`--inflate`).
 /// Remote schemes (`http`, `https`) come from the program through `RemoteSchemes`, with
 /// `caBundle` (`--ca-bundle`) as an extra trust root.
-package func makeRegistry(library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil)
-    -> DataSourceRegistry
-{
+package func makeRegistry(
+    library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil,
+    inflate: GzipInflateEngine = .automatic
+) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     RemoteSchemes.register(in: registry, caBundle: caBundle)
     FileSources.register(in: registry)
-    GzipSources.register(in: registry)
+    GzipSources.register(in: registry, engine: inflate)
     ArchiveSources.register(in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))

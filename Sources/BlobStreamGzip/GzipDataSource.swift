@@ -15,7 +15,7 @@ import Foundation
 /// - Every member's CRC-32 and ISIZE are checked.
 /// - Input that ends before the last member's trailer (including an empty input) fails with
 ///   `.truncated`; bad magic, a bad header CRC, a bad CRC-32 or ISIZE and corrupt deflate
-///   data fail with `.corrupt` and a `ZlibError` as the cause. Both name the source and the
+///   data fail with `.corrupt` and the engine's error (`ZlibError`, `IsalError`) as the cause. Both name the source and the
 ///   offset in the compressed bytes. Neither is ever a clean end; errors are sticky.
 /// - Trailing bytes after the last member: zero bytes are ignored, as `gzip -d` does (tape
 ///   and block padding); anything else fails with `.corrupt` (never silently ignored).
@@ -24,8 +24,14 @@ import Foundation
 /// The gzip source owns its upstream (unlike Go's `gzip.Reader`): its `open()` opens the
 /// upstream, its `close()` (or its deinitialization) closes it, opened or not. Hand it an
 /// unopened upstream and do not call the upstream yourself afterwards. It reads the upstream
-/// through the core's `BlobUpstream`; the gzip state machine is `GzipDecoder`, its zlib calls
-/// are in `Inflater`, its errors in `GzipErrors` (all internal).
+/// through the core's `BlobUpstream`; the gzip state machine is `GzipDecoder`, the inflaters
+/// behind `GzipInflating` are `Inflater` (zlib) and `IsalInflater` (ISA-L), its errors are
+/// in `GzipErrors` (all internal).
+///
+/// ## Engines
+/// `engine` (`GzipInflateEngine`) picks the inflater: by default ISA-L when it can be
+/// loaded at run time (`libisal.so.2`), else zlib. Both check the same things and fail with
+/// the same codes and words; the cause is a `ZlibError` or an `IsalError`.
 ///
 /// ## Offsets
 /// `readOffset`, `seek(to:)` and `.fileCurrentOffsetKey` are offsets in the decompressed
@@ -91,6 +97,10 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     private var lookStart = 0, lookEnd = 0
     private var lookCount: Int { lookEnd - lookStart }
 
+    /// The engine that inflates: `.isal` or `.zlib` (`.automatic` resolved when the source
+    /// was made). A source asked for `.isal` where ISA-L is unavailable fails at open.
+    public let engine: GzipInflateEngine
+
     /// Makes a source that inflates `upstream`.
     ///
     /// - Parameters:
@@ -99,9 +109,23 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     ///     nil by default.
     ///   - name: how errors name the source; by default `"gzip stream over <upstream type>"`.
     ///   - inputBufferSize: how many compressed bytes one upstream read asks for.
-    public init(
+    ///   - engine: which inflater to use: by default ISA-L when it can be loaded, else zlib;
+    ///     `.isal` where ISA-L is unavailable fails at open with `.unsupported`.
+    public convenience init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
-        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize
+        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, engine: GzipInflateEngine = .automatic
+    ) {
+        self.init(
+            upstream: upstream, length: length, name: name, inputBufferSize: inputBufferSize, engine: engine,
+            isal: .system)
+    }
+
+    /// Makes a source as the public initializer does, with ISA-L's availability given (tests
+    /// make it unavailable to exercise that path).
+    package init(
+        upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
+        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, engine: GzipInflateEngine,
+        isal: IsalAvailability
     ) {
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "gzip stream over \(type(of: upstream))"
@@ -114,7 +138,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         self.name = name
         self.probeQueue = probeQueue
         self.reader = reader
-        self.decoder = GzipDecoder(upstream: reader, errors: GzipErrors(name: name))
+        self.engine = engine.resolved(with: isal)
+        self.decoder = GzipDecoder(upstream: reader, errors: GzipErrors(name: name), engine: engine, isal: isal)
         owner.source = self
     }
 

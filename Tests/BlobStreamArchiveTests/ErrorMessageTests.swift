@@ -78,7 +78,7 @@ struct ErrorMessageTests {
         }
     }
 
-    @Test("a gzip layer's bad CRC-32 names the gzip member, with zlib's error as the cause")
+    @Test("a gzip layer's bad CRC-32 names the gzip member, with the inflater's error as the cause")
     func gzipSaidOnce() throws {
         let dir = try makeTemporaryDirectory("msg-gzip")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -87,10 +87,18 @@ struct ErrorMessageTests {
         #expect(result.last == -1)
         let error = try #require(result.error)
         #expect(error.code == .corrupt)
-        let zlib = try #require(error.cause as? ZlibError, "\(error)")
-        #expect(zlib.message == "incorrect data check", "\(zlib)")
+        // The gzip layer inflates with ISA-L when it can be loaded (as here), else zlib.
+        let causeMessage: String
+        if GzipInflateEngine.automatic.resolved == .zlib {
+            let zlib = try #require(error.cause as? ZlibError, "\(error)")
+            causeMessage = zlib.message
+        } else {
+            let isal = try #require(error.cause as? IsalError, "\(error)")
+            causeMessage = isal.message
+        }
+        #expect(causeMessage == "incorrect data check", "\(error)")
         #expect(error.message.contains("the gzip stream is damaged (member 1"), "\(error.message)")
-        Self.expectSaidOnce(error, archive: path, member: "first.bin", causeText: zlib.message)
+        Self.expectSaidOnce(error, archive: path, member: "first.bin", causeText: causeMessage)
     }
 
     @Test("an upstream's error is the cause, with the upstream's code, said once")

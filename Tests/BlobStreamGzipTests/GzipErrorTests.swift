@@ -63,21 +63,28 @@ struct GzipErrorTests {
         expectError(drainSync(gzipSource(Data(), name: "empty.gz")), .truncated, contains: "empty.gz")
     }
 
-    @Test("bad magic")
-    func badMagic() throws {
+    @Test("bad magic", arguments: [GzipInflateEngine.zlib, .isal])
+    func badMagic(_ engine: GzipInflateEngine) throws {
         var gz = try Gzip.compress(Data("hello".utf8))
         for index in [0, 1] {
             var bad = gz
             bad[index] ^= 0xFF
-            let result = drainSync(gzipSource(bad, name: "magic.gz"))
+            let result = drainSync(gzipSource(bad, name: "magic.gz", engine: engine))
             expectError(result, .corrupt, contains: "magic.gz")
-            #expect((result.error?.cause as? ZlibError)?.message == "incorrect header check")
-            #expect((result.error?.cause as? ZlibError)?.code == -3)
+            if engine == .zlib {
+                #expect((result.error?.cause as? ZlibError)?.message == "incorrect header check")
+                #expect((result.error?.cause as? ZlibError)?.code == -3)
+            } else {
+                #expect((result.error?.cause as? IsalError)?.message == "incorrect header check")
+                #expect((result.error?.cause as? IsalError)?.code == -4) // ISAL_INVALID_WRAPPER
+            }
         }
         gz[2] = 7 // compression method other than deflate
-        expectError(drainSync(gzipSource(gz)), .corrupt, contains: "unknown compression method")
+        expectError(drainSync(gzipSource(gz, engine: engine)), .corrupt, contains: "unknown compression method")
         // Plain text is not gzip.
-        expectError(drainSync(gzipSource(Data("just text\n".utf8))), .corrupt, contains: "incorrect header check")
+        expectError(
+            drainSync(gzipSource(Data("just text\n".utf8), engine: engine)), .corrupt,
+            contains: "incorrect header check")
     }
 
     @Test("flipped flag bits in the header are an error")
@@ -99,23 +106,32 @@ struct GzipErrorTests {
         }
     }
 
-    @Test("a bad header CRC (FHCRC) is verified by zlib: .corrupt")
-    func badHeaderCRC() throws {
-        let result = drainSync(gzipSource(try fixture("bad-header-crc.gz"), name: "bad-header-crc.gz"))
+    @Test(
+        "a bad header CRC (FHCRC) is verified by zlib and by the ISA-L engine: .corrupt",
+        arguments: [GzipInflateEngine.zlib, .isal])
+    func badHeaderCRC(_ engine: GzipInflateEngine) throws {
+        let result = drainSync(
+            gzipSource(try fixture("bad-header-crc.gz"), name: "bad-header-crc.gz", engine: engine))
         expectError(result, .corrupt, contains: "bad-header-crc.gz")
-        #expect((result.error?.cause as? ZlibError)?.message == "header crc mismatch")
+        if engine == .zlib {
+            #expect((result.error?.cause as? ZlibError)?.message == "header crc mismatch")
+        } else {
+            #expect((result.error?.cause as? IsalError)?.message == "header crc mismatch")
+        }
         // And any single flipped byte of the crafted header (FEXTRA, FNAME, FCOMMENT, FHCRC).
         let good = try fixture("header-fields.gz")
         for index in 4..<62 {
             var bad = good
             bad[index] ^= 0x01
-            let r = drainSync(gzipSource(bad))
+            let r = drainSync(gzipSource(bad, engine: engine))
             #expect(r.last == -1, "header byte \(index) flipped: ended cleanly")
         }
     }
 
-    @Test("a flipped byte in the deflate body, CRC-32 or ISIZE is .corrupt with the offset")
-    func corruptBodyAndTrailer() throws {
+    @Test(
+        "a flipped byte in the deflate body, CRC-32 or ISIZE is .corrupt with the offset",
+        arguments: [GzipInflateEngine.zlib, .isal])
+    func corruptBodyAndTrailer(_ engine: GzipInflateEngine) throws {
         let gz = try Gzip.compress(textBytes(20_000, seed: 13))
         let n = gz.count
         let cases: [(String, Int, String?)] = [
@@ -128,14 +144,21 @@ struct GzipErrorTests {
         for (what, index, message) in cases {
             var bad = gz
             bad[index] ^= 0x10
-            let result = drainSync(gzipSource(bad, name: "flip.gz"))
+            let result = drainSync(gzipSource(bad, name: "flip.gz", engine: engine))
             #expect(result.last == -1, "\(what) flipped: ended cleanly")
             #expect(result.error?.code == .corrupt, "\(what): \(String(describing: result.error))")
             #expect(result.error?.message.contains("flip.gz") == true)
             #expect(result.error?.message.contains("compressed offset") == true)
-            #expect(result.error?.cause is ZlibError)
-            if let message {
-                #expect((result.error?.cause as? ZlibError)?.message == message, "\(what)")
+            if engine == .zlib {
+                #expect(result.error?.cause is ZlibError)
+                if let message {
+                    #expect((result.error?.cause as? ZlibError)?.message == message, "\(what)")
+                }
+            } else {
+                #expect(result.error?.cause is IsalError)
+                if let message {
+                    #expect((result.error?.cause as? IsalError)?.message == message, "\(what)")
+                }
             }
         }
     }

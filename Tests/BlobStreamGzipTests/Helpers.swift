@@ -57,9 +57,12 @@ func textBytes(_ count: Int, seed: UInt64) -> Data {
         lineEvery: 13)
 }
 
-/// A gzip source over bytes in memory (a synchronous, seekable upstream).
-func gzipSource(_ gz: Data, name: String = "test.gz", chunkSize: Int = .max) -> GzipDataSource {
-    GzipDataSource(upstream: InMemoryDataSource(data: gz, chunkSize: chunkSize), name: name)
+/// A gzip source over bytes in memory (a synchronous, seekable upstream), inflating with
+/// `engine` (by default ISA-L here, as for users).
+func gzipSource(
+    _ gz: Data, name: String = "test.gz", chunkSize: Int = .max, engine: GzipInflateEngine = .automatic
+) -> GzipDataSource {
+    GzipDataSource(upstream: InMemoryDataSource(data: gz, chunkSize: chunkSize), name: name, engine: engine)
 }
 
 /// What reading a stream to its end gave.

@@ -189,6 +189,13 @@ struct BadInputTableTests {
         add(["cat", "--offset", "9223372036854775807", file], 1, "offset 9223372036854775807")
         add(["cat", "--offset", "100000", "\(tar)!/member.txt"], 1, "offset 100000")
         add(["cat", "--offset", "100000", "gzip:file://\(d)/file.gz"], 1, "offset 100000")
+        // Inflate engines: a bad name is a usage error; each engine fails the same way.
+        add(["cat", "--inflate", "bogus", file], 2, "--inflate", "bogus")
+        add(["cat", "--inflate", file], 2, "--inflate")
+        for engine in ["zlib", "isal", "auto"] {
+            add(["cat", "--inflate", engine, "gzip:file://\(d)/truncated.tar.gz"], 1, "truncated")
+            add(["checksum", "--inflate", engine, "gzip:file://\(text)"], 1, "gzip", "incorrect header check")
+        }
         add(["checksum", "--offset", "5", "-"], 1, "offset 5")
         // Usage.
         add([], 2, "command")

@@ -32,6 +32,16 @@ struct ToolSourcesTests {
         #expect(ours.stdout == reference.stdout.suffix(from: 1000))
     }
 
+    @Test("--inflate zlib, isal and auto give what gzip -dc gives")
+    func inflateEngines() throws {
+        let reference = try Tool.run("/usr/bin/gzip", ["-dc", archives + "/sample.txt.gz"])
+        for engine in ["zlib", "isal", "auto"] {
+            let ours = try Tool.blobstream(["cat", "--inflate", engine, "gzip:file://" + archives + "/sample.txt.gz"])
+            #expect(ours.status == 0, "\(engine): \(ours.stderr)")
+            #expect(Tool.sha256(ours.stdout) == Tool.sha256(reference.stdout), "\(engine)")
+        }
+    }
+
     @Test("ls lists members with a header line; ls --library lists assets")
     func listing() throws {
         let members = try Tool.blobstream(["ls", archives + "/photos.tar.gz"])

@@ -4,9 +4,9 @@ import BlobStreamGzip
 /// The gzip layer of an archive, which `UpstreamInput` inflates itself instead of leaving it
 /// to libarchive: libarchive (3.6) never checks a gzip member's CRC-32 and ISIZE (its gzip
 /// filter leaves that as a to-do), so garbled deflate data that still decodes, or a garbled
-/// stored block, would pass unseen. The inflating is `BlobStreamGzip`'s `Inflater` (zlib,
-/// windowBits 15 + 16: each member's CRC-32 and ISIZE checked); this holds where the layer
-/// stands. Not thread-safe: its input serializes calls.
+/// stored block, would pass unseen. The inflating is `BlobStreamGzip`'s engine
+/// (`GzipInflating`: ISA-L when it can be loaded, else zlib; each member's CRC-32 and ISIZE
+/// checked); this holds where the layer stands. Not thread-safe: its input serializes calls.
 final class GzipLayer {
     /// A gzip member starts with these bytes (ID1, ID2, CM = deflate).
     static let magic: [UInt8] = [0x1F, 0x8B, 0x08]
@@ -20,15 +20,15 @@ final class GzipLayer {
         case ended
     }
 
-    let inflater: Inflater
+    let inflater: any GzipInflating
     var state = State.inMember
     /// Members read whole, their CRC-32 and ISIZE checked.
     var members = 0
     /// The decompressed bytes lent to libarchive (`UpstreamInput.blockSize`).
     let output: UnsafeMutablePointer<UInt8>
 
-    init() throws(ZlibError) {
-        inflater = try Inflater()
+    init(engine: GzipInflateEngine = .automatic) throws(BlobStreamError) {
+        inflater = try engine.makeInflater(isal: .system, name: "the gzip layer")
         output = .allocate(capacity: UpstreamInput.blockSize)
     }
 
@@ -48,7 +48,7 @@ extension UpstreamInput {
         do {
             gzip = try GzipLayer()
         } catch {
-            failOwn(.sourceFailed, "zlib could not start to inflate the gzip stream", cause: error)
+            failOwn(error.code, "could not start to inflate the gzip stream: \(error.message)", cause: error.cause)
             return false
         }
         canSeek = false
@@ -81,11 +81,11 @@ extension UpstreamInput {
                     capacity: Self.blockSize)
                 reader.consume(step.consumed)
                 switch step.result {
-                case .failed(let zlib):
+                case .failed(let failure):
                     failOwn(
                         .corrupt,
                         "the gzip stream is damaged (member \(gzip.members + 1), before compressed offset \(position))",
-                        cause: zlib)
+                        cause: failure.cause)
                     return -1
                 case .memberEnd:
                     gzip.members += 1
@@ -98,7 +98,7 @@ extension UpstreamInput {
                     return step.produced
                 }
                 if case .ok = step.result, step.consumed == 0 {
-                    // zlib needs more input than there is.
+                    // The inflater needs more input than there is.
                     guard let more = fillUpstream(atLeast: available + 1) else { return -1 }
                     if more.count == available {
                         failOwn(

@@ -38,7 +38,10 @@ final class GzipDecoder {
     /// The first error; sticky.
     private(set) var failure: BlobStreamError?
 
-    private var inflater: Inflater?
+    /// Which inflater `start()` makes, and whether ISA-L can be had.
+    let engine: GzipInflateEngine
+    private let isal: IsalAvailability
+    private var inflater: (any GzipInflating)?
     private var phase = Phase.member
     private var memberIndex = 0
     private var memberStart: Int64 = 0
@@ -54,9 +57,11 @@ final class GzipDecoder {
     /// What zlib is handed when no compressed byte is buffered (it may still hold output).
     private let noInput = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
-    init(upstream: BlobUpstream, errors: GzipErrors) {
+    init(upstream: BlobUpstream, errors: GzipErrors, engine: GzipInflateEngine = .automatic, isal: IsalAvailability) {
         self.upstream = upstream
         self.errors = errors
+        self.engine = engine
+        self.isal = isal
     }
 
     deinit {
@@ -70,18 +75,18 @@ final class GzipDecoder {
     /// The compressed offset of the next byte zlib gets.
     var compressedOffset: Int64 { upstream.offset }
 
-    /// Starts zlib; false after recording `failure`.
+    /// Starts the inflater of `engine`; false after recording `failure`.
     func start() -> Bool {
         do {
-            inflater = try Inflater()
+            inflater = try engine.makeInflater(isal: isal, name: errors.name)
             return true
         } catch {
-            record(errors.zlibInit(error))
+            record(error)
             return false
         }
     }
 
-    /// Frees zlib's state and the scratch buffer.
+    /// Frees the inflater's state and the scratch buffer.
     func end() {
         inflater?.end()
         inflater = nil
@@ -149,9 +154,9 @@ final class GzipDecoder {
                     if let stop = refill(n) { return stop }
                 case .memberEnd:
                     phase = .between
-                case .failed(let zlibError):
+                case .failed(let failure):
                     return fail(
-                        errors.corrupt(at: compressedOffset, member: memberIndex, memberStart: memberStart, zlibError))
+                        errors.corrupt(at: compressedOffset, member: memberIndex, memberStart: memberStart, failure))
                 }
             case .between:
                 let input = buffered()

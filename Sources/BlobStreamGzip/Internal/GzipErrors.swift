@@ -1,8 +1,8 @@
 import BlobStream
 
 /// The errors `GzipDataSource` reports, each naming the source and the compressed offset.
-/// Codes: `.truncated` for input that ends early, `.corrupt` (with a `ZlibError` cause when
-/// zlib refused the data) for damaged input, `.invalidOffset` for an offset past the end,
+/// Codes: `.truncated` for input that ends early, `.corrupt` (with a `ZlibError` or
+/// `IsalError` cause when the inflater refused the data) for damaged input, `.invalidOffset` for an offset past the end,
 /// the upstream's own code when the upstream fails.
 struct GzipErrors {
     /// How messages name the source.
@@ -16,7 +16,7 @@ struct GzipErrors {
 
     func noProgress(at offset: Int64, member: Int) -> BlobStreamError {
         BlobStreamError(
-            .corrupt, "\(name): zlib made no progress at compressed offset \(offset) in member \(member + 1)")
+            .corrupt, "\(name): the inflater made no progress at compressed offset \(offset) in member \(member + 1)")
     }
 
     func truncated(at offset: Int64, member: Int, memberStart: Int64) -> BlobStreamError {
@@ -27,11 +27,16 @@ struct GzipErrors {
         return BlobStreamError(.truncated, "\(name): truncated gzip stream at compressed offset \(offset): \(what)")
     }
 
-    func corrupt(at offset: Int64, member: Int, memberStart: Int64, _ zlibError: ZlibError) -> BlobStreamError {
+    /// The inflater (zlib or ISA-L) refused the data: its words, its error as the cause.
+    func corrupt(at offset: Int64, member: Int, memberStart: Int64, _ failure: InflateFailure) -> BlobStreamError {
         BlobStreamError(
             .corrupt,
-            "\(name): corrupt gzip data at compressed offset \(offset) in member \(member + 1) (which starts at compressed offset \(memberStart)): \(zlibError.message)",
-            cause: zlibError)
+            "\(name): corrupt gzip data at compressed offset \(offset) in member \(member + 1) (which starts at compressed offset \(memberStart)): \(failure.message)",
+            cause: failure.cause)
+    }
+
+    func corrupt(at offset: Int64, member: Int, memberStart: Int64, _ zlibError: ZlibError) -> BlobStreamError {
+        corrupt(at: offset, member: member, memberStart: memberStart, InflateFailure(zlibError))
     }
 
     func trailingGarbage(at offset: Int64, afterMember member: Int, byte: UInt8) -> BlobStreamError {

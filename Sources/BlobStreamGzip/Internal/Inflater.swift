@@ -1,44 +1,40 @@
 import CBlobStreamZlib
 
-/// The one place where this module calls zlib: a gzip-only inflater (windowBits 15 + 16,
+/// The one place where this module calls zlib: the zlib engine of `GzipInflating`, the
+/// reference path and the fallback when ISA-L is missing. A gzip inflater (windowBits 15 + 16,
 /// so zlib parses FEXTRA, FNAME, FCOMMENT, checks FHCRC, and checks every member's CRC-32
 /// and ISIZE, answering `Z_DATA_ERROR` on a mismatch).
 ///
 /// The `z_stream` lives at a stable heap address from `init` to `end()` (zlib keeps a
 /// pointer back to it in its internal state). Not thread-safe: its owner serializes calls.
 ///
-/// `package` access: `BlobStreamArchive` inflates the gzip layer of a `.tar.gz` with it
-/// (libarchive's gzip filter checks no CRC-32), so the package has one inflater.
-package final class Inflater {
+/// `package` access: `BlobStreamArchive` inflates the gzip layer of a `.tar.gz` with the
+/// package's engines (libarchive's gzip filter checks no CRC-32).
+package final class Inflater: GzipInflating {
 
     /// What one call to `inflate` did.
-    package struct Step {
-        /// Input bytes zlib consumed.
-        package var consumed: Int
-        /// Output bytes zlib wrote.
-        package var produced: Int
-        /// How it ended.
-        package var result: Result
-    }
-
+    package typealias Step = InflateStep
     /// How one call to `inflate` ended.
-    package enum Result {
-        /// Progress (or none possible without more input): call again.
-        case ok
-        /// The current member ended and its CRC-32 and ISIZE matched.
-        case memberEnd
-        /// zlib refused the data.
-        case failed(ZlibError)
+    package typealias Result = InflateResult
+
+    /// What the inflater reads: gzip members, or raw deflate data (no header, no trailer;
+    /// `.memberEnd` at the end of the deflate stream).
+    package enum Format {
+        /// gzip members (windowBits 15 + 16).
+        case gzip
+        /// Raw deflate data (windowBits −15), as zip entries hold.
+        case rawDeflate
     }
 
     private var stream: UnsafeMutablePointer<z_stream>?
 
     /// Allocates and initializes the `z_stream`.
-    package init() throws(ZlibError) {
+    package init(format: Format = .gzip) throws(ZlibError) {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         // `inflateInit2` is a macro that does not import; this is what it expands to.
-        let rc = inflateInit2_(stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        let rc = inflateInit2_(
+            stream, format == .gzip ? 15 + 16 : -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard rc == Z_OK else {
             let error = Self.error(rc, stream)
             stream.deinitialize(count: 1)
@@ -72,7 +68,8 @@ package final class Inflater {
     ) -> Step {
         guard let stream else {
             return Step(
-                consumed: 0, produced: 0, result: .failed(ZlibError(code: Z_STREAM_ERROR, message: "inflater closed")))
+                consumed: 0, produced: 0,
+                result: .failed(InflateFailure(ZlibError(code: Z_STREAM_ERROR, message: "inflater closed"))))
         }
         let inCount = UInt32(clamping: inputCount)
         let outCount = UInt32(clamping: outputCount)
@@ -89,8 +86,9 @@ package final class Inflater {
         switch rc {
         case Z_OK, Z_BUF_ERROR: result = .ok // Z_BUF_ERROR: no progress possible yet, not fatal
         case Z_STREAM_END: result = .memberEnd
-        case Z_NEED_DICT: result = .failed(ZlibError(code: rc, message: "a preset dictionary is required"))
-        default: result = .failed(Self.error(rc, stream))
+        case Z_NEED_DICT:
+            result = .failed(InflateFailure(ZlibError(code: rc, message: "a preset dictionary is required")))
+        default: result = .failed(InflateFailure(Self.error(rc, stream)))
         }
         return Step(consumed: consumed, produced: produced, result: result)
     }

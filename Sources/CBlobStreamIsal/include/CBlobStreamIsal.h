@@ -1,0 +1,47 @@
+// ISA-L's inflate, loaded at run time: nothing links -lisal, so a consumer without ISA-L
+// still builds and runs (the engine then reports itself unavailable).
+#ifndef CBLOBSTREAMISAL_H
+#define CBLOBSTREAMISAL_H
+
+#include <stdint.h>
+
+/// An ISA-L inflater for the deflate data of one gzip member and its trailer (CRC-32 and
+/// ISIZE checked by ISA-L: `ISAL_GZIP_NO_HDR_VER`). The header is parsed by the caller.
+typedef struct bs_isal_inflater bs_isal_inflater;
+
+/// What one call to `bs_isal_inflate` did.
+typedef struct bs_isal_step {
+    /// Input bytes ISA-L took (it may hold some of them internally).
+    uint32_t consumed;
+    /// Output bytes it wrote.
+    uint32_t produced;
+    /// 0: call again; 1: the member's deflate data and trailer ended and matched;
+    /// < 0: ISA-L's error code (ISAL_INVALID_BLOCK -1, ISAL_INVALID_SYMBOL -2,
+    /// ISAL_INVALID_LOOKBACK -3, ISAL_INCORRECT_CHECKSUM -6, ...).
+    int32_t status;
+    /// The CRC-32 of the member's output so far, and its length modulo 2^32.
+    uint32_t crc;
+    uint32_t total_out;
+} bs_isal_step;
+
+/// 1 when ISA-L's inflate could be loaded (its header was there at build time and
+/// libisal.so.2 at run time), else 0. Loads it on the first call; thread-safe.
+int bs_isal_available(void);
+
+/// Why ISA-L is unavailable (a static string), or NULL when it is available.
+const char *bs_isal_unavailable_reason(void);
+
+/// A new inflater, or NULL when ISA-L is unavailable or memory is short.
+bs_isal_inflater *bs_isal_inflater_create(void);
+
+/// Frees an inflater (NULL is fine).
+void bs_isal_inflater_destroy(bs_isal_inflater *inflater);
+
+/// Gets ready for the next member's deflate data.
+void bs_isal_inflater_reset(bs_isal_inflater *inflater);
+
+/// Inflates from `input` into `output`.
+bs_isal_step bs_isal_inflate(
+    bs_isal_inflater *inflater, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count);
+
+#endif
