@@ -12,6 +12,7 @@ all: build
 deps:
 	@scripts/install-deps $(DEBIAN_PACKAGES)
 	@python3 -c 'import werkzeug' 2>/dev/null || python3 -m pip install --quiet werkzeug
+	@scripts/indexed-gzip-venv >/dev/null
 
 build: deps
 	$(SWIFT) build
