@@ -35,6 +35,11 @@ import Foundation
 /// with `.invalidOffset` at the read that finds the end. `length` is nil (a gzip trailer
 /// only holds each member's size modulo 2³²) unless given to the initializer.
 ///
+/// With a `GzipIndex` (`index:`, over a synchronous upstream) `offsetCapability` is `.seek`:
+/// a move jumps to the nearest seek point at or before the offset and decodes forward; every
+/// chunk decoded whole is checked against the index's CRC-32 (`.changed` on a mismatch), and
+/// `length` is the index's uncompressed size.
+///
 /// ## Asynchronous upstreams
 /// Over an upstream that announces bytes later (`completionContext` other than `.caller`:
 /// a network source, a scripted test source), the source completes its open when the
