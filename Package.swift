@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
@@ -50,7 +51,7 @@ let package = Package(
         // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
         .target(
             name: "BlobStreamArchive",
-            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive"]),
+            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
@@ -63,6 +64,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // Test-only: what several test targets share (hashes, deterministic bytes).
@@ -75,6 +77,9 @@ let package = Package(
             name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"],
             path: "Tests/NginxTestServer"
         ),
+        // Test-only: OpenStack Swift with its S3 API on 127.0.0.1 (scripts/swift-store), shared by
+        // the suites of a test process, and Swift's own API to check what it holds.
+        .target(name: "SwiftStoreTestServer", path: "Tests/SwiftStoreTestServer"),
         // Test-only: counts the allocations of the upload body producers (malloc-interposer).
         .executableTarget(
             name: "blobstream-upload-alloc-probe",
@@ -188,6 +193,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BlobStreamSystemTests", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]),
+        .testTarget(
+            name: "SwiftStoreTests",
+            dependencies: ["SwiftStoreTestServer", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "BlobStreamFilesTests",
             dependencies: [

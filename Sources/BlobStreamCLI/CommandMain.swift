@@ -135,6 +135,13 @@ package struct SourceOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
+            "https:// sources: also trust the CA certificates in this PEM file (else AWS_CA_BUNDLE, else SSL_CERT_FILE, when set)."
+    )
+    package var caBundle: String?
+
+    @Option(
+        name: .long,
+        help:
             "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); refused when it does not match. Without it, --offset uses FILE.gz.gzidx beside the file when it matches."
     )
     package var index: String?

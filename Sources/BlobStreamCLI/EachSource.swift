@@ -32,7 +32,8 @@ extension SourceOptions {
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         let registry = makeRegistry(
-            library: library, skipArchiveVerification: skipArchiveVerification, gzipIndexes: gzipIndexes)
+            library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
+            gzipIndexes: gzipIndexes)
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }
