@@ -26,6 +26,7 @@ all: build
 deps:
 	@scripts/install-deps $(DEBIAN_PACKAGES) $(STORE_PACKAGES)
 	@python3 -c 'import werkzeug' 2>/dev/null || python3 -m pip install --quiet werkzeug
+	@scripts/indexed-gzip-venv >/dev/null
 
 build: deps
 	$(SWIFT) build

@@ -147,6 +147,20 @@ package struct SourceOptions: ParsableArguments {
     )
     package var inflate: GzipInflateEngine = .automatic
 
+    @Option(
+        name: .long,
+        help:
+            "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); refused when it does not match. Without it, --offset uses FILE.gz.gzidx beside the file when it matches."
+    )
+    package var index: String?
+
+    /// How `gzip:` sources over files find a seek-point index: the one named, or with
+    /// `--offset` the matching sidecar beside the file.
+    package var gzipIndexes: GzipIndexUse {
+        if let index { return .named(index) }
+        return (offset ?? 0) > 0 ? .implicit : .none
+    }
+
     package init() {}
 
     package func validate() throws {

@@ -33,7 +33,7 @@ extension SourceOptions {
     ) throws {
         let registry = makeRegistry(
             library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
-            inflate: inflate)
+            inflate: inflate, gzipIndexes: gzipIndexes)
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }

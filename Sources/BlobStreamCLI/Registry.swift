@@ -12,15 +12,17 @@ import Synchronization
 /// are resolved by the photo library given with `--library`; `gzip:` sources inflate with
 /// `inflate` (`--inflate`).
 /// Remote schemes (`http`, `https`) come from the program through `RemoteSchemes`, with
-/// `caBundle` (`--ca-bundle`) as an extra trust root.
+/// `caBundle` (`--ca-bundle`) as an extra trust root. `gzipIndexes` says which seek-point
+/// index `gzip:` sources over files use.
 package func makeRegistry(
     library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil,
-    inflate: GzipInflateEngine = .automatic
+    inflate: GzipInflateEngine = .automatic, gzipIndexes: GzipIndexUse = .none
 ) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     RemoteSchemes.register(in: registry, caBundle: caBundle)
     FileSources.register(in: registry)
     GzipSources.register(in: registry, engine: inflate)
+    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate)
     ArchiveSources.register(in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))

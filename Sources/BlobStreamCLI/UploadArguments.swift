@@ -67,7 +67,7 @@ package struct UploadArguments: ParsableArguments {
     package func run(with uploader: any UploadClient) async throws {
         let registry = makeRegistry(
             library: options.library, skipArchiveVerification: options.skipArchiveVerification,
-            caBundle: options.caBundle, inflate: options.inflate)
+            caBundle: options.caBundle, inflate: options.inflate, gzipIndexes: options.gzipIndexes)
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {

@@ -41,6 +41,11 @@ import Foundation
 /// with `.invalidOffset` at the read that finds the end. `length` is nil (a gzip trailer
 /// only holds each member's size modulo 2³²) unless given to the initializer.
 ///
+/// With a `GzipIndex` (`index:`, over a synchronous upstream) `offsetCapability` is `.seek`:
+/// a move jumps to the nearest seek point at or before the offset and decodes forward; every
+/// chunk decoded whole is checked against the index's CRC-32 (`.changed` on a mismatch), and
+/// `length` is the index's uncompressed size.
+///
 /// ## Asynchronous upstreams
 /// Over an upstream that announces bytes later (`completionContext` other than `.caller`:
 /// a network source, a scripted test source), the source completes its open when the
@@ -71,18 +76,25 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     private let knownLength: Int64?
     /// The upstream, read through the kit's reader (buffered, moved, observed).
-    private let reader: BlobUpstream
+    let reader: BlobUpstream
     /// Inflate ahead into `lookahead` (asynchronous upstream) instead of into the caller's
     /// buffer.
     private var buffered: Bool { reader.isAsynchronous }
     /// Where the source reacts to an asynchronous upstream's announcements.
     private let probeQueue: DispatchQueue
-    private let lock = NSLock()
+    let lock = NSLock()
     private let announceLock = NSRecursiveLock()
 
     // MARK: Guarded by `lock`
 
-    private let decoder: GzipDecoder
+    let decoder: GzipDecoder
+    /// With an index over a synchronous upstream: decodes from the seek point of the last
+    /// far move (nil until then); `decoder` is no longer used once set.
+    var indexed: GzipIndexWalker?
+    let index: GzipIndex?
+    /// Build an index during a whole read from the start, with this spacing (nil: don't).
+    private let indexSpacing: Int?
+    var built: GzipIndex?
     private var started = false
     /// What `state` should say; `publish()` copies it there with no lock held.
     private var desired = BlobDataSourceStatus() { didSet { desiredGeneration &+= 1 } }
@@ -109,24 +121,36 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     ///     nil by default.
     ///   - name: how errors name the source; by default `"gzip stream over <upstream type>"`.
     ///   - inputBufferSize: how many compressed bytes one upstream read asks for.
+    ///   - index: a seek-point index of these compressed bytes (see `GzipIndex`): with it,
+    ///     over a synchronous upstream that can seek, moves jump to the nearest seek point
+    ///     (`offsetCapability` is `.seek`) and every chunk decoded whole is checked against
+    ///     its CRC-32. Check that it matches the file first (`GzipIndex.lookUp`).
+    ///   - buildsIndex: build a `GzipIndex` (with `indexSpacing`) while the bytes are read
+    ///     from the start (synchronous upstream, no `index` given); `builtIndex` holds it
+    ///     once a read reached the end cleanly. A move backward or an error drops it.
+    ///   - indexSpacing: the spacing of the index built.
     ///   - engine: which inflater to use: by default ISA-L when it can be loaded, else zlib;
     ///     `.isal` where ISA-L is unavailable fails at open with `.unsupported`.
     public convenience init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
-        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, engine: GzipInflateEngine = .automatic
+        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
+        buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing,
+        engine: GzipInflateEngine = .automatic
     ) {
         self.init(
-            upstream: upstream, length: length, name: name, inputBufferSize: inputBufferSize, engine: engine,
-            isal: .system)
+            upstream: upstream, length: length, name: name, inputBufferSize: inputBufferSize, index: index,
+            buildsIndex: buildsIndex, indexSpacing: indexSpacing, engine: engine, isal: .system)
     }
 
     /// Makes a source as the public initializer does, with ISA-L's availability given (tests
     /// make it unavailable to exercise that path).
     package init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
-        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, engine: GzipInflateEngine,
+        inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
+        buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing, engine: GzipInflateEngine,
         isal: IsalAvailability
     ) {
+        precondition(indexSpacing > 0, "indexSpacing must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "gzip stream over \(type(of: upstream))"
         let owner = WeakGzipSource()
@@ -134,7 +158,9 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         let reader = BlobUpstream(upstream, bufferSize: inputBufferSize) {
             probeQueue.async { owner.source?.upstreamChanged() }
         }
-        self.knownLength = length
+        self.knownLength = length ?? index.map(\.uncompressedSize)
+        self.index = reader.isAsynchronous ? nil : index
+        self.indexSpacing = buildsIndex && index == nil && !reader.isAsynchronous ? indexSpacing : nil
         self.name = name
         self.probeQueue = probeQueue
         self.reader = reader
@@ -155,7 +181,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     /// `.readAndDiscard`: forward by inflating and discarding, backward by restarting (when
     /// the upstream can move to offset 0).
-    public var offsetCapability: BlobOffsetCapability { .readAndDiscard }
+    public var offsetCapability: BlobOffsetCapability { index == nil ? .readAndDiscard : .seek }
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue.
@@ -178,6 +204,16 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             return
         }
         reader.open()
+        if let indexSpacing {
+            do {
+                indexed = try GzipIndexWalker(upstream: reader, name: name, mode: .build(spacing: indexSpacing))
+            } catch {
+                return fail(error)
+            }
+        }
+        if index != nil && decoder.target > 0 && reader.isOpenCompleted {
+            if let error = jump(to: decoder.target) { return fail(error) }
+        }
         finishOpenIfReady()
     }
 
@@ -208,7 +244,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             refreshAvailability()
             return n
         }
-        switch decoder.pump(into: buffer, capacity: maxLength) {
+        switch pump(into: buffer, capacity: maxLength) {
         case .bytes(let n):
             decoder.target += Int64(n)
             refreshAvailability()
@@ -255,15 +291,23 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             decoder.target = offset // nothing inflated yet: the first reads discard up to here
             return nil
         }
-        let windowStart = lookCount > 0 ? decoder.target : decoder.inflated
-        if offset >= windowStart {
-            if lookCount > 0 && offset <= decoder.inflated {
+        let windowStart = lookCount > 0 ? decoder.target : inflated
+        if let index, let p = index.pointIndex(atOrBefore: offset),
+            offset < windowStart || windowStart < index.points[p].uncompressedOffset
+        {
+            // A seek point lies between here and there (or behind): jump to it.
+            if let refusal = jump(to: offset) { return refusal }
+            lookStart = 0
+            lookEnd = 0
+        } else if offset >= windowStart {
+            if lookCount > 0 && offset <= inflated {
                 lookStart += Int(offset - decoder.target)
             } else {
                 lookStart = 0
                 lookEnd = 0
             }
         } else {
+            indexed = nil
             guard decoder.restart() else {
                 return errors.refusedOffset(offset, "moving back needs an upstream that can move to its start")
             }
@@ -272,7 +316,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         }
         decoder.target = offset
         guard desired.isOpenCompleted else { return nil }
-        if desired.isAtEnd && !(decoder.isFinished && lookCount == 0 && decoder.target == decoder.inflated) {
+        if desired.isAtEnd && !(isFinished && lookCount == 0 && decoder.target == inflated) {
             desired.isAtEnd = false
         }
         refreshAvailability()
@@ -374,8 +418,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         guard failure == nil, !closed, desired.isOpenCompleted else { return }
         if lookCount > 0 {
             desired.hasBytesAvailable = true
-        } else if decoder.isFinished {
-            if decoder.target == decoder.inflated {
+        } else if isFinished {
+            if decoder.target == inflated {
                 desired.isAtEnd = true
                 desired.hasBytesAvailable = false
             } else {
@@ -391,7 +435,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// Inflates ahead into `lookahead` and announces what that found.
     private func probe() {
         if lookahead == nil { lookahead = .allocate(capacity: Self.lookaheadCapacity) }
-        switch decoder.pump(into: lookahead!, capacity: Self.lookaheadCapacity) {
+        switch pump(into: lookahead!, capacity: Self.lookaheadCapacity) {
         case .bytes(let n):
             lookStart = 0
             lookEnd = n

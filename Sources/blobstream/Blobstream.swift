@@ -15,7 +15,7 @@ struct Blobstream: AsyncParsableCommand {
             PATH!/member for a member of an archive, or - for standard input.
             Exit status: 0 on success, 1 when the work failed, 2 for a usage error.
             """,
-        subcommands: [Cat.self, Checksum.self, Info.self, List.self, Upload.self, Demo.self]
+        subcommands: [Cat.self, Checksum.self, Info.self, List.self, IndexCommand.self, Upload.self, Demo.self]
     )
 
     static func main() async {

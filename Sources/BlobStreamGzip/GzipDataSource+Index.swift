@@ -1,0 +1,47 @@
+import BlobStream
+import Foundation
+
+// GzipDataSource with a seek-point index: reading through `GzipIndexWalker` (from a seek
+// point, checking chunks; or from the start, building an index). Called with `lock` held,
+// except `builtIndex`.
+extension GzipDataSource {
+    /// The index built during the read (`buildsIndex`), once a read reached the end cleanly;
+    /// nil before, and when the read failed or moved backward.
+    public var builtIndex: GzipIndex? {
+        lock.lock()
+        defer { lock.unlock() }
+        return built
+    }
+
+    /// Decompressed bytes produced so far, by the indexed walker or the decoder.
+    var inflated: Int64 { indexed?.produced ?? decoder.inflated }
+    /// The last member ended at the upstream's end.
+    var isFinished: Bool { indexed?.isFinished ?? decoder.isFinished }
+
+    /// Inflates through the indexed walker when there is one, else the decoder.
+    func pump(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> GzipDecoder.Output {
+        guard let indexed else { return decoder.pump(into: out, capacity: capacity) }
+        if decoder.failure != nil { return .failed }
+        indexed.target = decoder.target
+        do {
+            let n = try indexed.read(into: out, capacity: capacity)
+            if n == 0, indexed.isFinished, let index = indexed.builtIndex() { built = index }
+            return n > 0 ? .bytes(n) : .end
+        } catch {
+            decoder.record(error)
+            return .failed
+        }
+    }
+
+    /// Starts decoding at the index's seek point at or before `offset`; the refusal, or nil.
+    func jump(to offset: Int64) -> BlobStreamError? {
+        guard let index else { return nil }
+        do {
+            indexed = try GzipIndexWalker.starting(at: offset, of: index, upstream: reader, name: name)
+            decoder.target = offset
+            return nil
+        } catch {
+            return decoder.errors.refusedOffset(offset, error.message)
+        }
+    }
+}
