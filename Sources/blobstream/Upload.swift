@@ -13,6 +13,7 @@ struct Upload: AsyncParsableCommand {
     @OptionGroup var arguments: UploadArguments
 
     func run() async throws {
+        if arguments.isS3 { return try await S3UploadCommand.run(arguments) }
         if arguments.client == .urlsession { URLSessionHandOver.handOver() }
         try await arguments.run(with: HTTPClientUploader())
     }
