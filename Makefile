@@ -1,8 +1,22 @@
 # BlobStream: the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
+# `swift` must be the Swift toolchain. Debian's python3-swiftclient (OpenStack's client: never
+# install it, the benches use PyPI's in a virtual environment) puts a /usr/bin/swift that
+# shadows it; then use the `swift` next to `swiftc`, or stop with a message that says so.
+ifeq ($(shell $(SWIFT) --version 2>/dev/null | grep -c 'Swift version'),0)
+  SWIFT_NEXT_TO_SWIFTC := $(shell d=$$(dirname "$$(command -v swiftc)") && "$$d/swift" --version 2>/dev/null | grep -q 'Swift version' && echo "$$d/swift")
+  ifeq ($(SWIFT_NEXT_TO_SWIFTC),)
+    $(error `$(SWIFT)` is not the Swift toolchain (`$(SWIFT) --version` does not say "Swift version"; OpenStack's python3-swiftclient installs such a /usr/bin/swift: remove it) and no toolchain swift was found next to swiftc: run make SWIFT=/path/to/toolchain/usr/bin/swift)
+  endif
+  $(warning `$(SWIFT)` is not the Swift toolchain (OpenStack's python3-swiftclient installs such a /usr/bin/swift); using $(SWIFT_NEXT_TO_SWIFTC))
+  override SWIFT := $(SWIFT_NEXT_TO_SWIFTC)
+endif
 # Debian packages the build, the tests and the benchmarks need.
 DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev libarchive-tools gzip zstd tar binutils nginx python3
 BENCH_PACKAGES := pigz curl libarchive-tools nginx time
+# OpenStack Swift with its S3 API, the object store of the S3 tests and benches (scripts/swift-store).
+# Not python3-swiftclient: its /usr/bin/swift would shadow the toolchain's `swift`.
+STORE_PACKAGES := swift swift-proxy swift-account swift-container swift-object python3-swift memcached
 
 .PHONY: all deps build demo test tsan lint format bench fixtures clean
 
@@ -10,7 +24,7 @@ all: build
 
 ## deps: install the Debian packages that are missing (nothing when all are there).
 deps:
-	@scripts/install-deps $(DEBIAN_PACKAGES)
+	@scripts/install-deps $(DEBIAN_PACKAGES) $(STORE_PACKAGES)
 	@python3 -c 'import werkzeug' 2>/dev/null || python3 -m pip install --quiet werkzeug
 
 build: deps

@@ -87,6 +87,9 @@ let package = Package(
             name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"],
             path: "Tests/NginxTestServer"
         ),
+        // Test-only: OpenStack Swift with its S3 API on 127.0.0.1 (scripts/swift-store), shared by
+        // the suites of a test process, and Swift's own API to check what it holds.
+        .target(name: "SwiftStoreTestServer", path: "Tests/SwiftStoreTestServer"),
         // Test-only: counts the allocations of the upload body producers (malloc-interposer).
         .executableTarget(
             name: "blobstream-upload-alloc-probe",
@@ -209,6 +212,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BlobStreamSystemTests", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]),
+        .testTarget(
+            name: "SwiftStoreTests",
+            dependencies: ["SwiftStoreTestServer", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "BlobStreamFilesTests",
             dependencies: [
