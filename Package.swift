@@ -204,8 +204,8 @@ let package = Package(
         .testTarget(
             name: "BlobStreamS3Tests",
             dependencies: [
-                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamTestSupport", "SwiftStoreTestServer",
+                "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["Vectors"]

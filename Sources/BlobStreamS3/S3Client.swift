@@ -16,19 +16,32 @@ import NIOHTTP1
 public struct S3Client: Sendable {
     /// Where the store is and the keys to sign with.
     public var configuration: S3Configuration
-    /// The HTTP client requests go through (`HTTPClient.shared` by default).
+    /// The HTTP client requests go through (`S3Client.sharedHTTPClient` by default).
     public var httpClient: HTTPClient
     /// The longest one request may take (an 8 MiB part at 1 MiB/s takes 8 s).
     public var requestTimeout: TimeAmount
 
     /// A client for the store `configuration` names.
     public init(
-        configuration: S3Configuration, httpClient: HTTPClient = .shared, requestTimeout: TimeAmount = .minutes(5)
+        configuration: S3Configuration, httpClient: HTTPClient = S3Client.sharedHTTPClient,
+        requestTimeout: TimeAmount = .minutes(5)
     ) {
         self.configuration = configuration
         self.httpClient = httpClient
         self.requestTimeout = requestTimeout
     }
+
+    /// The process's HTTP client for S3 (never shut down, like `HTTPClient.shared`): a
+    /// refused or failed connection is reported at once rather than tried again until the
+    /// request's deadline (the uploader retries whole requests itself, with backoff); 10 s
+    /// to connect; 60 s without a byte read is a timeout; redirects are not followed.
+    public static let sharedHTTPClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
 
     /// An answer: status, header fields and body.
     public struct Response: Sendable {
@@ -86,7 +99,9 @@ public struct S3Client: Sendable {
             collected = try await response.body.collect(upTo: 64 << 20)
         } catch is CancellationError {
             throw CancellationError()
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
+        {
             throw S3Error(
                 .timedOut, "\(what): no answer from \(target.base) in time", bucket: bucketName,
                 key: location?.key, cause: error)

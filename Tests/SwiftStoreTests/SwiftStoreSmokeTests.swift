@@ -11,7 +11,7 @@ import Testing
 func patternBytes(_ count: Int, seed: UInt64 = 1) -> Data {
     var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
     var data = Data(count: count)
-    data.withUnsafeMutableBytes { raw in
+    data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
         for i in 0..<count {
             state ^= state << 13
             state ^= state >> 7
