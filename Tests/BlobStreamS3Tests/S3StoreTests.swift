@@ -98,7 +98,8 @@ struct S3StoreTests {
         #expect(sha256Hex(try await fixture.stored("dir/big.bin")) == sha256Hex(data))
         let info = try await fixture.client.headObject(fixture.location("dir/big.bin"))
         #expect(info.contentType == "application/x-test")
-        let range = try await fixture.client.getObject(fixture.location("dir/big.bin"), range: (5 << 20)...((5 << 20) + 9))
+        let range = try await fixture.client.getObject(
+            fixture.location("dir/big.bin"), range: (5 << 20)...((5 << 20) + 9))
         #expect(Data(range.readableBytesView) == data[(5 << 20)...((5 << 20) + 9)])
     }
 
@@ -169,7 +170,8 @@ struct S3StoreTests {
         let error = await #expect(throws: S3Error.self) {
             try await S3Uploader(client: S3Client(configuration: configuration)).upload(
                 S3UploadSource(name: "bytes", isRepeatable: true) { DataBytesSource(Data("hello".utf8)) },
-                to: S3Location(bucket: "b", key: "k"), options: S3UploadOptions(maxAttempts: 3, retryDelay: .milliseconds(50))
+                to: S3Location(bucket: "b", key: "k"),
+                options: S3UploadOptions(maxAttempts: 3, retryDelay: .milliseconds(50))
             ).result
         }
         #expect(error?.code == .connectionFailed)
@@ -315,7 +317,12 @@ struct S3StoreTests {
 /// Hands out 0, 1, 2, … across threads.
 final class Counter: Sendable {
     private let value = Mutex(0)
-    func next() -> Int { value.withLock { v in defer { v += 1 }; return v } }
+    func next() -> Int {
+        value.withLock { v in
+            defer { v += 1 }
+            return v
+        }
+    }
 }
 
 /// A loopback port that was free a moment ago and has nothing listening.

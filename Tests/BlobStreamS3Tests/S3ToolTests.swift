@@ -16,9 +16,10 @@ enum S3Tool {
 
     static func environment(_ store: SwiftStoreTestServer, secret: String? = nil, home: URL) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
-        for name in ["AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION",
-            "AWS_SESSION_TOKEN", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"]
-        {
+        for name in [
+            "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION",
+            "AWS_SESSION_TOKEN", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+        ] {
             environment[name] = nil
         }
         environment["HOME"] = home.path
@@ -83,8 +84,10 @@ struct S3ToolTests {
         defer { fixture.cleanUp() }
         let data = StoreFixture.bytes(6 << 20, seed: 5)
         let result = try S3Tool.run(
-            ["upload", "-", "--to", "s3://\(fixture.bucket)/stdin", "--endpoint-url", fixture.store.endpoint,
-             "--part-size", "5MiB"],
+            [
+                "upload", "-", "--to", "s3://\(fixture.bucket)/stdin", "--endpoint-url", fixture.store.endpoint,
+                "--part-size", "5MiB",
+            ],
             environment: S3Tool.environment(fixture.store, home: fixture.folder), stdin: data)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("in 2 parts"))
@@ -105,10 +108,13 @@ struct S3ToolTests {
         #expect(result.stderr.contains("SignatureDoesNotMatch") || result.stderr.contains("AccessDenied"))
     }
 
-    @Test("usage errors exit 2", arguments: [
-        ["--to", "s3://bucket"], ["--to", "s3://b/k", "--part-size", "1MiB"], ["--to", "s3://b/k", "--parallel", "0"],
-        ["--to", "s3://b/k", "--metadata", "novalue"], ["--to", "http://127.0.0.1:1/x", "--resume"],
-    ])
+    @Test(
+        "usage errors exit 2",
+        arguments: [
+            ["--to", "s3://bucket"], ["--to", "s3://b/k", "--part-size", "1MiB"],
+            ["--to", "s3://b/k", "--parallel", "0"],
+            ["--to", "s3://b/k", "--metadata", "novalue"], ["--to", "http://127.0.0.1:1/x", "--resume"],
+        ])
     func usage(_ arguments: [String]) throws {
         let home = FileManager.default.temporaryDirectory
         var environment = ProcessInfo.processInfo.environment
