@@ -8,7 +8,8 @@ import Foundation
 /// an indexed gzip, an archive member with an index — each part is read from a source of
 /// its own opened at the part's offset, so parts are read in parallel and no instance is
 /// shared between threads. Otherwise (a pipe, a plain gzip) one source is read from start
-/// to end, a part at a time, through a bounded buffer (part size × parallelism).
+/// to end, a part at a time, through a bounded buffer: the parts in flight and the one being
+/// read, (parallelism + 1) × part size.
 public struct S3UploadSource: Sendable {
     /// Makes a fresh, unopened source of the whole bytes.
     public var makeSource: @Sendable () throws -> any BlobDataSource

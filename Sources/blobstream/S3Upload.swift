@@ -44,17 +44,21 @@ enum S3UploadCommand {
         let started = ContinuousClock.now
         let upload = S3Uploader(client: S3Client(configuration: configuration)).upload(
             source, to: location, options: options)
-        let bar = ProgressLine(label: "upload \(name)", total: nil)
-        for await report in upload.progress { bar.update(report.sent) }
+        // The bar is made with the first report, which knows the total when the source does.
+        var bar: ProgressLine?
+        for await report in upload.progress {
+            if bar == nil { bar = ProgressLine(label: "upload \(name)", total: report.total) }
+            bar?.update(report.sent)
+        }
         let result: S3UploadResult
         do {
             result = try await upload.result
         } catch let error as S3Error {
-            bar.finish()
+            bar?.finish()
             if error.code == .sourceFailed, let cause = error.cause { throw failure(name, cause) }
             throw ToolFailure(message: error.description)
         }
-        bar.finish()
+        bar?.finish()
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let rate = Double(result.size) / max(seconds, 0.001)
