@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
@@ -51,7 +52,7 @@ let package = Package(
         // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
         .target(
             name: "BlobStreamArchive",
-            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive"]),
+            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
@@ -64,6 +65,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // S3: SigV4 signing, the S3 client, multipart uploads (AsyncHTTPClient, swift-crypto).

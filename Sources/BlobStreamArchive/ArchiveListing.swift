@@ -18,9 +18,34 @@ import Foundation
 /// (`.truncated`, `.corrupt`, `.unsupported` for a 7-Zip archive over an upstream that
 /// cannot seek, the upstream's code when it fails).
 public enum ArchiveListing {
-    /// The entries of the archive file at `path`.
+    /// The entries of the archive file at `path`: from its index `ARCHIVE.blobidx` beside
+    /// it when that matches the archive (no header is read), from its headers otherwise.
     public static func entries(ofArchiveAt path: String) throws -> [ArchiveEntry] {
-        try entries(of: PathUpstream(path: path), name: path)
+        try entries(ofArchiveAt: path, index: .automatic)
+    }
+
+    /// The entries of the archive file at `path`, from an index as `index` says
+    /// (`.automatic`: the one beside it when it matches; `.index` and `.file`: refused with
+    /// `.changed` when it does not match; `.none`: the headers).
+    public static func entries(ofArchiveAt path: String, index: ArchiveIndexOption) throws -> [ArchiveEntry] {
+        switch index {
+        case .none: break
+        case .automatic:
+            let indexPath = ArchiveIndex.defaultPath(forArchiveAt: path)
+            if FileManager.default.fileExists(atPath: indexPath), let found = try? ArchiveIndex.read(from: indexPath),
+                (try? found.check(againstArchiveAt: path)) != nil
+            {
+                return found.entries
+            }
+        case .index(let given):
+            try given.check(againstArchiveAt: path)
+            return given.entries
+        case .file(let indexPath):
+            let named = try ArchiveIndex.read(from: indexPath)
+            try named.check(againstArchiveAt: path)
+            return named.entries
+        }
+        return try entries(of: PathUpstream(path: path), name: path)
     }
 
     /// The entries of the archive read from `upstream`, which is opened here and closed

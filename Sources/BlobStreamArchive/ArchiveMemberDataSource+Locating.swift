@@ -38,6 +38,15 @@ extension ArchiveMemberDataSource {
             fail(makeError(.invalidOffset, "offset \(target) is past the end of the member (\(memberLength) bytes)"))
             return
         }
+        if memberLength == 0, let slice {
+            if let expected = slice.expectedCRC, expected != 0 {
+                fail(makeError(slice.mismatchCode, "the member is empty, but its CRC-32 should be \(expected)"))
+                return
+            }
+            state.isOpenCompleted = true
+            if target == 0 { state.isAtEnd = true } else { state.hasBytesAvailable = true }
+            return
+        }
         if memberLength == 0 {
             // Confirm the end now (a zip CRC, a truncation), so that an empty member is at
             // its end as soon as it is open.
@@ -58,12 +67,28 @@ extension ArchiveMemberDataSource {
     /// uncompressed tar searched before (see `TarHeaderIndex`), at the member's header or
     /// where the last search stopped. The upstream is at offset 0 when it is called.
     func locate() throws(BlobStreamError) {
+        slice = nil
+        if !indexResolved {
+            indexResolved = true
+            activeIndex = try resolveIndex()
+        }
+        if let activeIndex, try locate(in: activeIndex) {
+            handle?.free()
+            handle = nil
+            block = nil
+            return
+        }
         var wanted = self.wanted
         var links: [String] = []
         var atStart = true
         let identity =
             UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
         var useIndex = identity != nil
+        // An uncompressed tar over a seekable upstream: its headers are walked here and the
+        // member read where it is; libarchive reads what the walk leaves to it.
+        var walkable =
+            UpstreamInput.canSeek(upstream) && TarHeaderWalker.startsWithTarHeader(reader, length: upstream.length!)
+        if walkable { _ = try? reader.seek(to: 0) }
         while true {
             let plan: TarHeaderIndex.Plan
             var recorded: TarHeaderIndex.Snapshot?
@@ -83,8 +108,25 @@ extension ArchiveMemberDataSource {
             }
             if start != 0 || !atStart { try moveUpstream(to: start, followingLinks: links) }
             atStart = start == 0
+            let scan: HeaderScan
+            var walked: TarWalkEntry? = nil
+            if walkable {
+                var walkRecord = recorded
+                switch walkHeaders(for: wanted, plan: plan, start: start, recording: &walkRecord) {
+                case .fallback:
+                    walkable = false
+                    if start != 0 { try moveUpstream(to: start, followingLinks: links) } else { _ = rewindUpstream() }
+                    scan = try scanHeaders(for: wanted, plan: plan, start: start, recording: &recorded)
+                case .scanned(let result, let entry):
+                    recorded = walkRecord
+                    scan = result
+                    walked = entry
+                }
+            } else {
+                scan = try scanHeaders(for: wanted, plan: plan, start: start, recording: &recorded)
+            }
             let header: ArchiveHandle.Header
-            switch try scanHeaders(for: wanted, plan: plan, start: start, recording: &recorded) {
+            switch scan {
             case .stale:
                 TarHeaderIndex.forget(identity: identity!)
                 useIndex = false
@@ -99,7 +141,15 @@ extension ArchiveMemberDataSource {
                 if let recorded { TarHeaderIndex.store(recorded, identity: identity!) }
                 header = found
             }
-            guard let target = try accept(header) else { return }
+            guard let target = try accept(header) else {
+                if let walked {
+                    handle?.free()
+                    handle = nil
+                    slice = MemberSlice(
+                        start: walked.dataOffset, length: walked.size, expectedCRC: nil, mismatchCode: .corrupt)
+                }
+                return
+            }
             // A hard link without data of its own: read its target, stored earlier.
             links.append(target)
             guard links.count <= 16 else {
@@ -108,6 +158,49 @@ extension ArchiveMemberDataSource {
             }
             wanted = Self.normalized(Array(target.utf8))
             atStart = false
+        }
+    }
+
+    /// What walking an uncompressed tar's headers found.
+    enum WalkScan {
+        /// What a pass found, and the walked entry when it is the member.
+        case scanned(HeaderScan, TarWalkEntry?)
+        /// The walk met something it leaves to libarchive (or a damaged header: libarchive,
+        /// the reference, reports it).
+        case fallback
+    }
+
+    /// Walks headers from `start` (the upstream's offset) until one carries the name
+    /// `wanted`, recording positions as `scanHeaders` does; no libarchive handle is made.
+    private func walkHeaders(
+        for wanted: [UInt8], plan: TarHeaderIndex.Plan, start: Int64, recording recorded: inout TarHeaderIndex.Snapshot?
+    ) -> WalkScan {
+        var walker = TarHeaderWalker(reader: reader, length: upstream.length!, offset: start)
+        var first = true
+        while true {
+            let step: TarHeaderWalker.Step
+            do {
+                step = try walker.next()
+            } catch {
+                return first && start != 0 ? .scanned(.stale, nil) : .fallback
+            }
+            switch step {
+            case .unsupported: return .fallback
+            case .end: return .scanned(first && start != 0 ? .stale : .missing, nil)
+            case .entry(let entry):
+                let name = Self.normalized(entry.nameBytes)
+                let hash = name.withUnsafeBufferPointer(TarHeaderIndex.hash)
+                let matches = name == wanted
+                if first, case .resume(let snapshot) = plan, hash != snapshot.lastHash { return .scanned(.stale, nil) }
+                if case .jump = plan, !matches { return .scanned(.stale, nil) }
+                recorded?.record(hash, at: entry.headerOffset)
+                first = false
+                if matches {
+                    let header = ArchiveHandle.Header(
+                        pathBytes: entry.nameBytes, entry: entry.archiveEntry, isSparse: false)
+                    return .scanned(.found(header), entry)
+                }
+            }
         }
     }
 
@@ -177,7 +270,7 @@ extension ArchiveMemberDataSource {
     /// Takes the member's header: a file (or a hard link with data of its own) becomes the
     /// member read (nil); a hard link without data gives its target's name; anything else
     /// is an error.
-    private func accept(_ header: ArchiveHandle.Header) throws(BlobStreamError) -> String? {
+    func accept(_ header: ArchiveHandle.Header) throws(BlobStreamError) -> String? {
         let entry = header.entry
         if entry.isEncrypted {
             throw makeError(.unsupported, "the member is encrypted (encrypted entries are not supported)")

@@ -19,7 +19,10 @@ extension ArchiveMemberDataSource {
     ) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard failure == nil, pending == nil, !closed, handle != nil, state.isOpenCompleted else { return false }
+        guard failure == nil, pending == nil, !closed, handle != nil || slice != nil, state.isOpenCompleted else {
+            return false
+        }
+        if slice != nil { return lendSlice(buffer, length: length) }
         while true {
             if let current = block {
                 let end = current.offset + Int64(current.size)

@@ -82,6 +82,18 @@ import Foundation
 /// header again (`blobstream cat A!/x A!/y` reads A's headers once). A remembered position
 /// is checked (the header there must carry the name) and forgotten when it does not hold.
 ///
+/// ## Plain tar by seeking, and member indexes
+/// An uncompressed tar over a seekable upstream is not read by libarchive: this source
+/// walks its headers itself (each 512-byte header read where it is and its checksum
+/// verified, members' bodies skipped by offset arithmetic; ustar, GNU long names, pax
+/// records) and reads the member's bytes where they are. What the walk does not handle
+/// (sparse members, multi-volume parts, a damaged header, …) is read by libarchive, the
+/// reference, as before. With an `ArchiveIndex` (`ArchiveIndexOption`; by default
+/// `ARCHIVE.blobidx` beside an archive read by path, when it matches), opening a member
+/// is a lookup: a tar member's or a stored zip member's bytes are read where they are and
+/// checked against the CRC-32 in the index at the member's end (`.changed` for a tar
+/// member whose bytes differ from those indexed); other zip members are read by libarchive.
+///
 /// ## Lending blocks
 /// `getBuffer` lends the rest of libarchive's current data block (for an uncompressed tar,
 /// the bytes as read from the upstream): a consumer that takes it (`blobstream cat` does)
@@ -172,6 +184,15 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     var target: Int64 = 0
     /// libarchive reported the end of the member's data.
     var dataEnded = false
+    /// The member read straight from the upstream (a walked tar, an index) instead of
+    /// through libarchive; nil otherwise.
+    var slice: MemberSlice?
+    /// Which index to use, and the archive's path (for `.automatic`); set before `open()`.
+    var indexOption: ArchiveIndexOption = .automatic
+    var archivePath: String?
+    /// The index in use, once resolved at the first search.
+    var activeIndex: ArchiveIndex?
+    var indexResolved = false
 
     /// Makes a source for `member` of the archive read from `upstream`.
     ///
@@ -203,6 +224,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// skip and seek callbacks). See `ArchiveVerification` for `verification`.
     public convenience init(archive path: String, member: String, verification: ArchiveVerification = .wholeArchive) {
         self.init(archive: PathUpstream(path: path), member: member, name: path, verification: verification)
+        archivePath = path
     }
 
     deinit {
@@ -276,7 +298,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             state.error = failure
             return -1
         }
-        guard !closed, handle != nil, state.isOpenCompleted else {
+        guard !closed, handle != nil || slice != nil, state.isOpenCompleted else {
             fail(makeError(closed ? .closed : .notOpen, closed ? "read after close" : "read before the open completed"))
             return -1
         }
@@ -285,7 +307,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             return -1
         }
         guard maxLength > 0 else { return 0 }
-        let n = pump(into: buffer, capacity: maxLength)
+        let n = slice != nil ? pumpSlice(into: buffer, capacity: maxLength) : pump(into: buffer, capacity: maxLength)
         if n == 0 { state.isAtEnd = true }
         return n
     }
@@ -318,6 +340,18 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         }
         if let memberLength, offset > memberLength {
             throw makeError(.invalidOffset, "offset \(offset) is past the end of the member (\(memberLength) bytes)")
+        }
+        if let slice {
+            // Read where the bytes are: any move is an offset (a CRC to check reads what it skips).
+            target = offset
+            produced = offset
+            if offset == slice.length && (slice.expectedCRC == nil || slice.hashed == slice.length) {
+                state.isAtEnd = true
+            } else {
+                if state.isAtEnd { state.isAtEnd = false }
+                state.hasBytesAvailable = true
+            }
+            return
         }
         if offset < produced {
             // Bytes before `offset` were already taken from libarchive: start again.
@@ -361,6 +395,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         handle?.free()
         handle = nil
         block = nil
+        slice = nil
         reader.close()
     }
 }

@@ -33,7 +33,13 @@ public enum ArchiveSources {
     ) throws -> ArchiveMemberDataSource {
         let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)
-        return ArchiveMemberDataSource(archive: upstream, memberBytes: member, name: inner, verification: verification)
+        let source = ArchiveMemberDataSource(
+            archive: upstream, memberBytes: member, name: inner, verification: verification)
+        // A file's index beside it (`ARCHIVE.blobidx`) is used when it matches.
+        if BlobURL.scheme(of: inner)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: inner) {
+            source.useIndex(.automatic, archivePath: path)
+        }
+        return source
     }
 
     /// Splits `archive:<url>!/<member>` at the LAST `!/`: the inner URL, undecoded, and the

@@ -132,6 +132,13 @@ package struct SourceOptions: ParsableArguments {
     )
     package var skipArchiveVerification = false
 
+    @Option(
+        name: .long,
+        help:
+            "https:// sources: also trust the CA certificates in this PEM file (else AWS_CA_BUNDLE, else SSL_CERT_FILE, when set)."
+    )
+    package var caBundle: String?
+
     package init() {}
 
     package func validate() throws {

@@ -31,7 +31,8 @@ extension SourceOptions {
         _ sources: [String],
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
-        let registry = makeRegistry(library: library, skipArchiveVerification: skipArchiveVerification)
+        let registry = makeRegistry(
+            library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle)
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }

@@ -79,7 +79,9 @@ package struct UploadArguments: ParsableArguments {
 
     /// Uploads the source with `uploader`, with a progress line on a terminal.
     package func run(with uploader: any UploadClient) async throws {
-        let registry = makeRegistry(library: options.library, skipArchiveVerification: options.skipArchiveVerification)
+        let registry = makeRegistry(
+            library: options.library, skipArchiveVerification: options.skipArchiveVerification,
+            caBundle: options.caBundle)
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {

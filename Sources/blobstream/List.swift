@@ -40,7 +40,10 @@ struct List: ParsableCommand {
         var headerShown = false // after the first listing that worked: a failure prints nothing on stdout
         try forEachSource(archives) { archive in
             let url = try checkedSourceURL(archive, registry: registry)
-            let entries = try ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
+            // Through the archive's index (`ARCHIVE.blobidx` beside it) when one matches.
+            let entries =
+                try indexedEntries(url: url)
+                ?? ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
             if !headerShown { try Console.print("path\tsize\ttype\tmtime\n") }
             headerShown = true
             for e in entries {

@@ -14,6 +14,8 @@ final class PathUpstream: BlobDataSource {
     private var size: Int64?
     private var position: Int64 = 0
     private var identity: String?
+    /// The file's modification time once open.
+    private(set) var modified: BlobContentIdentity.Timestamp?
 
     init(path: String) { self.path = path }
 
@@ -53,6 +55,7 @@ final class PathUpstream: BlobDataSource {
         }
         size = info.size
         identity = info.identity
+        modified = info.modified
         state.isOpenCompleted = true
         if size == 0 { state.isAtEnd = true } else { state.hasBytesAvailable = true }
     }

@@ -1,0 +1,185 @@
+import BlobStream
+import Foundation
+
+// The index file: a compact versioned binary format of this library, little-endian.
+//
+//     magic "BLOBIDX\0" (8) | version u16 (1) | format u8 (1 tar, 2 zip) | reserved u8 (0)
+//     identity: size i64 | mtime seconds i64 | mtime nanoseconds i32 | sample CRC-32 u32
+//     member count u64
+//     per member: type u8 | flags u8 (1 CRC, 2 encrypted, 4 zip fields, 8 seek point)
+//       | mode u32 | mtime seconds i64 | mtime nanoseconds i32 | size i64
+//       | header offset i64 | data offset i64 | CRC-32 u32 | method u16 | compressed size i64
+//       | seek point i64 | name length u32 | name | link length u32 | link
+//     CRC-32 u32 of every byte before it
+//
+// A reader checks the trailing CRC-32 before believing anything, then every count and
+// length against the bytes left, and every offset against the archive's size.
+
+extension ArchiveIndex {
+    static let magic: [UInt8] = Array("BLOBIDX\0".utf8)
+    /// The version this library writes and reads.
+    public static let formatVersion: UInt16 = 1
+    /// The fixed part of a member record.
+    static let memberRecordSize = 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 4
+
+    /// The index file's bytes (see `write(to:)`).
+    public func encoded() -> Data {
+        var out = [UInt8]()
+        out.reserveCapacity(64 + members.count * (Self.memberRecordSize + 48))
+        out += Self.magic
+        put(&out, UInt64(Self.formatVersion), 2)
+        out.append(format.rawValue)
+        out.append(0)
+        put(&out, UInt64(bitPattern: identity.size), 8)
+        put(&out, UInt64(bitPattern: identity.modificationSeconds), 8)
+        put(&out, UInt64(UInt32(bitPattern: identity.modificationNanoseconds)), 4)
+        put(&out, UInt64(identity.sampleCRC), 4)
+        put(&out, UInt64(members.count), 8)
+        for m in members {
+            out.append(Self.typeCode(m.type))
+            var flags: UInt8 = 0
+            if m.crc32 != nil { flags |= 1 }
+            if m.isEncrypted { flags |= 2 }
+            if m.compressionMethod != nil || m.compressedSize != nil { flags |= 4 }
+            if m.seekPoint != nil { flags |= 8 }
+            out.append(flags)
+            put(&out, UInt64(m.mode), 4)
+            put(&out, UInt64(bitPattern: m.modificationSeconds), 8)
+            put(&out, UInt64(UInt32(bitPattern: m.modificationNanoseconds)), 4)
+            put(&out, UInt64(bitPattern: m.size), 8)
+            put(&out, UInt64(bitPattern: m.headerOffset), 8)
+            put(&out, UInt64(bitPattern: m.dataOffset), 8)
+            put(&out, UInt64(m.crc32 ?? 0), 4)
+            put(&out, UInt64(m.compressionMethod ?? 0), 2)
+            put(&out, UInt64(bitPattern: m.compressedSize ?? 0), 8)
+            put(&out, UInt64(bitPattern: m.seekPoint ?? -1), 8)
+            put(&out, UInt64(m.nameBytes.count), 4)
+            out += m.nameBytes
+            put(&out, UInt64(m.linkTargetBytes.count), 4)
+            out += m.linkTargetBytes
+        }
+        let crc = out.withUnsafeBytes { CRC32.update(0, $0) }
+        put(&out, UInt64(crc), 4)
+        return Data(out)
+    }
+
+    /// Decodes an index file's bytes; `name` names the file in errors.
+    ///
+    /// - Throws: `BlobStreamError` `.corrupt` (truncated, altered, not an index: the message
+    ///   says what and where), `.unsupported` (another version).
+    public init(decoding data: Data, name: String) throws {
+        let bytes = [UInt8](data)
+        func bad(_ what: String) -> BlobStreamError {
+            BlobStreamError(.corrupt, "archive index '\(name)' is damaged: \(what)")
+        }
+        guard bytes.count >= 8 + 4 + 24 + 8 + 4 else {
+            throw bad("it is \(bytes.count) bytes long, shorter than any index")
+        }
+        guard bytes.starts(with: Self.magic) else { throw bad("it is not an archive index (no BLOBIDX header)") }
+        var reader = ByteReader(bytes: bytes, position: 8)
+        let version = UInt16(reader.take(2))
+        guard version == Self.formatVersion else {
+            throw BlobStreamError(
+                .unsupported,
+                "archive index '\(name)' is version \(version); this library reads version \(Self.formatVersion)")
+        }
+        var trailer = ByteReader(bytes: bytes, position: bytes.count - 4)
+        let stored = UInt32(trailer.take(4))
+        let computed = bytes.withUnsafeBytes {
+            CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))
+        }
+        guard stored == computed else { throw bad("its checksum does not match (truncated or altered)") }
+        guard let format = Format(rawValue: UInt8(reader.take(1))) else { throw bad("unknown archive format") }
+        _ = reader.take(1)
+        let identity = Identity(
+            size: Int64(bitPattern: reader.take(8)), modificationSeconds: Int64(bitPattern: reader.take(8)),
+            modificationNanoseconds: Int32(bitPattern: UInt32(reader.take(4))), sampleCRC: UInt32(reader.take(4)))
+        let end = bytes.count - 4
+        let count = reader.take(8)
+        guard identity.size >= 0, count <= UInt64((end - reader.position) / Self.memberRecordSize) else {
+            throw bad("it claims \(count) members, more than its \(bytes.count) bytes can hold")
+        }
+        var members: [Member] = []
+        members.reserveCapacity(Int(count))
+        for k in 0..<Int(count) {
+            guard end - reader.position >= Self.memberRecordSize else { throw bad("member \(k) is cut short") }
+            let typeCode = UInt8(reader.take(1))
+            guard let type = Self.type(typeCode) else { throw bad("member \(k) has an unknown type \(typeCode)") }
+            let flags = UInt8(reader.take(1))
+            let mode = UInt32(reader.take(4))
+            let seconds = Int64(bitPattern: reader.take(8))
+            let nanos = Int32(bitPattern: UInt32(reader.take(4)))
+            let size = Int64(bitPattern: reader.take(8))
+            let header = Int64(bitPattern: reader.take(8))
+            let dataOffset = Int64(bitPattern: reader.take(8))
+            let crc = UInt32(reader.take(4))
+            let method = UInt16(reader.take(2))
+            let compressed = Int64(bitPattern: reader.take(8))
+            let seek = Int64(bitPattern: reader.take(8))
+            let nameLength = Int(reader.take(4))
+            guard nameLength <= end - reader.position - 4 else { throw bad("member \(k)'s name runs past the end") }
+            let nameBytes = reader.bytes(nameLength)
+            let linkLength = Int(reader.take(4))
+            guard linkLength <= end - reader.position else { throw bad("member \(k)'s link runs past the end") }
+            let link = reader.bytes(linkLength)
+            let storedSize = flags & 4 != 0 ? compressed : size
+            guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= identity.size,
+                storedSize <= identity.size - dataOffset
+            else {
+                throw bad("member \(k) lies outside the \(identity.size)-byte archive")
+            }
+            members.append(
+                Member(
+                    nameBytes: nameBytes, type: type, size: size, mode: mode, modificationSeconds: seconds,
+                    modificationNanoseconds: nanos, linkTargetBytes: link, headerOffset: header,
+                    dataOffset: dataOffset, crc32: flags & 1 != 0 ? crc : nil,
+                    compressionMethod: flags & 4 != 0 ? method : nil, compressedSize: flags & 4 != 0 ? compressed : nil,
+                    isEncrypted: flags & 2 != 0, seekPoint: flags & 8 != 0 ? seek : nil))
+        }
+        guard reader.position == end else { throw bad("\(end - reader.position) bytes follow the last member") }
+        self.init(format: format, identity: identity, members: members)
+    }
+
+    private func put(_ out: inout [UInt8], _ value: UInt64, _ count: Int) {
+        for i in 0..<count { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
+    }
+
+    static func typeCode(_ type: ArchiveEntry.EntryType) -> UInt8 {
+        switch type {
+        case .file: 1
+        case .directory: 2
+        case .symbolicLink: 3
+        case .hardLink: 4
+        case .characterDevice: 5
+        case .blockDevice: 6
+        case .fifo: 7
+        case .socket: 8
+        case .unknown: 9
+        }
+    }
+
+    static func type(_ code: UInt8) -> ArchiveEntry.EntryType? {
+        let all: [ArchiveEntry.EntryType] = [
+            .file, .directory, .symbolicLink, .hardLink, .characterDevice, .blockDevice, .fifo, .socket, .unknown,
+        ]
+        return (1...9).contains(code) ? all[Int(code) - 1] : nil
+    }
+}
+
+/// Little-endian reads from bytes whose length the caller checked.
+private struct ByteReader {
+    let bytes: [UInt8]
+    var position: Int
+
+    mutating func take(_ count: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for i in 0..<count { value |= UInt64(bytes[position + i]) << (8 * UInt64(i)) }
+        position += count
+        return value
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        defer { position += count }
+        return Array(bytes[position..<(position + count)])
+    }
+}

@@ -1,0 +1,255 @@
+import BlobStream
+import BlobStreamSystem
+import Foundation
+
+/// A member index of an archive: where each member's header and bytes are, made in one pass,
+/// so that opening a member is a lookup and a read of its bytes where they are, and listing
+/// reads no header at all.
+///
+/// ```swift
+/// let index = try ArchiveIndex.build(archiveAt: "/data/photos.tar")
+/// try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: "/data/photos.tar"))
+/// // later, in any process: found beside the archive and used when it matches
+/// let member = ArchiveMemberDataSource(archive: "/data/photos.tar", member: "DCIM/IMG_0001.JPG")
+/// ```
+///
+/// Formats: an uncompressed tar (ustar, GNU, pax; one walk over its headers, and a read of
+/// every member's bytes for its CRC-32) and a zip (its central directory and each local
+/// header). A tar holding what the header walker leaves to libarchive (sparse members,
+/// multi-volume parts, …) cannot be indexed (`.unsupported`, naming the offset).
+/// Compressed tars come later: a member already has room for the compressed stream's seek
+/// point before its header (`seekPoint`).
+///
+/// ## What protects a read through an index
+/// - The index records what it indexes (`Identity`: the archive's size, modification time
+///   and a CRC-32 of sampled bytes). An index that does not match its archive is never used:
+///   one named by the user (`ArchiveIndexOption.index` / `.file`) is refused with `.changed`;
+///   one found beside the archive (`.automatic`) is ignored, and the member is found by
+///   walking the headers as without an index.
+/// - Every tar member's CRC-32 is in the index: a read through the index checks it at the
+///   member's end (`.changed` naming the member and the archive when the bytes differ from
+///   those indexed). A zip member keeps its own CRC-32 (`.corrupt` on a mismatch).
+/// - An index file is checked whole (a CRC-32 over it) before anything in it is believed;
+///   counts and lengths are checked against the bytes there before anything is allocated.
+///
+/// ## The file
+/// `ARCHIVE.blobidx` beside the archive (`defaultPath(forArchiveAt:)`): a versioned binary
+/// format of this library (see `encoded()`). The library keeps indexes in memory and writes
+/// a file only when asked (`write(to:)`, `blobstream index`).
+public struct ArchiveIndex: Sendable, Equatable {
+    /// The container the index describes.
+    public enum Format: UInt8, Sendable, Equatable {
+        /// An uncompressed tar (ustar, GNU, pax).
+        case tar = 1
+        /// A zip archive (its central directory).
+        case zip = 2
+    }
+
+    /// What the index was made from: checked before the index is used.
+    public struct Identity: Sendable, Equatable {
+        /// The archive's size in bytes.
+        public var size: Int64
+        /// The archive's modification time: seconds since 1970.
+        public var modificationSeconds: Int64
+        /// The nanoseconds of the archive's modification time.
+        public var modificationNanoseconds: Int32
+        /// CRC-32 of the bytes in `sampledRanges(size:)`, in order.
+        public var sampleCRC: UInt32
+
+        /// Makes one.
+        public init(size: Int64, modificationSeconds: Int64, modificationNanoseconds: Int32, sampleCRC: UInt32) {
+            self.size = size
+            self.modificationSeconds = modificationSeconds
+            self.modificationNanoseconds = modificationNanoseconds
+            self.sampleCRC = sampleCRC
+        }
+
+        /// The byte ranges whose CRC-32 is `sampleCRC`: the whole archive up to 64 KiB;
+        /// otherwise its first and last 4 KiB and 4 KiB at each sixteenth of its size.
+        public static func sampledRanges(size: Int64) -> [Range<Int64>] {
+            guard size > 64 * 1024 else { return [0..<size] }
+            let block: Int64 = 4096
+            var ranges = [0..<block]
+            for k in Int64(1)...14 {
+                let start = size * k / 16
+                ranges.append(start..<(start + block))
+            }
+            ranges.append((size - block)..<size)
+            return ranges
+        }
+    }
+
+    /// One member, as the index describes it.
+    public struct Member: Sendable, Equatable {
+        /// The stored name's bytes (a leading `./` kept).
+        public var nameBytes: [UInt8]
+        /// What the member is.
+        public var type: ArchiveEntry.EntryType
+        /// The member's size (uncompressed).
+        public var size: Int64
+        /// The permission bits.
+        public var mode: UInt32
+        /// The modification time: seconds since 1970.
+        public var modificationSeconds: Int64
+        /// The nanoseconds of the modification time.
+        public var modificationNanoseconds: Int32
+        /// A link's target bytes (empty when not a link).
+        public var linkTargetBytes: [UInt8]
+        /// Archive offset of the member's first header (tar: its extension headers included;
+        /// zip: its local header).
+        public var headerOffset: Int64
+        /// Archive offset of the member's first stored byte.
+        public var dataOffset: Int64
+        /// The CRC-32 of the member's bytes (tar: computed while indexing; zip: the
+        /// central directory's); nil when there is none (links, directories).
+        public var crc32: UInt32?
+        /// Zip: the compression method (0 stored, 8 deflate, …); nil for tar.
+        public var compressionMethod: UInt16?
+        /// Zip: the stored (compressed) size; nil for tar.
+        public var compressedSize: Int64?
+        /// The entry is encrypted (zip).
+        public var isEncrypted: Bool
+        /// For a compressed tar (a later format): the compressed stream's seek point before
+        /// the member's header. Nil for the formats indexed now.
+        public var seekPoint: Int64?
+
+        /// Makes one.
+        public init(
+            nameBytes: [UInt8], type: ArchiveEntry.EntryType, size: Int64, mode: UInt32, modificationSeconds: Int64,
+            modificationNanoseconds: Int32, linkTargetBytes: [UInt8], headerOffset: Int64, dataOffset: Int64,
+            crc32: UInt32?, compressionMethod: UInt16? = nil, compressedSize: Int64? = nil, isEncrypted: Bool = false,
+            seekPoint: Int64? = nil
+        ) {
+            self.nameBytes = nameBytes
+            self.type = type
+            self.size = size
+            self.mode = mode
+            self.modificationSeconds = modificationSeconds
+            self.modificationNanoseconds = modificationNanoseconds
+            self.linkTargetBytes = linkTargetBytes
+            self.headerOffset = headerOffset
+            self.dataOffset = dataOffset
+            self.crc32 = crc32
+            self.compressionMethod = compressionMethod
+            self.compressedSize = compressedSize
+            self.isEncrypted = isEncrypted
+            self.seekPoint = seekPoint
+        }
+
+        /// The member as `ArchiveListing` describes entries.
+        public var entry: ArchiveEntry {
+            let isLink = type == .hardLink || type == .symbolicLink
+            return ArchiveEntry(
+                path: String(decoding: nameBytes, as: UTF8.self), size: size, type: type,
+                mtime: Date(
+                    timeIntervalSince1970: Double(modificationSeconds) + Double(modificationNanoseconds) / 1e9),
+                linkTarget: isLink ? String(decoding: linkTargetBytes, as: UTF8.self) : nil, isEncrypted: isEncrypted,
+                pathBytes: nameBytes)
+        }
+    }
+
+    /// The container.
+    public var format: Format
+    /// What the index was made from.
+    public var identity: Identity
+    /// The members, in the archive's order.
+    public var members: [Member]
+
+    /// Makes one.
+    public init(format: Format, identity: Identity, members: [Member]) {
+        self.format = format
+        self.identity = identity
+        self.members = members
+    }
+
+    /// The entries, as `ArchiveListing.entries(ofArchiveAt:)` lists them.
+    public var entries: [ArchiveEntry] { members.map(\.entry) }
+
+    /// Where an index of the archive at `path` lives by default: `path + ".blobidx"`.
+    public static func defaultPath(forArchiveAt path: String) -> String { path + ".blobidx" }
+
+    /// The first member whose normalized name (no leading `./`, no trailing `/`) is
+    /// `nameBytes` normalized.
+    public func member(named nameBytes: [UInt8]) -> Member? {
+        let wanted = ArchiveMemberDataSource.normalized(nameBytes)
+        return members.first { member in
+            member.nameBytes.withUnsafeBufferPointer {
+                $0[ArchiveMemberDataSource.normalizedBounds($0)].elementsEqual(wanted)
+            }
+        }
+    }
+
+    /// Indexes the archive at `path` (an uncompressed tar or a zip).
+    ///
+    /// - Throws: `BlobStreamError` naming the archive: `.unsupported` for other formats (and
+    ///   tars with entries the walker leaves to libarchive), `.corrupt` (a bad header
+    ///   checksum, a damaged central directory, naming the offset), `.truncated`, the
+    ///   file's own errors (`.notFound`, …).
+    public static func build(archiveAt path: String) throws -> ArchiveIndex {
+        let upstream = PathUpstream(path: path)
+        let reader = UpstreamInput.makeReader(upstream)
+        defer { reader.close() }
+        reader.open()
+        if let error = upstream.error { throw error }
+        let archive = ArchiveAccess(reader: reader, length: upstream.length ?? 0, name: path)
+        guard let modified = upstream.modified else {
+            throw BlobStreamError(.sourceFailed, "archive '\(path)': its modification time is unknown")
+        }
+        let identity = try archive.identity(modified: modified)
+        if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
+            || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)
+        {
+            return ArchiveIndex(format: .tar, identity: identity, members: try archive.tarMembers())
+        }
+        if let members = try archive.zipMembers() {
+            return ArchiveIndex(format: .zip, identity: identity, members: members)
+        }
+        throw BlobStreamError(
+            .unsupported, "archive '\(path)': only uncompressed tar and zip archives can be indexed")
+    }
+
+    /// Checks that this index describes the archive at `path` as it is now.
+    ///
+    /// - Throws: `BlobStreamError` `.changed` naming the archive and what differs (size,
+    ///   modification time, sampled bytes); the file's own errors.
+    public func check(againstArchiveAt path: String) throws {
+        let upstream = PathUpstream(path: path)
+        let reader = UpstreamInput.makeReader(upstream)
+        defer { reader.close() }
+        reader.open()
+        if let error = upstream.error { throw error }
+        let archive = ArchiveAccess(reader: reader, length: upstream.length ?? 0, name: path)
+        if let mismatch = try archive.mismatch(with: identity, modified: upstream.modified) {
+            throw BlobStreamError(.changed, "the index does not match archive '\(path)': \(mismatch)")
+        }
+    }
+
+    /// Writes `encoded()` to `path` (replacing a file there, atomically).
+    ///
+    /// - Throws: `BlobStreamError` `.ioFailed` naming the path, with the system's error as
+    ///   the cause.
+    public func write(to path: String) throws {
+        do {
+            try encoded().write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw BlobStreamError(.ioFailed, "cannot write archive index '\(path)'", cause: error)
+        }
+    }
+
+    /// Reads the index file at `path`.
+    ///
+    /// - Throws: `BlobStreamError` naming the file: `.notFound` (no file), `.corrupt`
+    ///   (truncated, altered, not an index), `.unsupported` (a version this library does
+    ///   not read).
+    public static func read(from path: String) throws -> ArchiveIndex {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe)
+        } catch {
+            let missing = !FileManager.default.fileExists(atPath: path)
+            throw BlobStreamError(
+                missing ? .notFound : .ioFailed, "cannot read archive index '\(path)'", cause: error)
+        }
+        return try ArchiveIndex(decoding: data, name: path)
+    }
+}

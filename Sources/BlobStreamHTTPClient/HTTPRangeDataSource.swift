@@ -1,0 +1,358 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// A data source that reads an `http://` or `https://` URL by ranged GETs, so that every
+/// composition works remotely (`gzip:https://…/x.gz`, `archive:http://…/x.tar!/member`).
+///
+/// ```swift
+/// let source = HTTPRangeDataSource(url: URL(string: "https://example.com/photos.tar")!)
+/// let stream = BlobInputStream(dataSource: source)
+/// try stream.seek(to: 1 << 20)
+/// stream.open()
+/// ```
+///
+/// - `open()` sends the first GET (`Range: bytes=OFFSET-…`, one block) and returns at once;
+///   its answer gives the length (`Content-Range`), the ETag and Last-Modified, and the
+///   first block. It completes on an event loop of the client (`completionContext` says
+///   so): a stream never waits for it there.
+/// - Reads are served from blocks of `options.blockSize` bytes, one GET each, with the next
+///   block asked for as soon as one is handed out (one block of read-ahead). A `read` whose
+///   block has not arrived yet waits for it (bounded by the idle timeout); called on an
+///   event loop of the client, it fails at once with `.wouldDeadlock` instead.
+/// - Every GET after the first carries `If-Match: <ETag>` (or, without a strong ETag,
+///   `If-Unmodified-Since: <Last-Modified>`), and its `Content-Range` and ETag are checked:
+///   an object replaced while read fails with `.changed`, never with spliced bytes.
+/// - A server that ignores `Range` (200 with the whole object) is accepted while the whole
+///   object fits in the block asked for; beyond that it is an error (`.unsupported`), not a
+///   download of the whole object per block.
+/// - Errors name the URL: `.notFound` (404, 410), `.permissionDenied` (401, 403),
+///   `.httpFailed` (other statuses), `.truncated` (a body cut short: the offset where it
+///   ended), `.changed`, `.timedOut` (connect or idle limit), `.ioFailed` (a refused
+///   connection, TLS), `.invalidOffset` (an offset past the end).
+/// - Offsets: `.seek` (a GET at the new offset), and `length` is known once open.
+/// - `close()` and `interrupt()` end a waiting read (`.closed`) and cancel the GETs in
+///   flight; `close()` also shuts down the client the source made.
+///
+/// Each request passes through `options.prepare` (after the `Range` and conditional headers
+/// are set), where a signer such as SigV4 adds its headers.
+public final class HTTPRangeDataSource: BlobDataSource {
+    /// The observable state.
+    public let state = BlobDataSourceState()
+    /// The URL read.
+    public let url: URL
+    /// How it reads.
+    public let options: HTTPRangeOptions
+
+    private let name: String
+    private let judge: RangeJudgement
+    private let shared: Shared
+    private var client: HTTPClient?
+    /// The client's event loops (fixed at creation: `completionContext` may be asked from
+    /// any thread).
+    private var eventLoopGroup: (any EventLoopGroup)?
+    private let ownsClient: Bool
+    private var position: Int64 = 0
+    private var opened = false, closed = false
+    private var openFetch: RangeFetch?
+    private var object: RemoteObject?
+    private var current: RangeBlock?
+    private var ahead: RangeFetch?
+    /// Why no client could be made (reported by `open()`).
+    private var configurationError: BlobStreamError?
+
+    /// What the event loops and `interrupt()` share with the owner. Unchecked Sendable:
+    /// every mutable property is guarded by `lock`.
+    private final class Shared: @unchecked Sendable {
+        let lock = NSLock()
+        var opening: Result<(RemoteObject, RangeBlock?), BlobStreamError>?
+        var interrupted = false
+        var fetches: [ObjectIdentifier: RangeFetch] = [:]
+        var length: Int64?
+    }
+
+    /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
+    /// client that cannot be configured (an unreadable CA bundle) fails the open.
+    public init(url: URL, options: HTTPRangeOptions = HTTPRangeOptions()) {
+        self.url = url
+        self.options = options
+        self.name = url.absoluteString
+        self.judge = RangeJudgement(url: url.absoluteString, connection: options.connection)
+        self.shared = Shared()
+        self.ownsClient = options.client == nil
+        if let client = options.client {
+            self.client = client
+        } else {
+            do {
+                client = HTTPClient(
+                    eventLoopGroupProvider: .singleton,
+                    configuration: try options.connection.clientConfiguration(for: url))
+            } catch {
+                configurationError = error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(name): \(error)")
+            }
+        }
+        eventLoopGroup = client?.eventLoopGroup
+    }
+
+    deinit {
+        cancelAll()
+        if ownsClient, let client { _ = client.shutdown() }
+    }
+
+    /// The object's length, known once open (nil before).
+    public var length: Int64? { shared.lock.withLock { shared.length } }
+
+    /// `.seek`: a GET at the offset.
+    public var offsetCapability: BlobOffsetCapability { .seek }
+
+    /// The event loops of the client: the first answer is announced there.
+    public var completionContext: BlobCompletionContext {
+        guard let group = eventLoopGroup else { return .caller }
+        return .custom { Self.isEventLoop(of: group) }
+    }
+
+    private static func isEventLoop(of group: any EventLoopGroup) -> Bool {
+        group.makeIterator().contains { $0.inEventLoop }
+    }
+
+    /// Sends the first GET; its answer (on an event loop) announces `isOpenCompleted` and
+    /// `hasBytesAvailable` or `isAtEnd`, or sets `state.error`.
+    public func open() {
+        guard !opened, !closed else { return }
+        opened = true
+        guard ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+            fail(BlobStreamError(.malformedURL, "'\(name)' is not an http:// or https:// URL with a host"))
+            return
+        }
+        if let configurationError {
+            fail(configurationError)
+            return
+        }
+        let range = position...(position + Int64(options.blockSize) - 1)
+        let fetch = RangeFetch(range: range)
+        openFetch = fetch
+        let (state, shared, judge) = (self.state, self.shared, self.judge)
+        start(fetch, object: nil) { result in
+            let judged = judge.opening(result, range: range)
+            shared.lock.withLock {
+                shared.opening = judged
+                if case .success(let (object, _)) = judged { shared.length = object.length }
+            }
+            switch judged {
+            case .success(let (_, block)):
+                state.isOpenCompleted = true
+                if block == nil { state.isAtEnd = true } else { state.hasBytesAvailable = true }
+            case .failure(let error):
+                state.error = error
+            }
+        }
+    }
+
+    /// Copies bytes of the current block; waits for the next block when this one is used
+    /// up (never on an event loop of the client: `.wouldDeadlock`).
+    public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        if state.error != nil { return -1 }
+        guard opened, !closed, !shared.lock.withLock({ shared.interrupted }) else {
+            return fail(BlobStreamError(closed || opened ? .closed : .notOpen, "\(name): the source is not open"))
+        }
+        if object == nil {
+            guard let openFetch else { return fail(BlobStreamError(.notOpen, "\(name): the source is not open")) }
+            if !openFetch.isDone, let error = deadlockCheck() { return fail(error) }
+            _ = openFetch.wait()
+            self.openFetch = nil
+            guard case .success(let (object, block))? = shared.lock.withLock({ shared.opening }) else {
+                return fail(
+                    shared.lock.withLock { shared.opening }?.failureValue
+                        ?? BlobStreamError(.closed, "\(name): closed while opening"))
+            }
+            self.object = object
+            current = block
+            if let block { startAhead(after: block.end) }
+        }
+        guard let object else { return -1 }
+        if position >= object.length {
+            state.isAtEnd = true
+            return 0
+        }
+        if current.map({ !($0.start...$0.end - 1).contains(position) }) ?? true {
+            switch nextBlock(at: position, of: object) {
+            case .success(let block): current = block
+            case .failure(let error): return fail(error)
+            }
+        }
+        let block = current!
+        let from = Int(position - block.start)
+        let n = min(maxLength, block.bytes.count - from)
+        block.bytes.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + from, count: n) }
+        position += Int64(n)
+        if position == object.length { state.isAtEnd = true }
+        return n
+    }
+
+    /// The block that holds `offset`: the one read ahead when it starts there, else a
+    /// fresh GET. Starts the read-ahead of the block after it.
+    private func nextBlock(at offset: Int64, of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
+        let fetch: RangeFetch
+        if let ahead, ahead.range.lowerBound == offset {
+            fetch = ahead
+        } else {
+            if let ahead {
+                ahead.cancel()
+                forget(ahead)
+            }
+            fetch = RangeFetch(range: offset...min(offset + Int64(options.blockSize), object.length) - 1)
+            start(fetch, object: object)
+        }
+        ahead = nil
+        if !fetch.isDone, let error = deadlockCheck() { return .failure(error) }
+        let result = judge.block(fetch.wait(), range: fetch.range, of: object)
+        forget(fetch)
+        if case .success(let block) = result { startAhead(after: block.end) }
+        return result
+    }
+
+    private func startAhead(after end: Int64) {
+        guard let object, end < object.length, ahead == nil else { return }
+        let fetch = RangeFetch(range: end...min(end + Int64(options.blockSize), object.length) - 1)
+        ahead = fetch
+        start(fetch, object: object)
+    }
+
+    /// Prepares and sends one GET (the conditional headers once the object is known).
+    private func start(
+        _ fetch: RangeFetch, object: RemoteObject?,
+        onDone: (@Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void)? = nil
+    ) {
+        guard let client else { return fetch.cancel() }
+        var request = HTTPRangeRequest(url: url, range: fetch.range)
+        request.headers.add(name: "Range", value: "bytes=\(fetch.range.lowerBound)-\(fetch.range.upperBound)")
+        if let etag = object?.etag {
+            request.headers.add(name: "If-Match", value: etag)
+        } else if let lastModified = object?.lastModified {
+            request.headers.add(name: "If-Unmodified-Since", value: lastModified)
+        }
+        let prepared: HTTPClient.Request
+        do {
+            try options.prepare?(&request)
+        } catch {
+            return failFetch(
+                fetch, BlobStreamError(.sourceFailed, "preparing GET \(name) failed: \(error)", cause: error), onDone)
+        }
+        do {
+            prepared = try HTTPClient.Request(
+                url: request.url.absoluteString, method: request.method, headers: request.headers)
+        } catch {
+            return failFetch(fetch, BlobStreamError(.malformedURL, "\(name): \(error)", cause: error), onDone)
+        }
+        let interrupted = shared.lock.withLock {
+            shared.fetches[ObjectIdentifier(fetch)] = fetch
+            return shared.interrupted
+        }
+        if interrupted { return fetch.cancel() }
+        fetch.start(prepared, client: client, deadline: nil, onDone: onDone)
+    }
+
+    /// Ends `fetch` at once with `error` (a request that could not be made).
+    private func failFetch(
+        _ fetch: RangeFetch, _ error: BlobStreamError,
+        _ onDone: (@Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void)?
+    ) {
+        if onDone != nil {
+            shared.lock.withLock { shared.opening = .failure(error) }
+            state.error = error
+        }
+        fetch.fail(error)
+    }
+
+    private func forget(_ fetch: RangeFetch) {
+        _ = shared.lock.withLock { shared.fetches.removeValue(forKey: ObjectIdentifier(fetch)) }
+    }
+
+    /// `.wouldDeadlock` when the calling thread is an event loop of the client, which must
+    /// deliver the answer waited for.
+    private func deadlockCheck() -> BlobStreamError? {
+        guard let group = eventLoopGroup, Self.isEventLoop(of: group) else { return nil }
+        return BlobStreamError(
+            .wouldDeadlock,
+            "\(name): a read would wait on an event loop of its HTTP client for an answer that loop must deliver "
+                + "(read on another thread)")
+    }
+
+    @discardableResult
+    private func fail(_ error: BlobStreamError) -> Int {
+        state.error = error
+        cancelAll()
+        return -1
+    }
+
+    private func cancelAll() {
+        let fetches = shared.lock.withLock {
+            defer { shared.fetches = [:] }
+            return Array(shared.fetches.values)
+        }
+        for fetch in fetches { fetch.cancel() }
+    }
+
+    /// The offset of the next byte (before `open()`, where reading starts).
+    public var readOffset: Int64? { closed || state.error != nil ? nil : position }
+
+    /// Moves to `offset`: before `open()`, the first GET starts there; after, the next read
+    /// gets the block there (the block in hand or read ahead when it holds it).
+    ///
+    /// - Throws: `.invalidOffset` for a negative offset or one past the known length;
+    ///   `.closed` after `close()`.
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard !closed else { throw BlobStreamError(.closed, "\(name): cannot move a closed source") }
+        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "offset \(offset) is negative (\(name))") }
+        if let length, offset > length {
+            throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of \(name) (\(length) bytes)")
+        }
+        if !opened {
+            position = offset
+            return
+        }
+        if state.error != nil {
+            throw BlobStreamError(.invalidOffset, "\(name) failed: cannot move", cause: state.error)
+        }
+        position = offset
+        // Before the first answer the length is not known: the open announces what it finds.
+        guard let length, state.isOpenCompleted else { return }
+        if offset == length {
+            state.isAtEnd = true
+        } else {
+            if state.isAtEnd { state.isAtEnd = false }
+            state.hasBytesAvailable = true
+        }
+    }
+
+    /// Cancels the GETs in flight and wakes a waiting read (it returns −1 with `.closed`).
+    /// Any thread.
+    public func interrupt() {
+        shared.lock.withLock { shared.interrupted = true }
+        cancelAll()
+    }
+
+    /// Cancels the GETs in flight and shuts down the client the source made.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        cancelAll()
+        current = nil
+        ahead = nil
+        openFetch = nil
+        if ownsClient, let client {
+            _ = client.shutdown()
+            self.client = nil
+        }
+    }
+}
+
+extension Result {
+    fileprivate var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -1,0 +1,153 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// What one ranged GET brought back: the answer's head and the body bytes received (at
+/// most the bytes asked for, plus one to tell a longer body), or how it failed.
+struct RangeAnswer: Sendable {
+    var head: HTTPResponseHead
+    var body: [UInt8]
+}
+
+/// One ranged GET in flight, waited for by the reading thread. The answer arrives on an
+/// event loop; `wait()` blocks on a condition until it does, or until `cancel()` (from any
+/// thread). Unchecked Sendable: every mutable property is guarded by `condition`.
+final class RangeFetch: @unchecked Sendable {
+    /// The bytes asked for.
+    let range: ClosedRange<Int64>
+    private let condition = NSCondition()
+    private var outcome: Result<RangeAnswer, RangeFailure>?
+    private var task: HTTPClient.Task<RangeAnswer>?
+    private var onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)?
+
+    /// How a GET failed before an answer was judged.
+    enum RangeFailure: Error, Sendable {
+        /// The client failed (connect, TLS, idle timeout, a connection closed); `received`
+        /// body bytes had arrived after a head with `status` (nil: no head).
+        case transport(any Error, status: Int?, received: Int)
+        /// `cancel()` was called (close or interrupt).
+        case cancelled
+        /// The request could not be made (its `prepare` hook failed, a bad URL).
+        case notSent(BlobStreamError)
+    }
+
+    init(range: ClosedRange<Int64>) {
+        self.range = range
+    }
+
+    /// Sends `request` with `client`; `onDone` (optional) runs once on the event loop when
+    /// the answer is complete or failed, before waiters wake.
+    func start(
+        _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?,
+        onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
+    ) {
+        let delegate = RangeDelegate(limit: Int(range.upperBound - range.lowerBound + 2))
+        condition.lock()
+        self.onDone = onDone
+        let cancelled = outcome != nil
+        condition.unlock()
+        if cancelled { return }
+        let task = client.execute(request: request, delegate: delegate, deadline: deadline)
+        condition.withLock { self.task = task }
+        task.futureResult.whenComplete { [self] result in
+            finish(result.mapError { .transport($0, status: delegate.status, received: delegate.received) })
+        }
+        if condition.withLock({ outcome != nil }) { task.cancel() }
+    }
+
+    /// Runs `onDone` first, then wakes the waiters: a waiter finds what `onDone` recorded.
+    private func finish(_ result: Result<RangeAnswer, RangeFailure>) {
+        let callback: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = condition.withLock {
+            guard outcome == nil else { return nil }
+            let callback = onDone
+            onDone = nil
+            return callback
+        }
+        callback?(result)
+        condition.withLock {
+            if outcome == nil { outcome = result }
+            condition.broadcast()
+        }
+    }
+
+    /// Ends the fetch before it was sent, with `error`.
+    func fail(_ error: BlobStreamError) {
+        condition.withLock {
+            if outcome == nil { outcome = .failure(.notSent(error)) }
+            onDone = nil
+            condition.broadcast()
+        }
+    }
+
+    /// Ends the request (if it still runs) and wakes `wait()` with `.cancelled`.
+    func cancel() {
+        let task = condition.withLock {
+            if outcome == nil { outcome = .failure(.cancelled) }
+            onDone = nil
+            condition.broadcast()
+            return self.task
+        }
+        task?.cancel()
+    }
+
+    /// True once the answer (or the failure) is in.
+    var isDone: Bool { condition.withLock { outcome != nil } }
+
+    /// Blocks until the answer is in (or the fetch is cancelled).
+    func wait() -> Result<RangeAnswer, RangeFailure> {
+        condition.lock()
+        defer { condition.unlock() }
+        while outcome == nil { condition.wait() }
+        return outcome!
+    }
+}
+
+/// The answer's body was longer than the bytes asked for (a server that ignored `Range`).
+struct RangeBodyTooLong: Error {}
+
+/// Collects one answer on the event loop: its head, and its body up to `limit` bytes (more
+/// fails the request: a server that ignores `Range` and sends a large object is not read to
+/// its end). Unchecked Sendable: guarded by `lock`.
+private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = RangeAnswer
+
+    private let limit: Int
+    private let lock = NSLock()
+    private var head: HTTPResponseHead?
+    private var body: [UInt8] = []
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    var status: Int? { lock.withLock { head.map { Int($0.status.code) } } }
+    var received: Int { lock.withLock { body.count } }
+
+    func didReceiveHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        lock.withLock {
+            self.head = head
+            if [200, 206].contains(head.status.code) { body.reserveCapacity(min(limit, 16 << 20)) }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<RangeAnswer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        let tooLong: Bool = lock.withLock {
+            let room = limit - body.count
+            body.append(contentsOf: buffer.readableBytesView.prefix(room))
+            return buffer.readableBytes > room
+        }
+        // Stop reading a body longer than asked for (a 200 with a whole large object): the
+        // bytes kept are enough to judge the answer.
+        return tooLong ? task.eventLoop.makeFailedFuture(RangeBodyTooLong()) : task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<RangeAnswer>) throws -> RangeAnswer {
+        try lock.withLock {
+            guard let head else { throw HTTPClientError.remoteConnectionClosed }
+            return RangeAnswer(head: head, body: body)
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import Glibc
+
+/// An nginx serving files on 127.0.0.1 for ranged reads: plain HTTP, and HTTPS with a
+/// server certificate signed by a CA made for it (`TestCertificates`). Started in a
+/// temporary folder on free ports, stopped (and the folder removed) by `stop()`.
+///
+/// - `/files/<path>`: the file `root/<path>`, with Range, ETag, Last-Modified and If-Match
+///   as nginx serves static files; `PUT` stores a file there (WebDAV).
+/// - `/norange/<path>`: the same file, but Range is ignored (`max_ranges 0`: 200 with the
+///   whole file).
+public final class StaticFileServer: @unchecked Sendable {
+    // Unchecked Sendable: every stored property is set in `init` and only read after.
+    public let port: Int
+    public let tlsPort: Int
+    public let folder: URL
+    public let certificates: TestCertificates
+    private let pid: pid_t
+    private let once = StopOnce()
+
+    /// The served files' folder.
+    public var root: URL { folder.appendingPathComponent("www") }
+    /// `http://127.0.0.1:PORT`.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// `https://127.0.0.1:TLSPORT` (its certificate is for 127.0.0.1 and localhost).
+    public var tlsBaseURL: String { "https://127.0.0.1:\(tlsPort)" }
+
+    /// Starts nginx (and makes the CA and the server certificate with openssl).
+    public init() throws {
+        let nginx = try NginxTestServer.binary()
+        var lastError = ""
+        for _ in 0..<5 {
+            let (port, tlsPort) = (try NginxTestServer.freePort(), try NginxTestServer.freePort())
+            guard port != tlsPort else { continue }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "nginx-static-\(UUID().uuidString)")
+            for sub in ["www", "tmp", "logs", "tls"] {
+                try FileManager.default.createDirectory(
+                    at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
+            }
+            let certificates = try TestCertificates(folder: folder.appendingPathComponent("tls"))
+            let conf = folder.appendingPathComponent("nginx.conf")
+            try Self.config(folder: folder.path, port: port, tlsPort: tlsPort, certificates: certificates)
+                .write(to: conf, atomically: true, encoding: .utf8)
+            let pid = try NginxTestServer.spawn(
+                nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
+            if NginxTestServer.waitForPort(port, pid: pid), NginxTestServer.waitForPort(tlsPort, pid: pid) {
+                self.port = port
+                self.tlsPort = tlsPort
+                self.folder = folder
+                self.certificates = certificates
+                self.pid = pid
+                return
+            }
+            NginxTestServer.killAndReap(pid)
+            lastError =
+                (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
+            try? FileManager.default.removeItem(at: folder)
+        }
+        throw NginxTestServer.Failure(description: "nginx (static files) did not start: \(lastError)")
+    }
+
+    /// Writes `bytes` as the served file `path` (replacing it at once, by a rename, when it
+    /// exists), and returns its URL under `/files/`.
+    @discardableResult
+    public func serve(_ bytes: [UInt8], as path: String) throws -> String {
+        let target = root.appendingPathComponent(path)
+        try FileManager.default.createDirectory(
+            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temporary = root.appendingPathComponent(".\(UUID().uuidString)")
+        try Data(bytes).write(to: temporary)
+        guard rename(temporary.path, target.path) == 0 else {
+            throw NginxTestServer.Failure(description: "rename to \(target.path): errno \(errno)")
+        }
+        return baseURL + "/files/" + path
+    }
+
+    /// Stops nginx and removes its folder.
+    public func stop() {
+        guard once.first() else { return }
+        NginxTestServer.killAndReap(pid)
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    deinit { stop() }
+
+    static func config(folder: String, port: Int, tlsPort: Int, certificates: TestCertificates) -> String {
+        """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(folder)/nginx.pid;
+        error_log \(folder)/logs/error.log warn;
+        events { worker_connections 64; }
+        http {
+            access_log off;
+            client_body_temp_path \(folder)/tmp/body;
+            proxy_temp_path \(folder)/tmp/proxy;
+            fastcgi_temp_path \(folder)/tmp/fastcgi;
+            uwsgi_temp_path \(folder)/tmp/uwsgi;
+            scgi_temp_path \(folder)/tmp/scgi;
+            server {
+                listen 127.0.0.1:\(port);
+                listen 127.0.0.1:\(tlsPort) ssl;
+                ssl_certificate \(certificates.serverCertificate.path);
+                ssl_certificate_key \(certificates.serverKey.path);
+                client_max_body_size 0;
+                location /files/ {
+                    alias \(folder)/www/;
+                    dav_methods PUT;
+                    create_full_put_path on;
+                    dav_access user:rw group:r all:r;
+                }
+                location /norange/ { alias \(folder)/www/; max_ranges 0; }
+            }
+        }
+        """
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1 and localhost signed by it, made with the
+/// `openssl` command (EC P-256 keys, valid for two days) in `folder`.
+public struct TestCertificates: Sendable {
+    /// The CA's certificate (PEM): what a client must trust.
+    public let caCertificate: URL
+    /// The server's certificate (PEM) and key.
+    public let serverCertificate: URL
+    public let serverKey: URL
+
+    /// Makes the CA and the server certificate.
+    public init(folder: URL) throws {
+        let path = { (name: String) in folder.appendingPathComponent(name).path }
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try Self.openssl(
+            ["req", "-x509"] + key + [
+                "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "2", "-subj", "/CN=BlobStream Test CA",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ])
+        try Self.openssl(
+            ["req"] + key + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=127.0.0.1"])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            .write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try Self.openssl([
+            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("server.ext"),
+        ])
+        caCertificate = folder.appendingPathComponent("ca.pem")
+        serverCertificate = folder.appendingPathComponent("server.pem")
+        serverKey = folder.appendingPathComponent("server.key")
+    }
+
+    /// Runs `openssl ARGS` and waits for it.
+    static func openssl(_ arguments: [String]) throws {
+        guard
+            let binary = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
+            throw NginxTestServer.Failure(
+                description: "openssl is not installed (make test installs it: scripts/install-deps openssl)")
+        }
+        let pid = try NginxTestServer.spawn(binary, ["openssl"] + arguments)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        guard status == 0 else {
+            throw NginxTestServer.Failure(description: "openssl \(arguments.joined(separator: " ")) failed (\(status))")
+        }
+    }
+}
