@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "BlobStreamUpload", targets: ["BlobStreamUpload"]),
         .library(name: "BlobStreamNetworking", targets: ["BlobStreamNetworking"]),
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
+        .library(name: "BlobStreamS3", targets: ["BlobStreamS3"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
         .executable(name: "blobstream-urlsession", targets: ["blobstream-urlsession"]),
@@ -70,6 +71,17 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // S3: SigV4 signing, the S3 client, multipart uploads (AsyncHTTPClient, swift-crypto).
+        .target(
+            name: "BlobStreamS3",
+            dependencies: [
+                "BlobStream", "BlobStreamUpload",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Test-only: what several test targets share (hashes, deterministic bytes).
         .target(
             name: "SharedTestHelpers", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
@@ -111,7 +123,7 @@ let package = Package(
             name: "blobstream",
             dependencies: [
                 "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamHTTPClient",
-                "BlobStreamGzip",
+                "BlobStreamGzip", "BlobStreamS3",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -193,6 +205,15 @@ let package = Package(
                 "blobstream", "blobstream-urlsession", "blobstream-fixtures", "NginxTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        .testTarget(
+            name: "BlobStreamS3Tests",
+            dependencies: [
+                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamTestSupport", "SwiftStoreTestServer",
+                "blobstream", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            exclude: ["Vectors"]
         ),
         .testTarget(
             name: "BlobStreamSystemTests", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]),

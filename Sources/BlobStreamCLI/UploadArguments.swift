@@ -18,7 +18,7 @@ package struct UploadArguments: ParsableArguments {
     @Argument(help: "The source: a URL, a path, PATH!/member, or - for standard input.")
     package var source: String
 
-    @Option(help: "Where to send it.")
+    @Option(help: "Where to send it: an http(s):// URL, or s3://bucket/key for a multipart upload to S3.")
     package var to: String
 
     @Option(help: "PUT or POST.")
@@ -38,17 +38,31 @@ package struct UploadArguments: ParsableArguments {
         help: "Give up when no byte is sent or received for this many seconds (the wait for the answer included).")
     package var idleTimeout: Double = UploadOptions().idleTimeout.seconds
 
+    @OptionGroup(title: "S3 (with --to s3://bucket/key)") package var s3: S3UploadArguments
+
     package init() {}
+
+    /// True when `--to` names an S3 object.
+    package var isS3: Bool { to.hasPrefix("s3://") }
 
     package func validate() throws {
         guard ["PUT", "POST"].contains(method.uppercased()) else {
             throw ValidationError("--method must be PUT or POST, not \(method)")
         }
-        do {
-            _ = try UploadURL.validate(to)
-        } catch let error as BlobStreamError {
-            // Not a ValidationError: the tool prints one line (no usage block) and exits 2.
-            throw UsageError(description: "--to: \(error.message)")
+        if isS3 {
+            try s3.check(destination: to)
+            guard client == .asynchttpclient else {
+                throw UsageError(
+                    description: "--to s3://… uploads with AsyncHTTPClient only; drop --client \(client.rawValue)")
+            }
+        } else {
+            do {
+                _ = try UploadURL.validate(to)
+            } catch let error as BlobStreamError {
+                // Not a ValidationError: the tool prints one line (no usage block) and exits 2.
+                throw UsageError(description: "--to: \(error.message)")
+            }
+            try s3.checkUnused()
         }
         for (name, value) in [("--connect-timeout", connectTimeout), ("--idle-timeout", idleTimeout)]
         where !(value.isFinite && value > 0 && value <= 1e9) {
@@ -111,7 +125,7 @@ package struct UploadArguments: ParsableArguments {
     /// True when every file the source URL reads is a regular file, so that a fresh source
     /// gives the whole body again (after a redirect); false for standard input, a pipe, a
     /// FIFO or a device, where what one source read is gone for the next.
-    static func readsOnlyRegularFiles(_ url: String) -> Bool {
+    package static func readsOnlyRegularFiles(_ url: String) -> Bool {
         var rest = Substring(url)
         while let found = rest.range(of: "file://") {
             let after = rest[found.upperBound...]

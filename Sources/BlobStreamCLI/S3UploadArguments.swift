@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+
+/// The options of `blobstream upload SOURCE --to s3://bucket/key`.
+package struct S3UploadArguments: ParsableArguments {
+    @Option(
+        help:
+            "The S3 endpoint (as awscli's --endpoint-url; default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's, AWS)."
+    )
+    package var endpointURL: String?
+
+    @Option(help: "The region to sign for (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1).")
+    package var region: String?
+
+    @Option(help: "The credentials profile (default: AWS_PROFILE, then default).")
+    package var profile: String?
+
+    @Option(
+        help: "The size of each part: bytes, or with KiB, MiB, GiB (at least 5MiB; raised for at most 10,000 parts).")
+    package var partSize: String = "8MiB"
+
+    @Option(help: "How many parts are sent at once.")
+    package var parallel: Int = 4
+
+    @Flag(help: "Continue the newest unfinished upload of the key: send only the parts not already stored.")
+    package var resume = false
+
+    @Option(help: "Continue this unfinished upload (implies --resume).")
+    package var uploadId: String?
+
+    @Flag(help: "On failure or interruption, keep the parts stored so far (for --resume) instead of aborting.")
+    package var keepParts = false
+
+    @Option(help: "The object's Content-Type.")
+    package var contentType: String?
+
+    @Option(help: "User metadata, KEY=VALUE (repeatable), stored as x-amz-meta-KEY.")
+    package var metadata: [String] = []
+
+    package init() {}
+
+    /// The part size in bytes.
+    package var partSizeBytes: Int { Self.size(partSize) ?? 0 }
+
+    /// The metadata as pairs.
+    package var metadataPairs: [(String, String)] {
+        metadata.map { item in
+            let equals = item.firstIndex(of: "=")!
+            return (String(item[..<equals]), String(item[item.index(after: equals)...]))
+        }
+    }
+
+    /// Checks the values (a usage error names the option).
+    package func check(destination: String) throws {
+        let path = destination.dropFirst("s3://".count)
+        guard let slash = path.firstIndex(of: "/"), slash != path.startIndex, path.index(after: slash) != path.endIndex
+        else {
+            throw UsageError(description: "--to \(destination): an S3 destination is s3://bucket/key")
+        }
+        guard let size = Self.size(partSize), size >= 5 << 20 else {
+            throw UsageError(
+                description: "--part-size must be at least 5MiB (a number with KiB, MiB or GiB), not \(partSize)")
+        }
+        guard (1...64).contains(parallel) else {
+            throw UsageError(description: "--parallel must be 1 to 64, not \(parallel)")
+        }
+        for item in metadata {
+            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                throw UsageError(description: "--metadata takes KEY=VALUE, not \(item)")
+            }
+        }
+    }
+
+    /// Fails when an S3 option is given without an s3:// destination.
+    package func checkUnused() throws {
+        let given =
+            endpointURL != nil || region != nil || profile != nil || partSize != "8MiB" || parallel != 4 || resume
+            || uploadId != nil || keepParts || contentType != nil || !metadata.isEmpty
+        if given { throw UsageError(description: "the S3 options need --to s3://bucket/key") }
+    }
+
+    /// `8MiB`, `5242880`, `1GiB`, `512KiB` (also `M`, `MB`, … read as binary units) in bytes.
+    package static func size(_ text: String) -> Int? {
+        let digits = text.prefix { $0.isNumber }
+        guard let number = Int(digits) else { return nil }
+        let unit = text.dropFirst(digits.count).lowercased()
+        let shift: Int
+        switch unit {
+        case "", "b": shift = 0
+        case "k", "kb", "kib": shift = 10
+        case "m", "mb", "mib": shift = 20
+        case "g", "gb", "gib": shift = 30
+        default: return nil
+        }
+        guard number <= Int.max >> shift else { return nil }
+        return number << shift
+    }
+}

@@ -1,0 +1,104 @@
+import BlobStream
+import Foundation
+import NIOCore
+
+/// One source read through a synchronous `BlobInputStream` on a dispatch queue of its own,
+/// so that its blocking reads never hold a thread of the cooperative pool; task
+/// cancellation closes the stream, which wakes a read that waits (a pipe).
+final class PartReader: @unchecked Sendable {
+    // Unchecked Sendable: `stream` and `source` are used by one job on `queue` at a time;
+    // the only call from elsewhere is `stream.close()`, which the stream allows from any
+    // thread (contract rule 4).
+    private let stream: BlobInputStream
+    private let source: any BlobDataSource
+    private let queue = DispatchQueue(label: "BlobStreamS3.PartReader")
+    /// How messages name the source.
+    let name: String
+
+    /// What the source tells once open.
+    struct Facts: Sendable {
+        var length: Int64?
+        var capability: BlobOffsetCapability
+        var identity: String?
+    }
+
+    init(source: any BlobDataSource, name: String) {
+        self.source = source
+        self.name = name
+        stream = BlobInputStream(dataSource: source, mode: .synchronous)
+    }
+
+    /// Opens the source (reading from `offset`), and returns what it tells.
+    func open(at offset: Int64 = 0) async throws -> Facts {
+        try await run { [self] () throws(S3Error) -> Facts in
+            if offset > 0 {
+                do {
+                    try stream.seek(to: offset)
+                } catch {
+                    throw S3Error(.sourceFailed, "\(name): cannot start reading at offset \(offset)", cause: error)
+                }
+            }
+            stream.open()
+            if stream.streamStatus == .error || stream.streamStatus == .closed {
+                throw S3Error(.sourceFailed, "cannot open \(name)", cause: stream.streamError)
+            }
+            return Facts(
+                length: source.length, capability: source.offsetCapability,
+                identity: stream.property(forKey: .blobContentIdentityKey) as? String)
+        }
+    }
+
+    /// Reads up to `count` bytes: fewer only at the source's end.
+    func read(upTo count: Int) async throws -> ByteBuffer {
+        try await run { [self] () throws(S3Error) -> ByteBuffer in
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            var total = 0
+            while total < count {
+                let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { raw -> Int in
+                    let want = min(raw.count, count - total, 1 << 20)
+                    guard want > 0 else { return 0 }
+                    let got = stream.read(raw.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: want)
+                    return got > 0 ? got : 0
+                }
+                if n == 0 {
+                    if stream.streamStatus == .error || stream.streamStatus == .closed {
+                        throw S3Error(
+                            .sourceFailed, "cannot read \(name) (at byte \(total) of a part)", cause: stream.streamError
+                        )
+                    }
+                    break
+                }
+                total += n
+            }
+            return buffer
+        }
+    }
+
+    /// Closes the stream (and its source).
+    func close() { stream.close() }
+
+    private func run<T: Sendable>(_ work: @escaping @Sendable () throws(S3Error) -> T) async throws -> T {
+        try await withTaskCancellationHandler {
+            let value: T
+            do {
+                value = try await withCheckedThrowingContinuation { continuation in
+                    queue.async {
+                        do {
+                            continuation.resume(returning: try work())
+                        } catch {
+                            continuation.resume(throwing: error)
+                        }
+                    }
+                }
+            } catch {
+                // A read ended by the cancellation's `close()` fails: that is the cancellation.
+                try Task.checkCancellation()
+                throw error
+            }
+            try Task.checkCancellation()
+            return value
+        } onCancel: { [self] in
+            close()
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Requests to an S3 store, signed with SigV4, sent with AsyncHTTPClient.
+///
+/// ```swift
+/// let client = S3Client(configuration: try S3Configuration.resolve())
+/// let etag = try await client.putObject(S3Location(bucket: "photos", key: "a.jpg"), body: bytes)
+/// ```
+///
+/// Every failure is an `S3Error` that names the operation, bucket and key, with S3's error
+/// code, message and request id when the store answered with an error document.
+public struct S3Client: Sendable {
+    /// Where the store is and the keys to sign with.
+    public var configuration: S3Configuration
+    /// The HTTP client requests go through (`S3Client.sharedHTTPClient` by default).
+    public var httpClient: HTTPClient
+    /// The longest one request may take (an 8 MiB part at 1 MiB/s takes 8 s).
+    public var requestTimeout: TimeAmount
+
+    /// A client for the store `configuration` names.
+    public init(
+        configuration: S3Configuration, httpClient: HTTPClient = S3Client.sharedHTTPClient,
+        requestTimeout: TimeAmount = .minutes(5)
+    ) {
+        self.configuration = configuration
+        self.httpClient = httpClient
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The process's HTTP client for S3 (never shut down, like `HTTPClient.shared`): a
+    /// refused or failed connection is reported at once rather than tried again until the
+    /// request's deadline (the uploader retries whole requests itself, with backoff); 10 s
+    /// to connect; 60 s without a byte read is a timeout; redirects are not followed.
+    public static let sharedHTTPClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
+    /// An answer: status, header fields and body.
+    public struct Response: Sendable {
+        /// The HTTP status code.
+        public var statusCode: Int
+        /// The header fields.
+        public var headers: HTTPHeaders
+        /// The body (error documents and listings are small; at most 64 MiB are read).
+        public var body: ByteBuffer
+    }
+
+    /// Sends one signed request and returns a 2xx answer.
+    ///
+    /// - Parameters:
+    ///   - operation: how messages name the request (`"UploadPart 3"`).
+    ///   - query: decoded parameters (`("uploadId", id)`); a flag has an empty value.
+    ///   - headers: extra fields (`Content-MD5`, `Content-Type`, `x-amz-meta-…`); they are signed.
+    /// - Throws: `S3Error`: S3's code from its error document, or `.connectionFailed`,
+    ///   `.timedOut`; `CancellationError` when the task is cancelled.
+    public func send(
+        _ operation: String, method: HTTPMethod, location: S3Location?, bucket: String? = nil,
+        query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
+        body: ByteBuffer? = nil
+    ) async throws -> Response {
+        let bucketName = location?.bucket ?? bucket
+        let target = self.target(bucket: bucketName, key: location?.key)
+        let payloadHash =
+            body.map { buffer in
+                buffer.withUnsafeReadableBytes { bytes in
+                    var hasher = SHA256()
+                    hasher.update(bufferPointer: bytes)
+                    return SigV4Signer.hex(hasher.finalize())
+                }
+            } ?? SigV4Signer.emptyPayloadHash
+        var unsigned = SigV4Request(method: method.rawValue, path: target.path, query: query, headers: headers)
+        unsigned.headers.append((name: "Host", value: target.host))
+        let signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
+        let signed = signer.sign(unsigned, payloadHash: payloadHash, date: Date())
+        let query = signed.encodedQuery
+        var request = HTTPClientRequest(
+            url: target.base + signed.encodedPath + (query.isEmpty ? "" : "?" + query))
+        request.method = method
+        for (name, value) in signed.headers { request.headers.add(name: name, value: value) }
+        // AsyncHTTPClient sets Content-Length from the body (0 for a PUT or POST without one).
+        if let body {
+            request.body = .bytes(body)
+        } else if method == .PUT || method == .POST {
+            request.body = .bytes(ByteBuffer())
+        }
+        let what = "\(operation) \(location?.description ?? bucketName.map { "s3://\($0)" } ?? "")"
+        let response: HTTPClientResponse
+        let collected: ByteBuffer
+        do {
+            response = try await httpClient.execute(request, timeout: requestTimeout)
+            collected = try await response.body.collect(upTo: 64 << 20)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
+        {
+            throw S3Error(
+                .timedOut, "\(what): no answer from \(target.base) in time", bucket: bucketName,
+                key: location?.key, cause: error)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw S3Error(
+                .connectionFailed, "\(what): cannot reach \(target.base)", bucket: bucketName,
+                key: location?.key, cause: error)
+        }
+        let status = Int(response.status.code)
+        guard (200..<300).contains(status) else {
+            throw Self.error(
+                what, status: status, headers: response.headers, body: collected, location: location,
+                bucket: bucketName)
+        }
+        return Response(statusCode: status, headers: response.headers, body: collected)
+    }
+
+    /// The error an answer that is not 2xx (or a 200 with an `<Error>` document) means.
+    static func error(
+        _ what: String, status: Int, headers: HTTPHeaders, body: ByteBuffer, location: S3Location?, bucket: String?
+    ) -> S3Error {
+        let document = try? S3XMLElement.parse(Data(body.readableBytesView))
+        let requestID = document?["RequestId"] ?? headers.first(name: "x-amz-request-id")
+        if let document, document.name == "Error", let code = document["Code"] {
+            let message = document["Message"].map { ": \($0)" } ?? ""
+            return S3Error(
+                S3Error.Code(code), "\(what): \(code)\(message)", statusCode: status, requestID: requestID,
+                bucket: bucket, key: location?.key)
+        }
+        let code: S3Error.Code =
+            switch status {
+            case 403: S3Error.Code("AccessDenied")
+            case 404: S3Error.Code("NotFound")
+            case 500..<600: S3Error.Code("InternalError")
+            default: .invalidResponse
+            }
+        return S3Error(
+            code, "\(what): the store answered HTTP \(status)", statusCode: status, requestID: requestID,
+            bucket: bucket, key: location?.key)
+    }
+
+    /// The URL's scheme and authority, the decoded path, and the `Host` value, for a
+    /// bucket and key (path-style or virtual-hosted).
+    func target(bucket: String?, key: String?) -> (base: String, path: String, host: String) {
+        let endpoint = configuration.endpoint ?? URL(string: "https://s3.\(configuration.region).amazonaws.com")!
+        let scheme = endpoint.scheme?.lowercased() ?? "https"
+        var host = endpoint.host ?? ""
+        if host.contains(":") { host = "[\(host)]" } // IPv6 literal
+        let defaultPort = scheme == "https" ? 443 : 80
+        let portPart = endpoint.port.flatMap { $0 == defaultPort ? nil : ":\($0)" } ?? ""
+        var prefix = endpoint.path
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        var path = prefix
+        if let bucket {
+            if configuration.usesPathStyle {
+                path += "/" + bucket
+            } else {
+                host = bucket + "." + host
+            }
+        }
+        path += "/" + (key ?? "")
+        let authority = host + portPart
+        return (base: "\(scheme)://\(authority)", path: path, host: authority)
+    }
+
+    /// The base64 MD5 of `bytes`, for `Content-MD5`.
+    public static func contentMD5(_ bytes: ByteBuffer) -> String {
+        Data(md5(bytes)).base64EncodedString()
+    }
+
+    /// The hex MD5 of `bytes`, as S3 gives a part's ETag (without quotes).
+    public static func md5Hex(_ bytes: ByteBuffer) -> String {
+        SigV4Signer.hex(md5(bytes))
+    }
+
+    private static func md5(_ bytes: ByteBuffer) -> Insecure.MD5.Digest {
+        bytes.withUnsafeReadableBytes { raw in
+            var hasher = Insecure.MD5()
+            hasher.update(bufferPointer: raw)
+            return hasher.finalize()
+        }
+    }
+}

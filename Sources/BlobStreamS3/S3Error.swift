@@ -1,0 +1,104 @@
+import Foundation
+
+/// The error of every S3 operation: a code (S3's own, such as `NoSuchKey` or
+/// `SignatureDoesNotMatch`, or one of this module's), a message naming the bucket and key,
+/// the HTTP status and request id when the store answered, and the underlying cause.
+public struct S3Error: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure this is; S3's error codes keep their names (`Code("NoSuchKey")`).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The name, e.g. `"AccessDenied"`.
+        public let name: String
+        /// Makes a code.
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// No credentials were found (environment, profile files).
+        public static let missingCredentials = Code("missingCredentials")
+        /// A setting is not usable (endpoint URL, part size, an `s3://` URL).
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        /// The store could not be reached or the connection failed.
+        public static let connectionFailed = Code("connectionFailed")
+        /// The store did not answer in time.
+        public static let timedOut = Code("timedOut")
+        /// The store answered something this client cannot read.
+        public static let invalidResponse = Code("invalidResponse")
+        /// The source failed to open or read; `cause` holds its error.
+        public static let sourceFailed = Code("sourceFailed")
+        /// The source changed while it was uploaded (its identity or length).
+        public static let sourceChanged = Code("sourceChanged")
+        /// The stored object is not what was sent (size, ETag, part count).
+        public static let verificationFailed = Code("verificationFailed")
+        /// No unfinished upload to resume was found, or it does not match the source.
+        public static let noUploadToResume = Code("noUploadToResume")
+        /// The source needs more parts than S3 allows (10,000).
+        public static let tooManyParts = Code("tooManyParts")
+
+        /// S3's codes that mean the request's credentials or signature are refused.
+        public static let authenticationCodes: Set<Code> = [
+            Code("AccessDenied"), Code("InvalidAccessKeyId"), Code("SignatureDoesNotMatch"),
+            Code("AuthorizationHeaderMalformed"), Code("InvalidToken"), Code("ExpiredToken"),
+            Code("RequestTimeTooSkewed"),
+        ]
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// A sentence naming what failed, e.g. `"PUT s3://photos/a.jpg: …"`.
+    public var message: String
+    /// The HTTP status of the store's answer, when it answered.
+    public var statusCode: Int?
+    /// The store's request id (`x-amz-request-id` or `<RequestId>`), when it gave one.
+    public var requestID: String?
+    /// The bucket the request was for.
+    public var bucket: String?
+    /// The key the request was for.
+    public var key: String?
+    /// The underlying error (connection, source, …).
+    public var cause: (any Error)?
+
+    /// Makes an error.
+    public init(
+        _ code: Code, _ message: String, statusCode: Int? = nil, requestID: String? = nil, bucket: String? = nil,
+        key: String? = nil, cause: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.statusCode = statusCode
+        self.requestID = requestID
+        self.bucket = bucket
+        self.key = key
+        self.cause = cause
+    }
+
+    /// True for an error worth another attempt: a 5xx answer, a connection failure, a
+    /// timeout, `BadDigest` (a part damaged on the way), `SlowDown`/`RequestTimeout`; never
+    /// for refused credentials or other 4xx answers.
+    public var isRetryable: Bool {
+        if Code.authenticationCodes.contains(code) { return false }
+        switch code {
+        case .connectionFailed, .timedOut, Code("BadDigest"), Code("SlowDown"), Code("RequestTimeout"),
+            Code("InternalError"), Code("ServiceUnavailable"), Code("IncompleteBody"):
+            return true
+        default:
+            return (statusCode ?? 0) >= 500
+        }
+    }
+
+    /// The message, then the status, the request id and the cause when present.
+    public var description: String {
+        var text = message
+        if let statusCode { text += " (HTTP \(statusCode)" + (requestID.map { ", request id \($0)" } ?? "") + ")" }
+        if let cause {
+            let causeText = String(describing: cause)
+            if !text.contains(causeText) { text += ": \(causeText)" }
+        }
+        return text
+    }
+}
+
+extension S3Error: CustomNSError {
+    /// `"BlobStreamS3"`.
+    public static var errorDomain: String { "BlobStreamS3" }
+    /// The description as the localized description.
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
+}

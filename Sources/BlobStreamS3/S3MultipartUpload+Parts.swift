@@ -1,0 +1,147 @@
+import BlobStream
+import BlobStreamUpload
+import Foundation
+import NIOCore
+import Synchronization
+
+extension S3MultipartUpload {
+    /// A part sent or found stored.
+    struct PartOutcome: Sendable {
+        var number: Int
+        var etag: String
+        var sent: Bool
+        var size: Int
+    }
+
+    /// What the parts have come to so far, for progress and the result.
+    final class Tally: Sendable {
+        private let state = Mutex<(bytes: Int64, sent: Int, etags: [Int: String])>((0, 0, [:]))
+
+        /// Records a finished part; returns the bytes stored so far.
+        func record(_ outcome: PartOutcome) -> Int64 {
+            state.withLock {
+                $0.bytes += Int64(outcome.size)
+                if outcome.sent { $0.sent += 1 }
+                $0.etags[outcome.number] = outcome.etag
+                return $0.bytes
+            }
+        }
+
+        var bytes: Int64 { state.withLock { $0.bytes } }
+        var partsSent: Int { state.withLock { $0.sent } }
+        /// The parts in order, for CompleteMultipartUpload.
+        var parts: [(number: Int, etag: String)] {
+            state.withLock { $0.etags.sorted { $0.key < $1.key }.map { (number: $0.key, etag: $0.value) } }
+        }
+    }
+
+    /// Sends the parts of a source that can seek: each read from a source of its own at its
+    /// offset, `parallelism` at a time.
+    func sendRanged(uploadID: String, length: Int64, partSize: Int, facts: PartReader.Facts) async throws -> Tally {
+        let stored = try await storedParts(uploadID)
+        let count = Int((length + Int64(partSize) - 1) / Int64(partSize))
+        let tally = Tally()
+        try await withThrowingTaskGroup(of: PartOutcome.self) { group in
+            for number in 1...count {
+                if number > max(options.parallelism, 1), let done = try await group.next() {
+                    progress(UploadProgress(sent: tally.record(done), total: length, isFinished: false))
+                }
+                let offset = Int64(number - 1) * Int64(partSize)
+                let size = Int(min(Int64(partSize), length - offset))
+                group.addTask {
+                    let body = try await readPart(offset: offset, size: size, facts: facts)
+                    let (etag, sent) = try await sendPart(
+                        body, number: number, uploadID: uploadID, stored: stored[number])
+                    return PartOutcome(number: number, etag: etag, sent: sent, size: size)
+                }
+            }
+            for try await done in group {
+                progress(UploadProgress(sent: tally.record(done), total: length, isFinished: false))
+            }
+        }
+        return tally
+    }
+
+    /// The `size` bytes at `offset`, from a source of their own, which must have the first
+    /// source's identity.
+    func readPart(offset: Int64, size: Int, facts: PartReader.Facts) async throws -> ByteBuffer {
+        let reader = PartReader(source: try makeSource(), name: source.name)
+        defer { reader.close() }
+        let own = try await reader.open(at: offset)
+        guard own.identity == facts.identity, own.length == facts.length else {
+            throw S3Error(
+                .sourceChanged, "\(source.name) changed during the upload (found at offset \(offset))",
+                bucket: location.bucket, key: location.key)
+        }
+        let body = try await reader.read(upTo: size)
+        try check(body, expected: size, offset: offset)
+        return body
+    }
+
+    /// Sends the parts of a source read once from start to end: `head` and `ahead` are its
+    /// first two parts; at most `parallelism` parts are in flight and one more is read.
+    func sendSequential(uploadID: String, reader: PartReader, partSize: Int, head: ByteBuffer, ahead: ByteBuffer)
+        async throws -> Tally
+    {
+        let stored = try await storedParts(uploadID)
+        let tally = Tally()
+        try await withThrowingTaskGroup(of: PartOutcome.self) { group in
+            var next: ByteBuffer = head
+            var upcoming: ByteBuffer? = ahead
+            var number = 0
+            while true {
+                number += 1
+                guard number <= S3UploadOptions.maximumParts else {
+                    throw S3Error(
+                        .tooManyParts,
+                        "\(source.name) needs more than \(S3UploadOptions.maximumParts) parts of \(partSize) bytes: use a larger part size",
+                        bucket: location.bucket, key: location.key)
+                }
+                if number > max(options.parallelism, 1), let done = try await group.next() {
+                    progress(UploadProgress(sent: tally.record(done), total: nil, isFinished: false))
+                }
+                let body = next
+                let partNumber = number
+                group.addTask {
+                    let (etag, sent) = try await sendPart(
+                        body, number: partNumber, uploadID: uploadID, stored: stored[partNumber])
+                    return PartOutcome(number: partNumber, etag: etag, sent: sent, size: body.readableBytes)
+                }
+                if let ready = upcoming {
+                    next = ready
+                    upcoming = nil
+                } else if body.readableBytes == partSize {
+                    next = try await reader.read(upTo: partSize)
+                } else {
+                    break
+                }
+                if next.readableBytes == 0 { break }
+            }
+            for try await done in group {
+                progress(UploadProgress(sent: tally.record(done), total: nil, isFinished: false))
+            }
+        }
+        return tally
+    }
+
+    /// Checks the source, completes the upload, and checks the object: an ETag of `-N`
+    /// for N parts, and the size sent.
+    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> S3UploadResult {
+        try await checkIdentity(facts)
+        let parts = tally.parts
+        let etag = try await withRetries("CompleteMultipartUpload") {
+            try await client.completeMultipartUpload(location, uploadID: uploadID, parts: parts)
+        }
+        let info = try await client.headObject(location)
+        guard etag.hasSuffix("-\(parts.count)"), info.size == tally.bytes else {
+            throw S3Error(
+                .verificationFailed,
+                "\(location) is not what was sent: ETag \(etag) and \(info.size) bytes after \(parts.count) parts and \(tally.bytes) bytes",
+                bucket: location.bucket, key: location.key)
+        }
+        progress(UploadProgress(sent: tally.bytes, total: tally.bytes, isFinished: true))
+        return S3UploadResult(
+            location: location, etag: etag, size: info.size, parts: parts.count, partsSent: tally.partsSent,
+            uploadID: uploadID)
+    }
+}

@@ -1,0 +1,151 @@
+import BlobStream
+import BlobStreamUpload
+import Foundation
+
+/// Where an upload's bytes come from: a factory of fresh sources of the whole bytes.
+///
+/// When `isRepeatable` is true and the source can seek (`.seek`, a known length) — a file,
+/// an indexed gzip, an archive member with an index — each part is read from a source of
+/// its own opened at the part's offset, so parts are read in parallel and no instance is
+/// shared between threads. Otherwise (a pipe, a plain gzip) one source is read from start
+/// to end, a part at a time, through a bounded buffer: the parts in flight and the one being
+/// read, (parallelism + 1) × part size.
+public struct S3UploadSource: Sendable {
+    /// Makes a fresh, unopened source of the whole bytes.
+    public var makeSource: @Sendable () throws -> any BlobDataSource
+    /// True when every source `makeSource` makes gives the same bytes (false for standard input).
+    public var isRepeatable: Bool
+    /// How messages name the source (a path or URL).
+    public var name: String
+
+    /// A source made by `makeSource`.
+    public init(name: String, isRepeatable: Bool, makeSource: @escaping @Sendable () throws -> any BlobDataSource) {
+        self.name = name
+        self.isRepeatable = isRepeatable
+        self.makeSource = makeSource
+    }
+}
+
+/// How an upload to S3 is done: part size, parallelism, retries, object headers, resume.
+public struct S3UploadOptions: Sendable {
+    /// S3's smallest part (but the last): 5 MiB.
+    public static let minimumPartSize = 5 << 20
+    /// S3's most parts in one upload: 10,000.
+    public static let maximumParts = 10_000
+
+    /// Which unfinished upload to continue.
+    public enum Resume: Sendable, Equatable {
+        /// Start a new upload.
+        case no
+        /// The newest unfinished upload of the key (ListMultipartUploads).
+        case latest
+        /// The upload with this id.
+        case uploadID(String)
+    }
+
+    /// The size of every part but the last (at least 5 MiB; raised for a source of known
+    /// length so that it needs at most 10,000 parts). A source no longer than one part goes
+    /// in a single PutObject.
+    public var partSize: Int
+    /// How many parts are read and sent at once (at least 1).
+    public var parallelism: Int
+    /// The object's `Content-Type`.
+    public var contentType: String?
+    /// User metadata, stored as `x-amz-meta-NAME`.
+    public var metadata: [(String, String)]
+    /// How often a request is tried before the upload fails (at least 1). Retried: 5xx,
+    /// connection failures, timeouts, `BadDigest`; never refused credentials or other 4xx.
+    public var maxAttempts: Int
+    /// The wait before the second attempt; it doubles for each further one.
+    public var retryDelay: Duration
+    /// Which upload to continue, if any.
+    public var resume: Resume
+    /// True (the default): an upload that fails or is cancelled is aborted, so that the
+    /// store keeps no parts. False keeps them, for `resume` later.
+    public var abortsOnFailure: Bool
+
+    /// Options with the defaults: 8 MiB parts, 4 in flight, 4 attempts from 250 ms on.
+    public init(
+        partSize: Int = 8 << 20, parallelism: Int = 4, contentType: String? = nil, metadata: [(String, String)] = [],
+        maxAttempts: Int = 4, retryDelay: Duration = .milliseconds(250), resume: Resume = .no,
+        abortsOnFailure: Bool = true
+    ) {
+        self.partSize = partSize
+        self.parallelism = parallelism
+        self.contentType = contentType
+        self.metadata = metadata
+        self.maxAttempts = maxAttempts
+        self.retryDelay = retryDelay
+        self.resume = resume
+        self.abortsOnFailure = abortsOnFailure
+    }
+
+    /// The part size used for a source of `length` bytes (nil: unknown): at least
+    /// `partSize` and 5 MiB, raised to a whole MiB so that the parts are at most 10,000.
+    public func effectivePartSize(length: Int64?) -> Int {
+        var size = max(partSize, Self.minimumPartSize)
+        if let length {
+            let needed = (length + Int64(Self.maximumParts) - 1) / Int64(Self.maximumParts)
+            if needed > Int64(size) { size = Int(((needed + (1 << 20) - 1) >> 20) << 20) }
+        }
+        return size
+    }
+}
+
+/// What a finished upload to S3 tells.
+public struct S3UploadResult: Sendable, Equatable {
+    /// Where the object is.
+    public var location: S3Location
+    /// The object's ETag (without quotes): its MD5, or S3's md5-of-md5s `-N` for N parts.
+    public var etag: String
+    /// The object's size, checked with HeadObject.
+    public var size: Int64
+    /// How many parts it has (0: it went in a single PutObject).
+    public var parts: Int
+    /// How many of them were sent by this upload (the others were already stored: resume).
+    public var partsSent: Int
+    /// The multipart upload's id (nil for a single PutObject).
+    public var uploadID: String?
+}
+
+/// An upload to S3 under way: its progress as an `AsyncSequence`, its result, and a way to
+/// stop it — the shape of `UploadTask`, with an `S3UploadResult`.
+public final class S3UploadTask: Sendable {
+    /// Progress reports (bytes of parts stored so far, the total when known), ending when
+    /// the upload ends; the newest report waits for a slow reader. Iterate it once.
+    public let progress: AsyncStream<UploadProgress>
+    private let task: Task<S3UploadResult, any Error>
+
+    init(
+        _ work:
+            @escaping @Sendable (_ progress: @escaping @Sendable (UploadProgress) -> Void) async throws ->
+            S3UploadResult
+    ) {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
+        progress = stream
+        task = Task {
+            defer { continuation.finish() }
+            return try await work { continuation.yield($0) }
+        }
+    }
+
+    /// The upload's answer once it is finished.
+    ///
+    /// - Throws: `S3Error`, or `CancellationError` when the upload was cancelled (also when
+    ///   the task awaiting this is cancelled, which cancels the upload).
+    public var result: S3UploadResult {
+        get async throws {
+            let task = self.task
+            return try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+        }
+    }
+
+    /// Stops the upload; `result` throws `CancellationError` (the upload is aborted unless
+    /// `abortsOnFailure` is false).
+    public func cancel() { task.cancel() }
+}

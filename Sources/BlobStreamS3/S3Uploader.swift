@@ -1,0 +1,201 @@
+import BlobStream
+import BlobStreamUpload
+import Foundation
+import NIOCore
+
+/// Uploads a source to S3: one PutObject for a source no longer than a part, else a
+/// multipart upload with `parallelism` parts in flight, each part retried on its own,
+/// aborted when it fails for good or is cancelled, checked when complete.
+///
+/// ```swift
+/// let uploader = S3Uploader(client: S3Client(configuration: try S3Configuration.resolve()))
+/// let source = S3UploadSource(name: path, isRepeatable: true) { FileDataSource(path: path) }
+/// let upload = uploader.upload(source, to: try S3Location(url: "s3://photos/a.mov"))
+/// for await report in upload.progress { print(report.sent) }
+/// let result = try await upload.result
+/// ```
+///
+/// Every part carries `Content-MD5` and its SHA-256 as the signed payload hash, so a part
+/// damaged on the way is refused by the store (`BadDigest`) and sent again. A source whose
+/// identity (`.blobContentIdentityKey`) or length changes during the upload fails it with
+/// `.sourceChanged` (and the upload is aborted): the object is never a splice of two versions.
+public struct S3Uploader: Sendable {
+    /// The client requests go through.
+    public var client: S3Client
+
+    /// An uploader over `client`.
+    public init(client: S3Client) { self.client = client }
+
+    /// Starts uploading `source` to `location`; the upload runs whether or not anyone
+    /// reads its progress.
+    public func upload(_ source: S3UploadSource, to location: S3Location, options: S3UploadOptions = S3UploadOptions())
+        -> S3UploadTask
+    {
+        let client = self.client
+        return S3UploadTask { progress in
+            try await S3MultipartUpload(
+                client: client, source: source, location: location, options: options, progress: progress
+            ).run()
+        }
+    }
+}
+
+/// One upload's work (see `S3Uploader`).
+struct S3MultipartUpload: Sendable {
+    let client: S3Client
+    let source: S3UploadSource
+    let location: S3Location
+    let options: S3UploadOptions
+    let progress: @Sendable (UploadProgress) -> Void
+
+    func run() async throws -> S3UploadResult {
+        let first = PartReader(source: try makeSource(), name: source.name)
+        defer { first.close() }
+        let facts = try await first.open()
+        let partSize = options.effectivePartSize(length: facts.length)
+        let ranged = source.isRepeatable && facts.capability == .seek && facts.length != nil
+        progress(UploadProgress(sent: 0, total: facts.length, isFinished: false))
+
+        // The first part tells whether one PutObject will do.
+        let head: ByteBuffer
+        var ahead: ByteBuffer? = nil
+        if let length = facts.length, ranged {
+            head = length <= Int64(partSize) ? try await first.read(upTo: Int(length) + 1) : ByteBuffer()
+            if length <= Int64(partSize) { try check(head, expected: Int(length), offset: 0) }
+        } else {
+            head = try await first.read(upTo: partSize)
+            if head.readableBytes == partSize { ahead = try await first.read(upTo: partSize) }
+        }
+        let single = ranged ? facts.length! <= Int64(partSize) : (ahead?.readableBytes ?? 0) == 0
+        if single {
+            return try await putSingle(head, facts: facts)
+        }
+        if ranged { first.close() }
+        let uploadID = try await startOrFind()
+        do {
+            let tally =
+                ranged
+                ? try await sendRanged(uploadID: uploadID, length: facts.length!, partSize: partSize, facts: facts)
+                : try await sendSequential(
+                    uploadID: uploadID, reader: first, partSize: partSize, head: head, ahead: ahead!)
+            return try await complete(uploadID: uploadID, tally: tally, facts: facts)
+        } catch {
+            if options.abortsOnFailure { await abort(uploadID) }
+            throw error
+        }
+    }
+
+    /// A new source from the factory; its failure named.
+    func makeSource() throws -> any BlobDataSource {
+        do {
+            return try source.makeSource()
+        } catch {
+            throw S3Error(.sourceFailed, "cannot open \(source.name)", cause: error)
+        }
+    }
+
+    /// The source gave exactly `expected` bytes at `offset`, or it changed.
+    func check(_ part: ByteBuffer, expected: Int, offset: Int64) throws {
+        guard part.readableBytes == expected else {
+            throw S3Error(
+                .sourceChanged,
+                "\(source.name) changed during the upload: \(part.readableBytes > expected ? "more" : "fewer") bytes than \(expected) at offset \(offset)",
+                bucket: location.bucket, key: location.key)
+        }
+    }
+
+    func putSingle(_ body: ByteBuffer, facts: PartReader.Facts) async throws -> S3UploadResult {
+        try await checkIdentity(facts)
+        let etag = try await withRetries("PutObject") {
+            try await client.putObject(
+                location, body: body, contentType: options.contentType, metadata: options.metadata)
+        }
+        let info = try await client.headObject(location)
+        guard info.size == Int64(body.readableBytes) else {
+            throw S3Error(
+                .verificationFailed, "\(location) holds \(info.size) bytes after sending \(body.readableBytes)",
+                bucket: location.bucket, key: location.key)
+        }
+        progress(UploadProgress(sent: Int64(body.readableBytes), total: Int64(body.readableBytes), isFinished: true))
+        return S3UploadResult(location: location, etag: etag, size: info.size, parts: 0, partsSent: 0, uploadID: nil)
+    }
+
+    /// A new upload's id, or the one `options.resume` names.
+    func startOrFind() async throws -> String {
+        switch options.resume {
+        case .no:
+            return try await withRetries("CreateMultipartUpload") {
+                try await client.createMultipartUpload(
+                    location, contentType: options.contentType, metadata: options.metadata)
+            }
+        case .uploadID(let id):
+            return id
+        case .latest:
+            let pending = try await client.listMultipartUploads(location)
+            guard let newest = pending.max(by: { $0.initiated < $1.initiated }) else {
+                throw S3Error(
+                    .noUploadToResume, "no unfinished upload of \(location) to resume", bucket: location.bucket,
+                    key: location.key)
+            }
+            return newest.uploadID
+        }
+    }
+
+    /// The parts already stored when resuming (none for a new upload).
+    func storedParts(_ uploadID: String) async throws -> [Int: S3StoredPart] {
+        guard options.resume != .no else { return [:] }
+        let parts = try await withRetries("ListParts") { try await client.listParts(location, uploadID: uploadID) }
+        return Dictionary(parts.map { ($0.partNumber, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    /// Sends one part unless the same bytes are stored already; returns its ETag and whether it was sent.
+    func sendPart(_ body: ByteBuffer, number: Int, uploadID: String, stored: S3StoredPart?) async throws -> (
+        etag: String, sent: Bool
+    ) {
+        if let stored, stored.size == Int64(body.readableBytes), stored.etag == S3Client.md5Hex(body) {
+            return (stored.etag, false)
+        }
+        let etag = try await withRetries("UploadPart \(number)") {
+            try await client.uploadPart(location, uploadID: uploadID, number: number, body: body)
+        }
+        return (etag, true)
+    }
+
+    /// `body`, tried again on retryable errors, at most `maxAttempts` times in all, waiting
+    /// `retryDelay`, then twice as long each time.
+    func withRetries<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        var delay = options.retryDelay
+        var attempt = 1
+        while true {
+            do {
+                return try await body()
+            } catch let error as S3Error where error.isRetryable && attempt < max(options.maxAttempts, 1) {
+                try await Task.sleep(for: delay)
+                delay *= 2
+                attempt += 1
+            }
+        }
+    }
+
+    /// Aborts the upload, also when the task is cancelled (in a task of its own); a failure
+    /// to abort is not what the user needs to hear first, so it is dropped.
+    func abort(_ uploadID: String) async {
+        let client = self.client
+        let location = self.location
+        _ = await Task.detached {
+            try? await client.abortMultipartUpload(location, uploadID: uploadID)
+        }.value
+    }
+
+    /// A fresh source still has the identity the first one had.
+    func checkIdentity(_ facts: PartReader.Facts) async throws {
+        guard source.isRepeatable, let identity = facts.identity else { return }
+        let probe = PartReader(source: try makeSource(), name: source.name)
+        defer { probe.close() }
+        let now = try await probe.open()
+        guard now.identity == identity, now.length == facts.length else {
+            throw S3Error(
+                .sourceChanged, "\(source.name) changed during the upload", bucket: location.bucket, key: location.key)
+        }
+    }
+}
