@@ -117,7 +117,10 @@ public struct UploadHardeningChecks: Sendable {
         }
         let elapsed = clock.now - start
         #expect(elapsed >= .milliseconds(500))
-        #expect(elapsed < .milliseconds(1500), "\(elapsed)")
+        // Far under the clients' defaults (60 s and more): the 0.5 s setting ended it. Not
+        // tighter: with the suite's servers (nginx, the object store) and builds sharing 2 cores
+        // it took up to 3.1 s.
+        #expect(elapsed < .seconds(10), "\(elapsed)")
     }
 
     /// A connection that never completes: the connect timeout (0.5 s) ends the upload.
@@ -135,7 +138,10 @@ public struct UploadHardeningChecks: Sendable {
         }
         let elapsed = clock.now - start
         #expect(elapsed >= .milliseconds(500))
-        #expect(elapsed < .milliseconds(1500), "\(elapsed)")
+        // Far under the clients' defaults (60 s and more): the 0.5 s setting ended it. Not
+        // tighter: with the suite's servers (nginx, the object store) and builds sharing 2 cores
+        // it took up to 3.1 s.
+        #expect(elapsed < .seconds(10), "\(elapsed)")
     }
 
     /// Nobody listening: the upload fails in under 1 s, naming the URL.
