@@ -88,8 +88,9 @@ extension ArchiveMemberDataSource {
         return try access.mismatch(with: index.identity, modified: modified)
     }
 
-    /// Finds the member in `index` (following hard links) and sets the slice to read; false
-    /// when libarchive must read it (a zip member that is compressed or encrypted).
+    /// Finds the member in `index` (following hard links) and sets the slice to read (a zip
+    /// member compressed with deflate is inflated from its compressed bytes); false when
+    /// libarchive must read it (a zip member encrypted or compressed otherwise).
     func locate(in index: ArchiveIndex) throws(BlobStreamError) -> Bool {
         var wanted = self.wanted
         var links: [String] = []
@@ -100,12 +101,17 @@ extension ArchiveMemberDataSource {
                 }
                 throw makeError(.notFound, "no such member in the archive (as its index lists it)")
             }
-            if index.format == .zip, member.compressionMethod != 0 || member.isEncrypted { return false }
+            let deflated = index.format == .zip && member.compressionMethod == 8
+            if index.format == .zip, (member.compressionMethod != 0 && !deflated) || member.isEncrypted { return false }
             let header = ArchiveHandle.Header(pathBytes: member.nameBytes, entry: member.entry, isSparse: false)
             guard let target = try accept(header) else {
                 slice = MemberSlice(
                     start: member.dataOffset, length: member.size, expectedCRC: member.crc32,
                     mismatchCode: index.format == .tar ? .changed : .corrupt)
+                if deflated {
+                    slice?.inflation = try MemberInflation(
+                        compressedLength: member.compressedSize ?? 0, name: messagePrefix)
+                }
                 return true
             }
             links.append(target)

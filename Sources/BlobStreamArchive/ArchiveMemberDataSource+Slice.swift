@@ -18,12 +18,16 @@ struct MemberSlice {
     /// CRC-32 of the member's bytes [0, hashed).
     var crc: UInt32 = 0
     var hashed: Int64 = 0
+    /// For a zip member compressed with deflate: the inflating (`length` is then the size
+    /// of the output, `hashed` becomes `length` once the end was checked).
+    var inflation: MemberInflation?
 }
 
 extension ArchiveMemberDataSource {
     /// Reads up to `capacity` member bytes at `target` into `out`; 0 at the confirmed end,
     /// −1 after recording a failure.
     func pumpSlice(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
+        if slice?.inflation != nil { return pumpDeflate(into: out, capacity: capacity) }
         if let problem = catchUpHashing() { return stop(problem, delivered: 0) }
         guard var s = slice else { return -1 }
         if target >= s.length {
@@ -63,6 +67,7 @@ extension ArchiveMemberDataSource {
     func lendSlice(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
     ) -> Bool {
+        if slice?.inflation != nil { return false } // `read` inflates
         if catchUpHashing() != nil { return false }
         guard var s = slice, target < s.length else { return false }
         guard (try? reader.seek(to: s.start + target)) != nil,

@@ -92,7 +92,10 @@ import Foundation
 /// `ARCHIVE.blobidx` beside an archive read by path, when it matches), opening a member
 /// is a lookup: a tar member's or a stored zip member's bytes are read where they are and
 /// checked against the CRC-32 in the index at the member's end (`.changed` for a tar
-/// member whose bytes differ from those indexed); other zip members are read by libarchive.
+/// member whose bytes differ from those indexed); a zip member compressed with deflate is
+/// inflated from exactly its compressed bytes (ISA-L when it loads, zlib otherwise), its
+/// size and CRC-32 checked at its end (`.corrupt`); other zip members (other methods,
+/// encrypted) are read by libarchive.
 ///
 /// ## Lending blocks
 /// `getBuffer` lends the rest of libarchive's current data block (for an uncompressed tar,

@@ -66,6 +66,15 @@ bs_isal_inflater *bs_isal_inflater_create(void) {
     return inflater;
 }
 
+bs_isal_inflater *bs_isal_raw_inflater_create(void) {
+    if (!bs_isal_available()) return NULL;
+    bs_isal_inflater *inflater = malloc(sizeof(bs_isal_inflater));
+    if (inflater == NULL) return NULL;
+    p_inflate_init(&inflater->state);
+    inflater->state.crc_flag = ISAL_DEFLATE;
+    return inflater;
+}
+
 void bs_isal_inflater_destroy(bs_isal_inflater *inflater) { free(inflater); }
 
 void bs_isal_inflater_reset(bs_isal_inflater *inflater) {
@@ -108,6 +117,8 @@ const char *bs_isal_unavailable_reason(void) {
 }
 
 bs_isal_inflater *bs_isal_inflater_create(void) { return NULL; }
+
+bs_isal_inflater *bs_isal_raw_inflater_create(void) { return NULL; }
 
 void bs_isal_inflater_destroy(bs_isal_inflater *inflater) { (void)inflater; }
 

@@ -34,6 +34,12 @@ const char *bs_isal_unavailable_reason(void);
 /// A new inflater, or NULL when ISA-L is unavailable or memory is short.
 bs_isal_inflater *bs_isal_inflater_create(void);
 
+/// A new inflater for raw deflate data (no header, no trailer, no check: `ISAL_DEFLATE`), as a
+/// zip member's compressed bytes are; NULL when ISA-L is unavailable or memory is short. Its
+/// `bs_isal_step.crc` means nothing: the caller checks the output. ISA-L may take up to 8
+/// bytes past the end of the deflate stream into its state, so hand it exactly the stream.
+bs_isal_inflater *bs_isal_raw_inflater_create(void);
+
 /// Frees an inflater (NULL is fine).
 void bs_isal_inflater_destroy(bs_isal_inflater *inflater);
 
