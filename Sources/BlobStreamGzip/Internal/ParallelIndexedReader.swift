@@ -12,7 +12,7 @@ import Foundation
 /// it done. The owner hands out the jobs' bytes in order, only once a job is done and
 /// checked: a corrupt chunk is an error before any of its bytes, never wrong bytes.
 ///
-/// Memory is bounded: at most `2 × workers` jobs and `memoryBudget` bytes (output plus
+/// Memory is bounded: at most `workers + 1` jobs and `memoryBudget` bytes (output plus
 /// compressed input) are in flight. Only indexes whose chunks are all at most `largestChunk`
 /// long are decoded this way (`canDecode`).
 ///
@@ -27,7 +27,7 @@ final class ParallelIndexedReader: @unchecked Sendable {
     /// The longest chunk this reader decodes; an index with a longer one is read sequentially.
     static let largestChunk: Int64 = 16 << 20
     /// The most bytes (output and compressed input) of the jobs in flight.
-    static let memoryBudget: Int64 = 48 << 20
+    static let memoryBudget: Int64 = 24 << 20
 
     /// One range of chunks, decoded by one worker.
     final class Job: @unchecked Sendable {
@@ -186,7 +186,7 @@ final class ParallelIndexedReader: @unchecked Sendable {
     /// Queues jobs while there is room in flight.
     private func submit(upstream: BlobUpstream) throws(BlobStreamError) {
         var cost = pending.reduce(Int64(0)) { $0 + $1.cost }
-        while nextPoint < index.points.count && pending.count < 2 * workers {
+        while nextPoint < index.points.count && pending.count < workers + 1 {
             let job = try makeJob(from: nextPoint, upstream: upstream, budgetLeft: Self.memoryBudget - cost)
             guard let job else { return }
             startThreads()
