@@ -14,12 +14,39 @@ extension GzipDataSource {
     }
 
     /// Decompressed bytes produced so far, by the indexed walker or the decoder.
-    var inflated: Int64 { indexed?.produced ?? decoder.inflated }
+    var inflated: Int64 {
+        if parallelActive, let parallel { return parallel.position }
+        return indexed?.produced ?? decoder.inflated
+    }
     /// The last member ended at the upstream's end.
-    var isFinished: Bool { indexed?.isFinished ?? decoder.isFinished }
+    var isFinished: Bool {
+        if parallelActive, let parallel { return parallel.isFinished }
+        return indexed?.isFinished ?? decoder.isFinished
+    }
 
-    /// Inflates through the indexed walker when there is one, else the decoder.
+    /// Inflates through the parallel reader or the indexed walker when there is one, else
+    /// the decoder. The parallel reader takes over from the decoder after its first bytes
+    /// (the probe at open stays cheap: a seek usually follows it).
     func pump(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> GzipDecoder.Output {
+        if parallel != nil, !parallelActive, indexed == nil, decoder.failure == nil, decoder.inflated > 0,
+            !decoder.isFinished
+        {
+            if let error = jump(to: decoder.target) {
+                decoder.record(error)
+                return .failed
+            }
+        }
+        if parallelActive, let parallel {
+            if decoder.failure != nil { return .failed }
+            parallel.target = decoder.target
+            do {
+                let n = try parallel.read(into: out, capacity: capacity, upstream: reader)
+                return n > 0 ? .bytes(n) : .end
+            } catch {
+                decoder.record(error)
+                return .failed
+            }
+        }
         guard let indexed else { return decoder.pump(into: out, capacity: capacity) }
         if decoder.failure != nil { return .failed }
         indexed.target = decoder.target
@@ -36,6 +63,17 @@ extension GzipDataSource {
     /// Starts decoding at the index's seek point at or before `offset`; the refusal, or nil.
     func jump(to offset: Int64) -> BlobStreamError? {
         guard let index else { return nil }
+        if let parallel {
+            do {
+                try parallel.restart(at: offset, upstream: reader)
+                parallelActive = true
+                indexed = nil
+                decoder.target = offset
+                return nil
+            } catch {
+                return decoder.errors.refusedOffset(offset, error.message)
+            }
+        }
         do {
             indexed = try GzipIndexWalker.starting(at: offset, of: index, upstream: reader, name: name)
             decoder.target = offset

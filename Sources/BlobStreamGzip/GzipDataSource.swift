@@ -46,6 +46,18 @@ import Foundation
 /// chunk decoded whole is checked against the index's CRC-32 (`.changed` on a mismatch), and
 /// `length` is the index's uncompressed size.
 ///
+/// ## Parallel decoding
+/// With an index that BlobStream built (it has every chunk's CRC-32) over a synchronous
+/// upstream that can seek, reads decode on `parallelism` threads (by default the number of
+/// active cores): the source reads the compressed bytes of the next chunks through its
+/// upstream, worker threads each decode a few chunks whole (zlib, resuming from the seek
+/// point's window) and check them against the index, and `read` hands the bytes out in
+/// order once their chunks are checked, so a corrupt chunk fails (`.changed`, naming its
+/// offsets) before any of its bytes are delivered. The trailer of every member that starts
+/// and ends inside a job is checked too. At most 24 MiB of chunks are in flight; an index
+/// with a chunk longer than 16 MiB, a foreign index, or `parallelism: 1` read sequentially.
+/// `close()` and `interrupt()` stop the threads (a read waiting for them fails with `.closed`).
+///
 /// ## Asynchronous upstreams
 /// Over an upstream that announces bytes later (`completionContext` other than `.caller`:
 /// a network source, a scripted test source), the source completes its open when the
@@ -92,6 +104,10 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// far move (nil until then); `decoder` is no longer used once set.
     var indexed: GzipIndexWalker?
     let index: GzipIndex?
+    /// With an index that allows it and `parallelism` > 1: decodes on several threads once
+    /// the first read after open or a jump starts it (`parallelActive`).
+    let parallel: ParallelIndexedReader?
+    var parallelActive = false
     /// Build an index during a whole read from the start, with this spacing (nil: don't).
     private let indexSpacing: Int?
     var built: GzipIndex?
@@ -131,16 +147,23 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     ///   - indexSpacing: the spacing of the index built.
     ///   - engine: which inflater to use: by default ISA-L when it can be loaded, else zlib;
     ///     `.isal` where ISA-L is unavailable fails at open with `.unsupported`.
+    ///   - parallelism: with an `index` (over a synchronous upstream that can seek), how many
+    ///     threads decode the chunks between seek points at once (see "Parallel decoding");
+    ///     by default `GzipDataSource.defaultParallelism`; 1 decodes on the caller's thread.
     public convenience init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
         buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing,
-        engine: GzipInflateEngine = .automatic
+        engine: GzipInflateEngine = .automatic, parallelism: Int = GzipDataSource.defaultParallelism
     ) {
         self.init(
             upstream: upstream, length: length, name: name, inputBufferSize: inputBufferSize, index: index,
-            buildsIndex: buildsIndex, indexSpacing: indexSpacing, engine: engine, isal: .system)
+            buildsIndex: buildsIndex, indexSpacing: indexSpacing, engine: engine, isal: .system,
+            parallelism: parallelism)
     }
+
+    /// The default `parallelism`: the number of active cores, at most 8.
+    public static var defaultParallelism: Int { min(8, max(1, ProcessInfo.processInfo.activeProcessorCount)) }
 
     /// Makes a source as the public initializer does, with ISA-L's availability given (tests
     /// make it unavailable to exercise that path).
@@ -148,9 +171,10 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
         buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing, engine: GzipInflateEngine,
-        isal: IsalAvailability
+        isal: IsalAvailability, parallelism: Int = GzipDataSource.defaultParallelism
     ) {
         precondition(indexSpacing > 0, "indexSpacing must be positive")
+        precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "gzip stream over \(type(of: upstream))"
         let owner = WeakGzipSource()
@@ -160,6 +184,14 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         }
         self.knownLength = length ?? index.map(\.uncompressedSize)
         self.index = reader.isAsynchronous ? nil : index
+        if let index, !reader.isAsynchronous, parallelism > 1, reader.offsetCapability == .seek,
+            ParallelIndexedReader.canDecode(index)
+        {
+            self.parallel = ParallelIndexedReader(
+                index: index, name: name, workers: parallelism, usesIsal: engine.resolved(with: isal) == .isal)
+        } else {
+            self.parallel = nil
+        }
         self.indexSpacing = buildsIndex && index == nil && !reader.isAsynchronous ? indexSpacing : nil
         self.name = name
         self.probeQueue = probeQueue
@@ -171,6 +203,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     deinit {
         // The reader closes the upstream (opened or not) when it goes.
+        parallel?.cancel()
         lookahead?.deallocate()
     }
 
@@ -323,8 +356,12 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         return nil
     }
 
-    /// Passes the interruption on to the upstream, where a read may be blocked.
-    public func interrupt() { reader.interrupt() }
+    /// Passes the interruption on to the upstream, where a read may be blocked, and to the
+    /// decoding threads (a read waiting for them fails with `.closed`).
+    public func interrupt() {
+        parallel?.cancel()
+        reader.interrupt()
+    }
 
     /// Closes the upstream and frees zlib's state and the buffers. Further reads return −1.
     public func close() {
@@ -332,6 +369,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         defer { lock.unlock() }
         guard !closed else { return }
         closed = true
+        parallel?.cancel()
         reader.close() // owned, opened or not; stops observing it
         decoder.end()
         lookahead?.deallocate()

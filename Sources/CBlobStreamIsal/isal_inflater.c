@@ -17,11 +17,15 @@
 
 typedef void (*inflate_init_fn)(struct inflate_state *);
 typedef int (*inflate_fn)(struct inflate_state *);
+typedef int (*set_dict_fn)(struct inflate_state *, uint8_t *, uint32_t);
+typedef uint32_t (*crc32_fn)(uint32_t, const unsigned char *, uint64_t);
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static inflate_init_fn p_inflate_init;
 static inflate_init_fn p_inflate_reset;
 static inflate_fn p_inflate;
+static set_dict_fn p_set_dict;
+static crc32_fn p_crc32;
 static const char *load_failure = "ISA-L has not been loaded";
 
 static void load(void) {
@@ -41,6 +45,83 @@ static void load(void) {
         return; // the handle stays open: harmless, and dlclose of a half-used library is not
     }
     load_failure = NULL;
+    // For decoding from seek points (raw deflate with a window); optional.
+    p_set_dict = (set_dict_fn)dlsym(handle, "isal_inflate_set_dict");
+    p_crc32 = (crc32_fn)dlsym(handle, "crc32_gzip_refl");
+}
+
+int bs_isal_raw_available(void) { return bs_isal_available() && p_set_dict != NULL && p_crc32 != NULL; }
+
+uint32_t bs_isal_crc32(uint32_t crc, const uint8_t *bytes, uint64_t count) {
+    return p_crc32(crc, bytes, count);
+}
+
+bs_isal_raw_result bs_isal_inflate_raw(
+    const uint8_t *window, uint32_t window_count, uint32_t bits, uint8_t prior, const uint8_t *input,
+    uint32_t input_count, uint8_t *output, uint32_t output_count, int want_end) {
+    bs_isal_raw_result result = {0, 0, 0, 0};
+    if (!bs_isal_raw_available()) {
+        result.status = -9;
+        return result;
+    }
+    struct inflate_state *state = malloc(sizeof(struct inflate_state));
+    if (state == NULL) {
+        result.status = -8;
+        return result;
+    }
+    p_inflate_init(state);
+    state->crc_flag = ISAL_DEFLATE;
+    if (window_count > 0 && p_set_dict(state, (uint8_t *)window, window_count) != COMP_OK) {
+        free(state);
+        result.status = -7;
+        return result;
+    }
+    if (bits > 0) {
+        // The point starts `bits` bits before its first whole byte: the high bits of `prior`.
+        state->read_in = (uint64_t)(prior >> (8 - bits));
+        state->read_in_length = (int32_t)bits;
+    }
+    state->next_in = (uint8_t *)input;
+    state->avail_in = input_count;
+    state->next_out = output;
+    state->avail_out = output_count;
+    int rc = 0;
+    while (state->avail_out > 0 && state->block_state != ISAL_BLOCK_FINISH) {
+        uint32_t in_before = state->avail_in, out_before = state->avail_out;
+        rc = p_inflate(state);
+        if (rc < 0 || (state->avail_in == in_before && state->avail_out == out_before)) break;
+    }
+    result.produced = output_count - state->avail_out;
+    if (rc >= 0 && result.produced < output_count) rc = BS_ISAL_INPUT_ENDED;
+    if (rc >= 0 && want_end) {
+        // The stream must end here: run it to its end into a one-byte sink that must stay empty.
+        uint8_t sink = 0;
+        while (state->block_state != ISAL_BLOCK_FINISH) {
+            uint32_t in_before = state->avail_in;
+            state->next_out = &sink;
+            state->avail_out = 1;
+            rc = p_inflate(state);
+            if (rc < 0) break;
+            if (state->avail_out == 0) {
+                rc = BS_ISAL_MORE_OUTPUT;
+                break;
+            }
+            if (state->avail_in == in_before && state->block_state != ISAL_BLOCK_FINISH) {
+                rc = BS_ISAL_INPUT_ENDED;
+                break;
+            }
+        }
+    }
+    result.consumed = input_count - state->avail_in;
+    if (rc >= 0 && want_end) {
+        // Whole bytes ISA-L loaded past the stream's end are still in `read_in`.
+        result.end_offset = result.consumed - (uint32_t)(state->read_in_length / 8);
+    }
+    result.status = rc < 0 ? rc : 0;
+    state->next_in = NULL;
+    state->next_out = NULL;
+    free(state);
+    return result;
 }
 
 int bs_isal_available(void) {
@@ -109,6 +190,30 @@ bs_isal_step bs_isal_inflate(
 }
 
 #else // no ISA-L header at build time
+
+int bs_isal_raw_available(void) { return 0; }
+
+uint32_t bs_isal_crc32(uint32_t crc, const uint8_t *bytes, uint64_t count) {
+    (void)bytes;
+    (void)count;
+    return crc;
+}
+
+bs_isal_raw_result bs_isal_inflate_raw(
+    const uint8_t *window, uint32_t window_count, uint32_t bits, uint8_t prior, const uint8_t *input,
+    uint32_t input_count, uint8_t *output, uint32_t output_count, int want_end) {
+    (void)window;
+    (void)window_count;
+    (void)bits;
+    (void)prior;
+    (void)input;
+    (void)input_count;
+    (void)output;
+    (void)output_count;
+    (void)want_end;
+    bs_isal_raw_result result = {-9, 0, 0, 0};
+    return result;
+}
 
 int bs_isal_available(void) { return 0; }
 

@@ -179,6 +179,22 @@ final class GzipIndexWalker {
         return n
     }
 
+    /// Verifying, with `produced` at the end of a member that the index says ends here:
+    /// reads the rest of its deflate data (which must produce nothing more) and its trailer,
+    /// checking it when the member was decoded from its start.
+    func readMemberEnd() throws(BlobStreamError) {
+        if scratch == nil { scratch = .allocate(capacity: Self.scratchCapacity) }
+        while phase == .deflate {
+            if try inflateStep(into: scratch!, capacity: 1) > 0 {
+                throw BlobStreamError(
+                    .changed,
+                    "\(name): member \(memberIndex + 1) goes on past uncompressed offset \(produced - 1), where its index says it ends"
+                )
+            }
+        }
+        if phase == .trailer { try checkTrailer() }
+    }
+
     // MARK: - Steps
 
     private func inflateStep(into destination: UnsafeMutablePointer<UInt8>, capacity: Int) throws(BlobStreamError)

@@ -50,4 +50,37 @@ void bs_isal_inflater_reset(bs_isal_inflater *inflater);
 bs_isal_step bs_isal_inflate(
     bs_isal_inflater *inflater, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count);
 
+/// What one call to `bs_isal_inflate_raw` did.
+typedef struct bs_isal_raw_result {
+    /// 0: the output was filled (and, when asked, the deflate stream ended right there);
+    /// BS_ISAL_INPUT_ENDED, BS_ISAL_MORE_OUTPUT, or ISA-L's error code (< 0).
+    int32_t status;
+    /// Input bytes ISA-L took, and output bytes it wrote.
+    uint32_t consumed;
+    uint32_t produced;
+    /// With `want_end`: the offset in the input of the first byte after the deflate stream.
+    uint32_t end_offset;
+} bs_isal_raw_result;
+
+/// The input ended before the output was filled or the stream ended.
+#define BS_ISAL_INPUT_ENDED (-101)
+/// The deflate stream goes on with more output where it should have ended.
+#define BS_ISAL_MORE_OUTPUT (-100)
+
+/// 1 when ISA-L can also decode raw deflate from a seek point (`isal_inflate_set_dict`) and
+/// compute CRC-32s (`crc32_gzip_refl`), else 0.
+int bs_isal_raw_available(void);
+
+/// The CRC-32 (gzip's) of `bytes`, continued from `crc`. Only when `bs_isal_raw_available`.
+uint32_t bs_isal_crc32(uint32_t crc, const uint8_t *bytes, uint64_t count);
+
+/// Decodes raw deflate from a seek point into exactly `output_count` bytes: the window
+/// (the 32 KiB before the point, or none at a member's start) as ISA-L's dictionary, then
+/// the `bits` (0...7) high bits of `prior` (the byte before `input`), then `input`. With
+/// `want_end`, the deflate stream must end right after those bytes (its end is found and
+/// reported). Uses its own state: safe to call from several threads at once.
+bs_isal_raw_result bs_isal_inflate_raw(
+    const uint8_t *window, uint32_t window_count, uint32_t bits, uint8_t prior, const uint8_t *input,
+    uint32_t input_count, uint8_t *output, uint32_t output_count, int want_end);
+
 #endif
