@@ -87,7 +87,8 @@ struct S3ReadToolTests {
         _ = try await fixture.client.putObject(fixture.location("in/" + name), body: ByteBuffer(bytes: bytes))
         let environment = Self.environment(fixture)
         let local = try await Self.run(
-            ["checksum", prefix + "file://" + fixtures.appendingPathComponent(name).path + member], environment: environment)
+            ["checksum", prefix + "file://" + fixtures.appendingPathComponent(name).path + member],
+            environment: environment)
         let remote = try await Self.run(
             ["checksum", prefix + "s3://\(fixture.bucket)/in/" + name + member], environment: environment)
         #expect(local.status == 0, "\(local.stderr)")
