@@ -42,13 +42,19 @@ public enum S3Sources {
         configuration: @escaping @Sendable () throws -> S3Configuration
     ) {
         registry.register(scheme: scheme) { url, _ in
+            let location: S3Location
+            do {
+                location = try S3Location(url: url)
+            } catch {
+                throw BlobStreamError(.malformedURL, "\(error)", cause: error)
+            }
             let found: S3Configuration
             do {
                 found = try configuration()
             } catch {
                 throw BlobStreamError(.sourceFailed, "\(url): \(error)", cause: error)
             }
-            return try makeSource(url: url, configuration: found, options: options)
+            return makeSource(location, configuration: found, options: options)
         }
     }
 
