@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "BlobStreamS3",
             dependencies: [
-                "BlobStream", "BlobStreamUpload",
+                "BlobStream", "BlobStreamUpload", "BlobStreamHTTPClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -210,6 +210,7 @@ let package = Package(
             name: "BlobStreamS3Tests",
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamTestSupport", "SwiftStoreTestServer",
+                "BlobStreamHTTPClient",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

@@ -26,14 +26,15 @@ package func forEachSource(_ sources: [String], _ body: (String) throws -> Void)
 extension SourceOptions {
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
-    /// that pumps its bytes to a consumer, with a progress line on a terminal.
+    /// that pumps its bytes to a consumer, with a progress line on a terminal. `s3:` sources
+    /// read from where `s3` says.
     package func forEachStream(
-        _ sources: [String],
+        _ sources: [String], s3: S3SourceSettings = S3SourceSettings(),
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         let registry = makeRegistry(
             library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
-            inflate: inflate, gzipIndexes: gzipIndexes)
+            inflate: inflate, gzipIndexes: gzipIndexes, s3: s3)
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }

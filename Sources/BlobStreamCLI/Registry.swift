@@ -12,14 +12,16 @@ import Synchronization
 /// are resolved by the photo library given with `--library`; `gzip:` sources inflate with
 /// `inflate` (`--inflate`).
 /// Remote schemes (`http`, `https`) come from the program through `RemoteSchemes`, with
-/// `caBundle` (`--ca-bundle`) as an extra trust root. `gzipIndexes` says which seek-point
-/// index `gzip:` sources over files use.
+/// `caBundle` (`--ca-bundle`) as an extra trust root, and `s3` (`--endpoint-url`, `--region`,
+/// `--profile`) for `s3:` sources. `gzipIndexes` says which seek-point index `gzip:` sources
+/// over files use.
 package func makeRegistry(
     library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil,
-    inflate: GzipInflateEngine = .automatic, gzipIndexes: GzipIndexUse = .none
+    inflate: GzipInflateEngine = .automatic, gzipIndexes: GzipIndexUse = .none,
+    s3: S3SourceSettings = S3SourceSettings()
 ) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
-    RemoteSchemes.register(in: registry, caBundle: caBundle)
+    RemoteSchemes.register(in: registry, caBundle: caBundle, s3: s3)
     FileSources.register(in: registry)
     GzipSources.register(in: registry, engine: inflate)
     registerIndexedGzip(in: registry, gzipIndexes, engine: inflate)
@@ -34,13 +36,17 @@ package func makeRegistry(
     return registry
 }
 
-/// The schemes a program adds to every registry the tool makes: `blobstream` adds `http`
-/// and `https` (BlobStreamHTTPClient), which this module does not link, so that
-/// `blobstream-urlsession` stays free of AsyncHTTPClient (there, remote URLs are an unknown
-/// scheme).
+/// The schemes a program adds to every registry the tool makes: `blobstream` adds `http`,
+/// `https` (BlobStreamHTTPClient) and `s3` (BlobStreamS3), which this module does not link,
+/// so that `blobstream-urlsession` stays free of AsyncHTTPClient (there, remote URLs are an
+/// unknown scheme).
 package enum RemoteSchemes {
-    /// Registers schemes in a registry; `caBundle` is the `--ca-bundle` given, if any.
-    package typealias Registrar = @Sendable (_ registry: DataSourceRegistry, _ caBundle: String?) -> Void
+    /// Registers schemes in a registry; `caBundle` is the `--ca-bundle` given, if any, `s3`
+    /// the S3 options given.
+    package typealias Registrar =
+        @Sendable (
+            _ registry: DataSourceRegistry, _ caBundle: String?, _ s3: S3SourceSettings
+        ) -> Void
 
     private static let registrar = Mutex<Registrar?>(nil)
 
@@ -49,7 +55,7 @@ package enum RemoteSchemes {
         self.registrar.withLock { $0 = registrar }
     }
 
-    static func register(in registry: DataSourceRegistry, caBundle: String?) {
-        registrar.withLock { $0 }?(registry, caBundle)
+    static func register(in registry: DataSourceRegistry, caBundle: String?, s3: S3SourceSettings) {
+        registrar.withLock { $0 }?(registry, caBundle, s3)
     }
 }

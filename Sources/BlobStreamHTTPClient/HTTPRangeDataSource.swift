@@ -19,8 +19,9 @@ import Synchronization
 ///   its answer gives the length (`Content-Range`), the ETag and Last-Modified, and the
 ///   first block. It completes on an event loop of the client (`completionContext` says
 ///   so): a stream never waits for it there.
-/// - Reads are served from blocks of `options.blockSize` bytes, one GET each, with the next
-///   block asked for as soon as one is handed out (one block of read-ahead). A `read` whose
+/// - Reads are served from blocks of `options.blockSize` bytes, one GET each; the blocks
+///   after the one handed out are asked for at once (`options.readAhead` of them, 1 by
+///   default: that many GETs in flight while a block is read). A `read` whose
 ///   block has not arrived yet waits for it (bounded by the idle timeout); called on an
 ///   event loop of the client, it fails at once with `.wouldDeadlock` instead.
 /// - Every GET after the first carries `If-Match: <ETag>` (or, without a strong ETag,
@@ -60,7 +61,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
     private var openFetch: RangeFetch?
     private var object: RemoteObject?
     private var current: RangeBlock?
-    private var ahead: RangeFetch?
+    /// The GETs of the blocks after the current one, in order, contiguous.
+    private var aheads: [RangeFetch] = []
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 
@@ -76,11 +78,14 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
     /// client that cannot be configured (an unreadable CA bundle) fails the open.
-    public init(url: URL, options: HTTPRangeOptions = HTTPRangeOptions()) {
+    ///
+    /// - Parameter name: how errors name the object (`s3://bucket/key` for a source that
+    ///   reads an S3 object through its endpoint URL); nil: the URL.
+    public init(url: URL, options: HTTPRangeOptions = HTTPRangeOptions(), name: String? = nil) {
         self.url = url
         self.options = options
-        self.name = url.absoluteString
-        self.judge = RangeJudgement(url: url.absoluteString, connection: options.connection)
+        self.name = name ?? url.absoluteString
+        self.judge = RangeJudgement(url: self.name, connection: options.connection)
         self.shared = Shared()
         self.ownsClient = options.client == nil
         if let client = options.client {
@@ -91,7 +96,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
                     eventLoopGroupProvider: .singleton,
                     configuration: try options.connection.clientConfiguration(for: url))
             } catch {
-                configurationError = error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(name): \(error)")
+                configurationError =
+                    error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(self.name): \(error)")
             }
         }
         eventLoopGroup = client?.eventLoopGroup
@@ -192,21 +198,22 @@ public final class HTTPRangeDataSource: BlobDataSource {
         return n
     }
 
-    /// The block that holds `offset`: the one read ahead when it starts there, else a
-    /// fresh GET. Starts the read-ahead of the block after it.
+    /// The block that holds `offset`: the first one read ahead when it starts there, else a
+    /// fresh GET (the blocks read ahead are then dropped). Starts the read-ahead of the
+    /// blocks after it.
     private func nextBlock(at offset: Int64, of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
         let fetch: RangeFetch
-        if let ahead, ahead.range.lowerBound == offset {
-            fetch = ahead
+        if let first = aheads.first, first.range.lowerBound == offset {
+            fetch = aheads.removeFirst()
         } else {
-            if let ahead {
+            for ahead in aheads {
                 ahead.cancel()
                 forget(ahead)
             }
+            aheads = []
             fetch = RangeFetch(range: offset...min(offset + Int64(options.blockSize), object.length) - 1)
             start(fetch, object: object)
         }
-        ahead = nil
         if !fetch.isDone, let error = deadlockCheck() { return .failure(error) }
         let result = judge.block(fetch.wait(), range: fetch.range, of: object)
         forget(fetch)
@@ -214,11 +221,17 @@ public final class HTTPRangeDataSource: BlobDataSource {
         return result
     }
 
+    /// Asks for the blocks after `end` (after those already asked for) until
+    /// `options.readAhead` are in flight or the object's end is reached.
     private func startAhead(after end: Int64) {
-        guard let object, end < object.length, ahead == nil else { return }
-        let fetch = RangeFetch(range: end...min(end + Int64(options.blockSize), object.length) - 1)
-        ahead = fetch
-        start(fetch, object: object)
+        guard let object else { return }
+        var next = aheads.last.map { $0.range.upperBound + 1 } ?? end
+        while aheads.count < options.readAhead, next < object.length {
+            let fetch = RangeFetch(range: next...min(next + Int64(options.blockSize), object.length) - 1)
+            aheads.append(fetch)
+            start(fetch, object: object)
+            next = fetch.range.upperBound + 1
+        }
     }
 
     /// Prepares and sends one GET (the conditional headers once the object is known).
@@ -341,7 +354,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         closed = true
         cancelAll()
         current = nil
-        ahead = nil
+        aheads = []
         openFetch = nil
         if ownsClient, let client {
             _ = client.shutdown()

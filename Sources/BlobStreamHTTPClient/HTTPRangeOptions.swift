@@ -39,8 +39,12 @@ public struct HTTPRangeOptions: Sendable {
     /// The default block: 4 MiB per ranged GET.
     public static let defaultBlockSize = 4 << 20
 
-    /// The bytes one GET asks for (at least 64 KiB); one block is read ahead.
+    /// The bytes one GET asks for (at least 64 KiB).
     public var blockSize: Int
+    /// How many blocks after the one being read are asked for ahead (GETs in flight while
+    /// a block is read): 1 by default; more helps on links with long round trips or servers
+    /// slow to answer each GET. The memory held is about `blockSize × (readAhead + 1)`.
+    public var readAhead: Int
     /// Trust roots, proxy and timeouts of the client the source makes (ignored for them
     /// when `client` is given, except for the idle limit of each request).
     public var connection: HTTPConnectionOptions
@@ -50,13 +54,14 @@ public struct HTTPRangeOptions: Sendable {
     /// The hook for each request (see `Prepare`); nil: requests go as made.
     public var prepare: Prepare?
 
-    /// Options with the given values (4 MiB blocks, connection options from the
-    /// environment, a client of the source's own, no hook).
+    /// Options with the given values (4 MiB blocks, one read ahead, connection options from
+    /// the environment, a client of the source's own, no hook).
     public init(
-        blockSize: Int = defaultBlockSize, connection: HTTPConnectionOptions = .fromEnvironment(),
+        blockSize: Int = defaultBlockSize, readAhead: Int = 1, connection: HTTPConnectionOptions = .fromEnvironment(),
         client: HTTPClient? = nil, prepare: Prepare? = nil
     ) {
         self.blockSize = max(blockSize, 64 << 10)
+        self.readAhead = max(readAhead, 0)
         self.connection = connection
         self.client = client
         self.prepare = prepare

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlobStreamCLI
 import BlobStreamHTTPClient
+import BlobStreamS3
 
 /// `blobstream`: read any source BlobStream knows as bytes (cat), checksums (checksum) or
 /// facts (info, ls); upload it (upload) and run the demo (demo).
@@ -10,7 +11,7 @@ struct Blobstream: AsyncParsableCommand {
         commandName: "blobstream",
         abstract: "Stream files, gzip streams and other sources through BlobStream.",
         discussion: """
-            SOURCE is a URL (file:///p, http(s)://host/p read by ranged GETs, gzip:<url>, \
+            SOURCE is a URL (file:///p, http(s)://host/p and s3://bucket/key read by ranged GETs, gzip:<url>, \
             archive:<url>!/member, assets-library://asset/asset.JPG?id=ID&ext=JPG with --library), a plain path, \
             PATH!/member for a member of an archive, or - for standard input.
             Exit status: 0 on success, 1 when the work failed, 2 for a usage error.
@@ -19,11 +20,22 @@ struct Blobstream: AsyncParsableCommand {
     )
 
     static func main() async {
-        // http:// and https:// sources (ranged GETs): trust roots and proxies from
-        // --ca-bundle and the environment (AWS_CA_BUNDLE, SSL_CERT_FILE, HTTPS_PROXY, NO_PROXY).
-        RemoteSchemes.install { registry, caBundle in
-            HTTPSources.register(
-                in: registry, options: HTTPRangeOptions(connection: .fromEnvironment(caBundle: caBundle)))
+        // http://, https:// and s3:// sources (ranged GETs): trust roots and proxies from
+        // --ca-bundle and the environment (AWS_CA_BUNDLE, SSL_CERT_FILE, HTTPS_PROXY, NO_PROXY);
+        // S3's endpoint, region and credentials from --endpoint-url, --region, --profile, else
+        // as awscli finds them (AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE, ~/.aws), looked up
+        // when an s3:// source is made.
+        RemoteSchemes.install { registry, caBundle, s3 in
+            let options = HTTPRangeOptions(connection: .fromEnvironment(caBundle: caBundle))
+            HTTPSources.register(in: registry, options: options)
+            // Objects in a store: 8 MiB GETs (awscli's chunk), 3 in flight ahead of the reader
+            // (a store such as Swift takes a while to answer each GET); ~32 MiB held at most.
+            var s3Options = options
+            s3Options.blockSize = 8 << 20
+            s3Options.readAhead = 3
+            S3Sources.register(in: registry, options: s3Options) {
+                try S3Configuration.resolve(profile: s3.profile, region: s3.region, endpointURL: s3.endpointURL)
+            }
         }
         await CommandMain.run(Blobstream.self)
     }

@@ -19,7 +19,9 @@ enum S3UploadCommand {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }
         let registry = makeRegistry(
-            library: arguments.options.library, skipArchiveVerification: arguments.options.skipArchiveVerification)
+            library: arguments.options.library, skipArchiveVerification: arguments.options.skipArchiveVerification,
+            caBundle: arguments.options.caBundle,
+            s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
         let name = arguments.source
         let url: String
         do {

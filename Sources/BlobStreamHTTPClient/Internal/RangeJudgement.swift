@@ -49,7 +49,7 @@ struct RangeJudgement {
                     length: Int64(answer.body.count), etag: etag, lastModified: lastModified)
                 return (object, try slice(answer.body, from: range.lowerBound, length: object.length))
             default: // 416: the offset asked for is at or past the end
-                guard let total = unsatisfiedLength(headers) else { throw statusError(answer.head) }
+                guard let total = unsatisfiedLength(headers) else { throw statusError(answer) }
                 guard range.lowerBound == total else { throw pastEnd(range.lowerBound, length: total) }
                 return (RemoteObject(length: total, etag: etag, lastModified: lastModified), nil)
             }
@@ -108,7 +108,7 @@ struct RangeJudgement {
             switch answer.head.status.code {
             case 200, 206, 416: return answer
             case 412: throw changed("its ETag or modification time no longer match (HTTP 412)")
-            default: throw statusError(answer.head)
+            default: throw statusError(answer)
             }
         case .failure(.notSent(let error)):
             throw error
@@ -184,7 +184,8 @@ struct RangeJudgement {
         return Int64(value.dropFirst(8))
     }
 
-    private func statusError(_ head: HTTPResponseHead) -> BlobStreamError {
+    private func statusError(_ answer: RangeAnswer) -> BlobStreamError {
+        let head = answer.head
         let status = Int(head.status.code)
         let code: BlobStreamError.Code =
             switch status {
@@ -192,7 +193,23 @@ struct RangeJudgement {
             case 401, 403: .permissionDenied
             default: .httpFailed
             }
-        return BlobStreamError(code, "GET \(url) failed: HTTP \(status) \(head.status.reasonPhrase)")
+        return BlobStreamError(
+            code, "GET \(url) failed: HTTP \(status) \(head.status.reasonPhrase)" + errorDocument(answer.body))
+    }
+
+    /// `" (Code: Message)"` from an XML error document as S3 and other object stores send
+    /// (`<Error><Code>NoSuchKey</Code><Message>…</Message></Error>`); empty for any other body.
+    private func errorDocument(_ body: [UInt8]) -> String {
+        let text = String(decoding: body.prefix(4096), as: UTF8.self)
+        func element(_ name: String) -> String? {
+            guard let start = text.range(of: "<\(name)>"),
+                let end = text.range(of: "</\(name)>", range: start.upperBound..<text.endIndex)
+            else { return nil }
+            let value = text[start.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+            return value.isEmpty || value.count > 200 || value.contains("<") ? nil : value
+        }
+        guard text.contains("<Error>"), let code = element("Code") else { return "" }
+        return " (" + code + (element("Message").map { ": " + $0 } ?? "") + ")"
     }
 
     private func changed(_ why: String) -> BlobStreamError {

@@ -1,0 +1,128 @@
+import BlobStreamS3
+import Foundation
+import NIOCore
+import SwiftStoreTestServer
+import Synchronization
+import Testing
+
+/// `blobstream cat|checksum s3://…` with the store's endpoint and credentials in the
+/// environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), as awscli reads them.
+@Suite("blobstream cat|checksum s3://", .serialized)
+struct S3ReadToolTests {
+    struct Output {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+    }
+
+    /// Runs `blobstream ARGS` to its end, off the cooperative pool; stdout and stderr collected.
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> Output {
+        try await offThePool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: S3Tool.binary)
+            process.arguments = arguments
+            process.environment = environment
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let errText = Mutex(Data())
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                let text = err.fileHandleForReading.readDataToEndOfFile()
+                errText.withLock { $0 = text }
+                done.signal()
+            }.start()
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            done.wait()
+            return Output(
+                status: process.terminationStatus, stdout: stdout,
+                stderr: String(decoding: errText.withLock { $0 }, as: UTF8.self))
+        }
+    }
+
+    static func environment(_ fixture: StoreFixture, secret: String? = nil) -> [String: String] {
+        var environment = S3Tool.environment(fixture.store, secret: secret, home: fixture.folder)
+        environment["AWS_ENDPOINT_URL"] = fixture.store.endpoint
+        return environment
+    }
+
+    var fixtures: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/archives")
+    }
+
+    @Test("cat s3://… gives the object's bytes; checksum --offset the sha256 of the rest")
+    func catAndOffset() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let data = StoreFixture.bytes(5 << 20 | 123, seed: 81)
+        _ = try await fixture.client.putObject(fixture.location("a/big.bin"), body: ByteBuffer(bytes: data))
+        let url = "s3://\(fixture.bucket)/a/big.bin"
+        let cat = try await Self.run(["cat", url], environment: Self.environment(fixture))
+        #expect(cat.status == 0, "\(cat.stderr)")
+        #expect(sha256Hex(cat.stdout) == sha256Hex(data))
+        let offset = 4 << 20 | 7
+        let sum = try await Self.run(
+            ["checksum", "--offset", "\(offset)", url], environment: Self.environment(fixture))
+        #expect(sum.status == 0, "\(sum.stderr)")
+        let expected = sha256Hex(data.subdata(in: offset..<data.count))
+        #expect(String(decoding: sum.stdout, as: UTF8.self) == "\(expected)  \(url)\n")
+    }
+
+    @Test(
+        "gzip:s3:// and archive:s3://…!/member give the checksums of the same compositions over the local files",
+        arguments: [
+            ("gzip:", "sample.txt.gz", ""),
+            ("archive:", "photos.tar", "!/DCIM/100TEST/IMG_0001.JPG"),
+            ("archive:gzip:", "photos.tar.gz", "!/notes/sample.txt"),
+        ])
+    func compositions(prefix: String, name: String, member: String) async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let bytes = try Data(contentsOf: fixtures.appendingPathComponent(name))
+        _ = try await fixture.client.putObject(fixture.location("in/" + name), body: ByteBuffer(bytes: bytes))
+        let environment = Self.environment(fixture)
+        let local = try await Self.run(
+            ["checksum", prefix + "file://" + fixtures.appendingPathComponent(name).path + member],
+            environment: environment)
+        let remote = try await Self.run(
+            ["checksum", prefix + "s3://\(fixture.bucket)/in/" + name + member], environment: environment)
+        #expect(local.status == 0, "\(local.stderr)")
+        #expect(remote.status == 0, "\(remote.stderr)")
+        let hash = { (output: Output) in String(decoding: output.stdout, as: UTF8.self).prefix(64) }
+        #expect(hash(local).count == 64)
+        #expect(hash(remote) == hash(local))
+    }
+
+    @Test("a missing key and wrong credentials: exit 1, one line naming s3://bucket/key")
+    func failures() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        _ = try await fixture.client.putObject(fixture.location("here.bin"), body: ByteBuffer(bytes: [1, 2, 3]))
+        let missing = "s3://\(fixture.bucket)/not/here.bin"
+        let notFound = try await Self.run(["cat", missing], environment: Self.environment(fixture))
+        #expect(notFound.status == 1)
+        #expect(notFound.stdout.isEmpty)
+        #expect(notFound.stderr.contains(missing) && notFound.stderr.contains("NoSuchKey"), "\(notFound.stderr)")
+        #expect(notFound.stderr.split(separator: "\n").count == 1, "\(notFound.stderr)")
+
+        let here = "s3://\(fixture.bucket)/here.bin"
+        let denied = try await Self.run(["cat", here], environment: Self.environment(fixture, secret: "wrong"))
+        #expect(denied.status == 1)
+        #expect(denied.stdout.isEmpty)
+        #expect(denied.stderr.contains(here) && denied.stderr.contains("403"), "\(denied.stderr)")
+
+        var none = Self.environment(fixture)
+        none["AWS_ACCESS_KEY_ID"] = nil
+        none["AWS_SECRET_ACCESS_KEY"] = nil
+        let noCredentials = try await Self.run(["cat", here], environment: none)
+        #expect(noCredentials.status == 1)
+        #expect(
+            noCredentials.stderr.contains(here) && noCredentials.stderr.contains("credentials"),
+            "\(noCredentials.stderr)")
+    }
+}
