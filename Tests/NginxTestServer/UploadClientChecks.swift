@@ -70,12 +70,12 @@ public struct UploadClientChecks: Sendable {
             for await report in upload.progress { last = report }
             return last
         }
-        try await Task.sleep(for: .milliseconds(700))
+        try await Task.sleep(for: TestTiming.scaled(.milliseconds(700)))
         let start = clock.now
         upload.cancel()
         await #expect(throws: CancellationError.self) { _ = try await upload.result }
         let last = await reader.value
-        #expect(clock.now - start < .seconds(1), "\(clock.now - start)")
+        #expect(clock.now - start < TestTiming.scaled(.seconds(1)), "\(clock.now - start)")
         #expect((last?.sent ?? 0) > 0, "the upload was running")
         #expect(last?.isFinished != true)
     }

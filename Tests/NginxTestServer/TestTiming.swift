@@ -1,0 +1,24 @@
+import Foundation
+
+/// Time bounds for the upload checks. A bound is what the design promises (cancellation ends
+/// an upload within a second); under ThreadSanitizer (`make tsan` sets `TSAN_OPTIONS`) every
+/// instruction runs several times slower, so a bound is scaled there, and only there. The
+/// promise itself is checked by the ordinary run (`make test`).
+public enum TestTiming {
+    /// 5 under ThreadSanitizer, else 1.
+    public static let slowdown: Int64 = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] == nil ? 1 : 5
+
+    /// `duration` times `slowdown`.
+    public static func scaled(_ duration: Duration) -> Duration { duration * slowdown }
+
+    /// Waits until `condition` holds, checking every 20 ms, for at most `limit` (scaled);
+    /// returns whether it held.
+    public static func wait(upTo limit: Duration, until condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + scaled(limit)
+        while !condition() {
+            if ContinuousClock.now >= deadline { return false }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
+}
