@@ -167,6 +167,8 @@ public struct UploadHardeningChecks: Sendable {
         let task = Task {
             try await upload(body, "\(peer.baseURL)/x", UploadOptions(), log.add)
         }
+        // Well into the upload (its buffers full, the peer stalled), as a user would cancel it.
+        try await Task.sleep(for: .milliseconds(700))
         let running = try await TestTiming.wait(upTo: .seconds(10)) { (log.all.last?.sent ?? 0) > 0 }
         #expect(running, "the upload was running")
         #expect(log.all.last?.isFinished != true)
