@@ -56,7 +56,12 @@ struct TarWalkerTests {
         ("bsd-gnutar", "bsdtar", ["--format", "gnutar", "-cf"]),
     ]
 
+    /// Serializes `make`: two tests (run in parallel) may ask for the same tar at once.
+    static let makeLock = NSLock()
+
     static func make(_ label: String) throws -> String? {
+        makeLock.lock()
+        defer { makeLock.unlock() }
         let (root, _) = try tree.get()
         let (_, tool, arguments) = makers.first { $0.0 == label }!
         let out = "\(root)/\(label).tar"
