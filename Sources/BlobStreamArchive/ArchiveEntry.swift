@@ -50,11 +50,37 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     public var linkTarget: String?
     /// The entry's data (or metadata) is encrypted: it cannot be streamed.
     public var isEncrypted: Bool
+    /// The permission bits (`mode & 0o7777`: rwx for owner, group, others, and setuid,
+    /// setgid, sticky), when the listing has them (libarchive's listings and indexes do).
+    public var permissions: UInt32?
+    /// The owner's and group's numeric ids and names, as the header stores them (nil
+    /// when not known: a name is nil when the header has none).
+    public var ownership: Ownership?
+
+    /// The owner and group of an entry as its header stores them.
+    public struct Ownership: Sendable, Equatable {
+        /// The owner's numeric id.
+        public var uid: Int64
+        /// The group's numeric id.
+        public var gid: Int64
+        /// The owner's name (tar's `uname`), nil when the header has none.
+        public var owner: String?
+        /// The group's name (tar's `gname`), nil when the header has none.
+        public var group: String?
+
+        /// Makes one.
+        public init(uid: Int64, gid: Int64, owner: String? = nil, group: String? = nil) {
+            self.uid = uid
+            self.gid = gid
+            self.owner = owner
+            self.group = group
+        }
+    }
 
     /// Makes an entry; `pathBytes` defaults to `path`'s UTF-8.
     public init(
         path: String, size: Int64?, type: EntryType, mtime: Date?, linkTarget: String? = nil, isEncrypted: Bool = false,
-        pathBytes: [UInt8]? = nil
+        pathBytes: [UInt8]? = nil, permissions: UInt32? = nil, ownership: Ownership? = nil
     ) {
         self.path = path
         self.pathBytes = pathBytes ?? Array(path.utf8)
@@ -63,6 +89,8 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
         self.mtime = mtime
         self.linkTarget = linkTarget
         self.isEncrypted = isEncrypted
+        self.permissions = permissions
+        self.ownership = ownership
     }
 
     /// The name in the spelling an `archive:` URL's member (and `blobstream ls`) uses:

@@ -144,7 +144,7 @@ public struct ArchiveIndex: Sendable, Equatable {
                 mtime: Date(
                     timeIntervalSince1970: Double(modificationSeconds) + Double(modificationNanoseconds) / 1e9),
                 linkTarget: isLink ? String(decoding: linkTargetBytes, as: UTF8.self) : nil, isEncrypted: isEncrypted,
-                pathBytes: nameBytes)
+                pathBytes: nameBytes, permissions: mode & 0o7777)
         }
     }
 

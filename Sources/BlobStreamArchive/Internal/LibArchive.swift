@@ -211,8 +211,26 @@ final class ArchiveHandle {
         let entry = ArchiveEntry(
             path: path, size: size, type: type, mtime: mtime,
             linkTarget: type == .hardLink ? hardlink : (type == .symbolicLink ? symlink : nil),
-            isEncrypted: archive_entry_is_encrypted(e) != 0, pathBytes: bytes)
+            isEncrypted: archive_entry_is_encrypted(e) != 0, pathBytes: bytes,
+            permissions: UInt32(archive_entry_perm(e)) & 0o7777, ownership: ownership(e))
         return Header(pathBytes: bytes, entry: entry, isSparse: archive_entry_sparse_count(e) > 0)
+    }
+}
+
+extension ArchiveHandle {
+    /// The owner and group the header stores (names nil when it has none).
+    fileprivate static func ownership(_ e: OpaquePointer) -> ArchiveEntry.Ownership {
+        func name(_ raw: UnsafePointer<CChar>?) -> String? {
+            guard let raw, raw.pointee != 0 else { return nil }
+            return String(
+                decoding: UnsafeBufferPointer(
+                    start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)), as: UTF8.self
+            )
+        }
+        return ArchiveEntry.Ownership(
+            uid: archive_entry_uid(e), gid: archive_entry_gid(e),
+            owner: name(archive_entry_uname(e) ?? archive_entry_uname_utf8(e)),
+            group: name(archive_entry_gname(e) ?? archive_entry_gname_utf8(e)))
     }
 }
 
