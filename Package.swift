@@ -123,7 +123,7 @@ let package = Package(
             name: "blobstream",
             dependencies: [
                 "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamHTTPClient",
-                "BlobStreamGzip", "BlobStreamS3",
+                "BlobStreamGzip", "BlobStreamS3", "CBlobStreamZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,0 +1,90 @@
+// The digests `blobstream checksum` computes: SHA-2 and the legacy hashes from swift-crypto,
+// CRC-32 from zlib.
+
+import ArgumentParser
+import CBlobStreamZlib
+import Crypto
+
+/// `--algorithm`: what `checksum` computes. Each prints as lowercase hex, as the GNU tool of
+/// its name does (`sha256sum`, `sha512sum`, `sha1sum`, `md5sum`); `crc32` is zlib's CRC-32
+/// (the one gzip and zip store) as 8 lowercase hex digits, as `rhash --crc32 --simple`
+/// and Python's `"%08x" % zlib.crc32(data)` print it.
+enum ChecksumAlgorithm: String, CaseIterable, ExpressibleByArgument {
+    case sha256, sha512, sha1, md5, crc32
+
+    /// The number of hex digits of a digest (what a `--check` line must hold).
+    var hexLength: Int {
+        switch self {
+        case .sha256: 64
+        case .sha512: 128
+        case .sha1: 40
+        case .md5: 32
+        case .crc32: 8
+        }
+    }
+
+    /// The GNU tool whose output this algorithm's lines match (for messages and help).
+    var referenceTool: String {
+        self == .crc32 ? "rhash --crc32 --simple" : "\(rawValue)sum"
+    }
+
+    /// A fresh digest of no bytes yet.
+    func makeHasher() -> ChecksumHasher {
+        switch self {
+        case .sha256: .sha256(SHA256())
+        case .sha512: .sha512(SHA512())
+        case .sha1: .sha1(Insecure.SHA1())
+        case .md5: .md5(Insecure.MD5())
+        case .crc32: .crc32(0)
+        }
+    }
+}
+
+/// A digest being computed: `update` with each chunk, then `hex`.
+enum ChecksumHasher {
+    case sha256(SHA256)
+    case sha512(SHA512)
+    case sha1(Insecure.SHA1)
+    case md5(Insecure.MD5)
+    case crc32(UInt)
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        switch self {
+        case .sha256(var h):
+            h.update(bufferPointer: bytes)
+            self = .sha256(h)
+        case .sha512(var h):
+            h.update(bufferPointer: bytes)
+            self = .sha512(h)
+        case .sha1(var h):
+            h.update(bufferPointer: bytes)
+            self = .sha1(h)
+        case .md5(var h):
+            h.update(bufferPointer: bytes)
+            self = .md5(h)
+        case .crc32(let crc):
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            self = .crc32(
+                CBlobStreamZlib.crc32_z(crc, base.assumingMemoryBound(to: Bytef.self), bytes.count))
+        }
+    }
+
+    /// The digest as lowercase hex.
+    func hex() -> String {
+        func hex(_ bytes: some Sequence<UInt8>) -> String {
+            let digits = Array("0123456789abcdef".utf8)
+            var out = [UInt8]()
+            for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
+            return String(decoding: out, as: UTF8.self)
+        }
+        switch self {
+        case .sha256(let h): return hex(h.finalize())
+        case .sha512(let h): return hex(h.finalize())
+        case .sha1(let h): return hex(h.finalize())
+        case .md5(let h): return hex(h.finalize())
+        case .crc32(let crc):
+            let value = UInt32(truncatingIfNeeded: crc)
+            return hex([24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) })
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+/// `blobstream checksum` against GNU coreutils' `sha256sum`, `sha512sum`, `sha1sum` and
+/// `md5sum` (byte-identical output, odd names included), and `--check` against `sha256sum -c`.
+@Suite("checksum: byte-compatible with sha256sum and its siblings")
+struct ChecksumCompatibilityTests {
+    /// Names GNU escapes (backslash, newline, carriage return) and names it writes as they are.
+    static let names = [
+        "plain.txt", "with space.txt", "tab\there", "new\nline", "back\\slash", "cr\rreturn",
+        "both\\and\nnewline", "naïve ☃.jpg", "trailing space ",
+    ]
+
+    /// A fresh folder holding one small file per name above (each a different content).
+    static func makeFolder() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-sums-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for (i, name) in names.enumerated() {
+            try Data("content \(i) of \(name)\n".utf8 + Data(repeating: UInt8(i), count: 1000 * i))
+                .write(to: dir.appendingPathComponent(name))
+        }
+        return dir
+    }
+
+    static var tool: String { Tool.binDirectory.appendingPathComponent("blobstream").path }
+
+    @Test(
+        "the same bytes on stdout as the GNU tool, names relative to the folder",
+        arguments: ["sha256", "sha512", "sha1", "md5"])
+    func sameOutput(algorithm: String) throws {
+        let dir = try Self.makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ours = BoundedRun.run(
+            Self.tool, ["checksum", "--algorithm", algorithm] + Self.names, workingDirectory: dir.path)
+        let gnu = BoundedRun.run("/usr/bin/\(algorithm)sum", Self.names, workingDirectory: dir.path)
+        #expect(gnu.status == 0 && ours.status == 0, "\(ours.stderrText)")
+        #expect(ours.stdout == gnu.stdout, "\(String(decoding: ours.stdout, as: UTF8.self))")
+        #expect(ours.stdout.split(separator: UInt8(ascii: "\n")).count == Self.names.count, "one line per name")
+        // Absolute paths and standard input too.
+        let path = dir.appendingPathComponent("back\\slash").path
+        let absolute = BoundedRun.run(Self.tool, ["checksum", "-a", algorithm, path, "-"], stdin: Data("in\n".utf8))
+        let gnuAbsolute = BoundedRun.run("/usr/bin/\(algorithm)sum", [path, "-"], stdin: Data("in\n".utf8))
+        #expect(absolute.stdout == gnuAbsolute.stdout)
+    }
+
+    @Test("crc32: zlib's CRC-32 as 8 lowercase hex digits, as Python's zlib.crc32 gives it")
+    func crc32() throws {
+        let dir = try Self.makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ours = BoundedRun.run(
+            Self.tool, ["checksum", "--algorithm", "crc32", "plain.txt", "naïve ☃.jpg"], workingDirectory: dir.path)
+        let python = BoundedRun.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                "import sys, zlib\nfor n in sys.argv[1:]: print('%08x  %s' % (zlib.crc32(open(n, 'rb').read()), n))",
+                "plain.txt", "naïve ☃.jpg",
+            ], workingDirectory: dir.path)
+        #expect(python.status == 0, "\(python.stderrText)")
+        #expect(ours.status == 0, "\(ours.stderrText)")
+        #expect(ours.stdout == python.stdout, "\(String(decoding: ours.stdout, as: UTF8.self))")
+        // The empty input's CRC-32 is 0.
+        let empty = BoundedRun.run(Self.tool, ["checksum", "-a", "crc32", "-"])
+        #expect(String(decoding: empty.stdout, as: UTF8.self) == "00000000  -\n")
+    }
+
+    @Test("--check reads what sha256sum wrote and reports as sha256sum -c does")
+    func check() throws {
+        let dir = try Self.makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sums = BoundedRun.run("/usr/bin/sha256sum", Self.names, workingDirectory: dir.path)
+        try sums.stdout.write(to: dir.appendingPathComponent("SUMS"))
+
+        let ok = BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
+        let gnuOK = BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
+        #expect(ok.status == 0 && gnuOK.status == 0, "\(ok.stderrText)")
+        #expect(ok.stdout == gnuOK.stdout, "\(String(decoding: ok.stdout, as: UTF8.self))")
+        #expect(ok.stderr.isEmpty)
+        let quiet = BoundedRun.run(Self.tool, ["checksum", "-c", "--quiet", "SUMS"], workingDirectory: dir.path)
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty)
+
+        // A changed file, a missing file and a line that is not a checksum line.
+        try Data("changed\n".utf8).write(to: dir.appendingPathComponent("tab\there"))
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("plain.txt"))
+        try (sums.stdout + Data("not a checksum line\n".utf8)).write(to: dir.appendingPathComponent("SUMS"))
+        let bad = BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
+        let gnuBad = BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
+        #expect(bad.status == 1 && gnuBad.status == 1)
+        #expect(bad.stdout == gnuBad.stdout, "\(String(decoding: bad.stdout, as: UTF8.self))")
+        let stdout = String(decoding: bad.stdout, as: UTF8.self)
+        #expect(stdout.contains("tab\there: FAILED\n") && stdout.contains("plain.txt: FAILED open or read\n"))
+        for warning in [
+            "WARNING: 1 line is improperly formatted", "WARNING: 1 listed file could not be read",
+            "WARNING: 1 computed checksum did NOT match", "plain.txt",
+        ] {
+            #expect(bad.stderrText.contains(warning), "\(bad.stderrText)")
+        }
+        let status = BoundedRun.run(Self.tool, ["checksum", "--check", "--status", "SUMS"], workingDirectory: dir.path)
+        #expect(status.status == 1 && status.stdout.isEmpty)
+
+        // Nothing in the form: a failure that says what form was expected.
+        let none = BoundedRun.run(Self.tool, ["checksum", "--check", "-"], stdin: Data("hello\n".utf8))
+        #expect(none.status == 1 && none.stderrText.contains("no properly formatted"), "\(none.stderrText)")
+        // The algorithm comes from --algorithm: md5sum's lines check with -a md5.
+        let md5 = BoundedRun.run("/usr/bin/md5sum", ["naïve ☃.jpg"], workingDirectory: dir.path)
+        let md5Check = BoundedRun.run(
+            Self.tool, ["checksum", "-c", "-a", "md5", "-"], stdin: md5.stdout, workingDirectory: dir.path)
+        #expect(md5Check.status == 0 && String(decoding: md5Check.stdout, as: UTF8.self) == "naïve ☃.jpg: OK\n")
+    }
+
+    @Test("--quiet and --status without --check are usage errors")
+    func usage() throws {
+        let r = BoundedRun.run(Self.tool, ["checksum", "--quiet", "x"])
+        #expect(r.status == 2 && r.stderrText.contains("--check"), "\(r.stderrText)")
+        let a = BoundedRun.run(Self.tool, ["checksum", "--algorithm", "sha3", "x"])
+        #expect(a.status == 2 && a.stderrText.contains("sha3"), "\(a.stderrText)")
+    }
+}
