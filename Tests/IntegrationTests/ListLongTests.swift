@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+/// `blobstream ls -l` against GNU `tar -tvf`, and `ls --json`, on tars GNU tar makes here.
+@Suite("ls -l: tar -tv's layout; ls --json")
+struct ListLongTests {
+    static var tool: String { Tool.binDirectory.appendingPathComponent("blobstream").path }
+
+    /// A folder with a tree of odd names, modes and links, and tars of it made by GNU tar:
+    /// `names.tar` (owners by name), `numeric.tar` (`--numeric-owner`: ids only),
+    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`.
+    static func makeTars() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-ls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let script = #"""
+            set -e
+            cd "$1"
+            mkdir t && cd t
+            printf 'hello\n' > plain.txt
+            printf 'x' > "$(printf 'new\nline')"
+            printf 'xx' > "$(printf 'tab\there')"
+            printf 'xxx' > 'back\slash'
+            printf 'y' > "$(printf 'bad\304byte')"
+            printf 'z' > "$(printf 'c1\302\233ctl')"
+            printf 'd' > "$(printf 'del\177')"
+            printf 'w' > 'naïve ☃.jpg'
+            head -c 123456 /dev/zero > big.bin
+            printf '#!/bin/sh\n' > run.sh && chmod 0755 run.sh
+            printf 's' > secret && chmod 0600 secret
+            mkdir sub && chmod 4755 sub && mkdir sticky && chmod 1777 sticky && mkdir gid && chmod 2750 gid
+            ln -s 'naïve ☃.jpg' link && ln plain.txt hard
+            cd ..
+            M='--mtime=2021-03-04 05:06:07 UTC'
+            tar -cf names.tar "$M" --owner=alice:1234 --group=staff:99 -C t .
+            tar -cf numeric.tar "$M" --numeric-owner --owner=1234 --group=99 -C t .
+            tar -cf owners.tar "$M" --owner=averyveryverylongownername:7 --group=somelonggroupname:8 -C t .
+            gzip -k names.tar
+            """#
+        let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path])
+        #expect(r.status == 0, "\(r.stderrText)")
+        return dir
+    }
+
+    @Test(
+        "ls -l prints what tar -tvf prints (TZ and owners as tar shows them)",
+        arguments: ["names.tar", "numeric.tar", "owners.tar", "names.tar.gz"], ["UTC", "Asia/Kolkata"])
+    func sameAsTar(archive: String, zone: String) throws {
+        let dir = try Self.makeTars()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let env = ["TZ=\(zone)", "LC_ALL=C.UTF-8"]
+        let ours = BoundedRun.run("/usr/bin/env", env + [Self.tool, "ls", "-l", archive], workingDirectory: dir.path)
+        let tar = BoundedRun.run("/usr/bin/env", env + ["tar", "-tvf", archive], workingDirectory: dir.path)
+        #expect(tar.status == 0 && ours.status == 0, "\(ours.stderrText)")
+        #expect(
+            ours.stdout == tar.stdout,
+            "ours:\n\(String(decoding: ours.stdout, as: UTF8.self))\ntar:\n\(String(decoding: tar.stdout, as: UTF8.self))"
+        )
+        #expect(ours.stdout.split(separator: UInt8(ascii: "\n")).count == 17, "one line per entry, no header")
+    }
+
+    @Test("ls --json: one document holding each member's facts")
+    func json() throws {
+        let dir = try Self.makeTars()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = BoundedRun.run(Self.tool, ["ls", "--json", "names.tar", "numeric.tar"], workingDirectory: dir.path)
+        #expect(r.status == 0, "\(r.stderrText)")
+        let members = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+        #expect(members.count == 34)
+        func member(_ archive: String, _ path: String) -> [String: Any]? {
+            members.first { $0["archive"] as? String == archive && $0["path"] as? String == path }
+        }
+        let run = try #require(member("names.tar", "./run.sh"))
+        #expect(run["type"] as? String == "file" && run["size"] as? Int == 10)
+        #expect(run["mode"] as? String == "0755" && run["modeString"] as? String == "-rwxr-xr-x")
+        #expect(run["mtime"] as? String == "2021-03-04T05:06:07Z")
+        #expect(run["owner"] as? String == "alice" && run["group"] as? String == "staff")
+        #expect(run["uid"] as? Int == 1234 && run["gid"] as? Int == 99)
+        let sub = try #require(member("names.tar", "./sub/"))
+        #expect(sub["type"] as? String == "directory" && sub["mode"] as? String == "4755")
+        let link = try #require(member("names.tar", "./link"))
+        #expect(link["type"] as? String == "symlink" && link["linkTarget"] as? String == "naïve ☃.jpg")
+        // Whichever of the two names tar met second is the hard link to the first.
+        let hard = try #require(
+            members.first { $0["archive"] as? String == "names.tar" && $0["type"] as? String == "hardlink" })
+        #expect(Set([hard["path"] as? String, hard["linkTarget"] as? String]) == Set(["./plain.txt", "./hard"]))
+        let bad = try #require(members.first { $0["escapedPath"] as? String == "./bad%C4byte" })
+        #expect(bad["size"] as? Int == 1, "a name that is not UTF-8 keeps a spelling that reads it back")
+        let numeric = try #require(member("numeric.tar", "./secret"))
+        #expect(numeric["owner"] == nil && numeric["uid"] as? Int == 1234 && numeric["mode"] as? String == "0600")
+
+        // A member read back through its escaped path.
+        let back = BoundedRun.run(Self.tool, ["cat", "names.tar!/./bad%C4byte"], workingDirectory: dir.path)
+        #expect(back.status == 0 && back.stdout == Data("y".utf8), "\(back.stderrText)")
+    }
+
+    @Test("ls without -l keeps its tab-separated rows with a header")
+    func defaultKept() throws {
+        let dir = try Self.makeTars()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = BoundedRun.run(Self.tool, ["ls", "names.tar"], workingDirectory: dir.path)
+        #expect(String(decoding: r.stdout, as: UTF8.self).hasPrefix("path\tsize\ttype\tmtime\n"))
+        let both = BoundedRun.run(Self.tool, ["ls", "-l", "--json", "names.tar"], workingDirectory: dir.path)
+        #expect(both.status == 2)
+        let broken = BoundedRun.run(
+            Self.tool, ["ls", "--json", "names.tar", "missing.tar"], workingDirectory: dir.path)
+        #expect(broken.status == 1 && broken.stdout.isEmpty && broken.stderrText.contains("missing.tar"))
+    }
+}
