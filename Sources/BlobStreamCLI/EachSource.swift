@@ -27,9 +27,9 @@ extension SourceOptions {
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
     /// that pumps its bytes to a consumer, with a progress line on a terminal. `s3:` sources
-    /// read from where `s3` says.
+    /// read from where `s3` says. With `length`, each source gives at most that many bytes.
     package func forEachStream(
-        _ sources: [String], s3: S3SourceSettings = S3SourceSettings(),
+        _ sources: [String], s3: S3SourceSettings = S3SourceSettings(), length: Int64? = nil,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         let registry = makeRegistry(
@@ -38,8 +38,10 @@ extension SourceOptions {
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }
-            let progress = ProgressLine(label: source, total: stream.dataSource.length)
-            try body(source) { consume in try pump(stream, name: source, progress: progress, consume) }
+            let remaining = stream.dataSource.length.map { max($0 - (offset ?? 0), 0) }
+            let total = length.map { limit in remaining.map { min($0, limit) } ?? limit } ?? remaining
+            let progress = ProgressLine(label: source, total: total)
+            try body(source) { consume in try pump(stream, name: source, progress: progress, limit: length, consume) }
         }
     }
 }

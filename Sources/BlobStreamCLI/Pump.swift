@@ -4,9 +4,10 @@ import BlobStream
 import Foundation
 
 /// Reads a stream to its end in large chunks, handing each to `body`; throws the stream's
-/// error (never ends quietly on a failure).
+/// error (never ends quietly on a failure). With `limit`, stops after that many bytes
+/// (fewer when the stream ends first, as `head -c` does).
 package func pump(
-    _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil,
+    _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil, limit: Int64? = nil,
     _ body: (UnsafeRawBufferPointer) throws -> Void
 ) throws {
     let size = 128 * 1024
@@ -16,22 +17,25 @@ package func pump(
     var total: Int64 = 0
     var lent: UnsafeMutablePointer<UInt8>?
     var lentCount = 0
-    while true {
+    while limit.map({ total < $0 }) ?? true {
+        let left = limit.map { $0 - total }
         // A source that has a buffer of its own (an archive member) lends it: no copy.
         if stream.getBuffer(&lent, length: &lentCount), let lent {
-            try body(UnsafeRawBufferPointer(start: lent, count: lentCount))
-            total += Int64(lentCount)
+            let count = left.map { Int(min(Int64(lentCount), $0)) } ?? lentCount
+            try body(UnsafeRawBufferPointer(start: lent, count: count))
+            total += Int64(count)
             progress?.update(total)
             continue
         }
-        let n = stream.read(bytes, maxLength: size)
+        let n = stream.read(bytes, maxLength: left.map { Int(min(Int64(size), $0)) } ?? size)
         if n == 0 { break }
         if n < 0 {
+            progress?.finish()
             throw failure(name, stream.streamError ?? BlobStreamError(.closed, "the stream closed before its end"))
         }
         try body(UnsafeRawBufferPointer(start: buffer, count: n))
         total += Int64(n)
         progress?.update(total)
     }
-    progress?.finish()
+    progress?.finish(summary: true)
 }
