@@ -1,6 +1,7 @@
 import BlobStream
 import Foundation
 import Glibc
+import Synchronization
 
 /// Writes to the standard streams without buffering surprises.
 package enum Console {
@@ -32,17 +33,31 @@ package enum Console {
     }
 
     package static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    private static let quiet = Mutex(false)
+
+    /// `--quiet` was given: no progress line and no summary, even on a terminal.
+    package static var isQuiet: Bool { quiet.withLock { $0 } }
+
+    /// Turns progress lines and summaries off for the rest of the run (`--quiet`).
+    package static func beQuiet() { quiet.withLock { $0 = true } }
+
+    /// Progress lines and summaries are drawn: stderr is a terminal and `--quiet` was not given.
+    package static var showsProgress: Bool { stderrIsTerminal && !isQuiet }
 }
 
-/// A progress line on stderr, only when stderr is a terminal and the work has lasted a
-/// moment; redrawn at most ten times a second, erased at the end.
+/// A progress line on stderr, only when stderr is a terminal (and no `--quiet`) and the work
+/// has lasted a moment (half a second); redrawn at most ten times a second, erased at the
+/// end. When it was drawn, `finish(summary: true)` leaves one summary line in its place:
+/// `LABEL: BYTES in SECONDS s (RATE/s)`.
 package final class ProgressLine {
     private let label: String
     private let total: Int64?
     private let start = Date()
     private var last = Date.distantPast
     private var shown = false
-    private let enabled = Console.stderrIsTerminal
+    private let enabled = Console.showsProgress
+    private var done: Int64 = 0
 
     package init(label: String, total: Int64?) {
         self.label = label
@@ -50,6 +65,7 @@ package final class ProgressLine {
     }
 
     package func update(_ done: Int64) {
+        self.done = done
         guard enabled else { return }
         let now = Date()
         guard now.timeIntervalSince(start) > 0.5, now.timeIntervalSince(last) > 0.1 else { return }
@@ -69,8 +85,18 @@ package final class ProgressLine {
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
     }
 
-    package func finish() {
-        if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    /// Erases the line if it was drawn; with `summary`, then writes the summary line
+    /// (only when the line was drawn: a short piece of work says nothing).
+    package func finish(summary: Bool = false) {
+        guard shown else { return }
+        shown = false
+        var text = "\r\u{1B}[K"
+        if summary {
+            let seconds = max(Date().timeIntervalSince(start), 0.001)
+            text +=
+                "\(BlobURL.escapedText(label)): \(Self.size(done)) in \(String(format: "%.2f", seconds)) s (\(Self.size(Int64(Double(done) / seconds)))/s)\n"
+        }
+        FileHandle.standardError.write(Data(text.utf8))
     }
 
     package static func size(_ bytes: Int64) -> String {

@@ -77,8 +77,12 @@ package struct UploadArguments: ParsableArguments {
             idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)))
     }
 
+    @Flag(help: "No progress line and no summary on a terminal.")
+    package var quiet = false
+
     /// Uploads the source with `uploader`, with a progress line on a terminal.
     package func run(with uploader: any UploadClient) async throws {
+        if quiet { Console.beQuiet() }
         let registry = makeRegistry(
             library: options.library, skipArchiveVerification: options.skipArchiveVerification,
             caBundle: options.caBundle, inflate: options.inflate, gzipIndexes: options.gzipIndexes)
@@ -115,7 +119,7 @@ package struct UploadArguments: ParsableArguments {
             throw ToolFailure(message: error.description)
         }
         bar.finish()
-        if Console.stderrIsTerminal {
+        if Console.showsProgress {
             let seconds = Date().timeIntervalSince(started)
             FileHandle.standardError.write(
                 Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))

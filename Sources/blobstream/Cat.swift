@@ -6,15 +6,34 @@ import Foundation
 /// `blobstream cat SOURCE...`: the sources' bytes, one after another, on stdout.
 struct Cat: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write the bytes of each SOURCE to standard output, one after another.")
+        abstract: "Write the bytes of each SOURCE to standard output, one after another.",
+        discussion: """
+            --offset N --length M writes bytes N to N+M-1 of each SOURCE, as \
+            'tail -c +N+1 | head -c M' would: fewer than M when the SOURCE ends first (not an error).
+            On a terminal, a SOURCE that takes more than half a second shows a progress line on stderr, \
+            then a summary line (bytes, seconds, rate); never when stderr is not a terminal, or with --quiet.
+            """)
 
     @OptionGroup var options: SourceOptions
     @OptionGroup(title: "S3 sources (s3://bucket/key)") var s3: S3SourceArguments
+
+    @Option(name: .long, help: "Write at most this many bytes of each source (after --offset).")
+    var length: Int64?
+
+    @Flag(name: [.short, .long], help: "No progress line and no summary on a terminal.")
+    var quiet = false
+
     @Argument(help: "Sources: URLs, paths, or - for standard input.")
     var sources: [String] = ["-"]
 
+    func validate() throws {
+        if let length, length < 0 { throw ValidationError("--length must be 0 or more, not \(length)") }
+    }
+
     func run() throws {
-        try options.forEachStream(sources, s3: s3.settings) { _, pumpBytes in try pumpBytes { try Console.writeOut($0) }
+        if quiet { Console.beQuiet() }
+        try options.forEachStream(sources, s3: s3.settings, length: length) { _, pumpBytes in
+            try pumpBytes { try Console.writeOut($0) }
         }
     }
 }

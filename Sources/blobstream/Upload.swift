@@ -14,6 +14,7 @@ struct Upload: AsyncParsableCommand {
     @OptionGroup var arguments: UploadArguments
 
     func run() async throws {
+        if arguments.quiet { Console.beQuiet() }
         if arguments.isS3 { return try await S3UploadCommand.run(arguments) }
         if arguments.client == .urlsession { URLSessionHandOver.handOver() }
         // --ca-bundle (or AWS_CA_BUNDLE, SSL_CERT_FILE) and HTTPS_PROXY/HTTP_PROXY apply to

@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+
+/// The progress line and summary of `cat` on stderr: drawn only on a terminal (a pty from
+/// util-linux's `script`), never into a pipe, never with `--quiet`.
+@Suite("cat: progress and summary on a terminal only")
+struct ProgressLineTests {
+    /// Two bytes from a pipe with a pause of 1.2 s between them: long enough to draw.
+    static let slowInput = "(printf a; sleep 1.2; printf b)"
+
+    @Test("stderr a pipe: nothing but the bytes")
+    func notATerminal() throws {
+        let r = try Tool.shell("\(Self.slowInput) | \"$BLOBSTREAM\" cat")
+        #expect(r.status == 0 && r.text == "ab")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+    }
+
+    @Test("stderr a terminal: a progress line, erased, then a summary; --quiet: nothing")
+    func onATerminal() throws {
+        func underScript(_ flags: String) throws -> Tool.Result {
+            try Tool.shell(
+                "script -q -e -c '\(Self.slowInput) | \"$BLOBSTREAM\" cat \(flags) > /dev/null' /dev/null < /dev/null")
+        }
+        let shown = try underScript("")
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.text.contains("\r\u{1B}[K-  2 B"), "the progress line: \(shown.text.debugDescription)")
+        #expect(shown.text.contains("-: 2 B in 1."), "the summary: \(shown.text.debugDescription)")
+        let quiet = try underScript("--quiet")
+        #expect(quiet.status == 0)
+        #expect(quiet.text.isEmpty, "\(quiet.text.debugDescription)")
+    }
+}
