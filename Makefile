@@ -72,5 +72,24 @@ bench: deps
 fixtures:
 	$(SWIFT) package --allow-writing-to-package-directory generate-fixtures
 
+## completions: shell completion scripts for blobstream (swift-argument-parser writes them),
+## into .build/completions/ (blobstream.bash, _blobstream for zsh, blobstream.fish).
+.PHONY: completions man
+completions:
+	$(SWIFT) build --product blobstream
+	mkdir -p .build/completions
+	bin="$$($(SWIFT) build --show-bin-path)/blobstream" && \
+	  "$$bin" --generate-completion-script bash > .build/completions/blobstream.bash && \
+	  "$$bin" --generate-completion-script zsh > .build/completions/_blobstream && \
+	  "$$bin" --generate-completion-script fish > .build/completions/blobstream.fish
+
+## man: the man page blobstream.1 (swift-argument-parser's generate-manual plugin, on a
+## debug build), into .build/man/.
+man:
+	$(SWIFT) package generate-manual --configuration debug
+	mkdir -p .build/man
+	find .build/plugins -path '*GenerateManual*' -name 'blobstream.1' -exec cp {} .build/man/ \;
+	test -s .build/man/blobstream.1
+
 clean:
 	rm -rf .build .build-tsan

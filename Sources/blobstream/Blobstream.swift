@@ -14,8 +14,10 @@ struct Blobstream: AsyncParsableCommand {
             SOURCE is a URL (file:///p, http(s)://host/p and s3://bucket/key read by ranged GETs, gzip:<url>, \
             archive:<url>!/member, assets-library://asset/asset.JPG?id=ID&ext=JPG with --library), a plain path, \
             PATH!/member for a member of an archive, or - for standard input.
-            Exit status: 0 on success, 1 when the work failed, 2 for a usage error.
+            Exit status: 0 on success, 1 when the work failed (one line on stderr says what, where, and \
+            what to do when there is something to do), 2 for a usage error (wrong or missing arguments).
             """,
+        version: BlobStreamVersion.current,
         subcommands: [Cat.self, Checksum.self, Info.self, List.self, IndexCommand.self, Upload.self, Demo.self]
     )
 
