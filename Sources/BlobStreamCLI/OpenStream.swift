@@ -10,7 +10,7 @@ package func openStream(_ argument: String, registry: DataSourceRegistry, offset
         return try openStream(argument, url: url, registry: registry, offset: offset)
     } catch {
         // A member that is not there: the names close to it, and how to list them all.
-        var hint = isNotFound(error) ? MemberSuggestions.hint(for: url, registry: registry) : nil
+        var hint = isNotFound(error) ? MemberSuggestions.hint(for: url, argument: argument, registry: registry) : nil
         // `gzip:missing.gz`: not a URL, and no such file either.
         if (error as? BlobStreamError)?.code == .malformedURL, let path = missingInnerPath(url, registry: registry) {
             hint =

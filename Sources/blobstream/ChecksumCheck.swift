@@ -45,7 +45,9 @@ extension Checksum {
             }
             if formatted == 0 {
                 let name = list == "-" ? "'standard input'" : list
-                Console.error("\(name): no properly formatted \(algorithm.rawValue) checksum lines found")
+                Console.error(
+                    "\(name): no properly formatted checksum lines found (--algorithm \(algorithm.rawValue): '<\(algorithm.hexLength) hex digits>  NAME' lines, as \(algorithm.referenceTool) writes them)"
+                )
                 failed = true
                 continue
             }

@@ -138,8 +138,10 @@ struct JSONListedEntry: Encodable {
         escapedPath = e.escapedPath
         type = e.type.description
         size = e.size
-        mode = e.permissions.map { "0" + String($0, radix: 8) }
-        if let m = mode, m.count < 4 { mode = String(repeating: "0", count: 4 - m.count) + m }
+        mode = e.permissions.map { p in
+            let digits = String(p, radix: 8)
+            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
         modeString = e.permissions.map { TarStyleListing.modeString(e.type, $0) }
         mtime = e.mtime.map(List.iso)
         uid = e.ownership?.uid

@@ -51,7 +51,10 @@ struct ActionableErrorTests {
                 arguments: ["cat", "photos.tar!/img_0002.jpg"], status: 1,
                 needles: ["did you mean 'DCIM/IMG_0002.JPG'", "blobstream ls"]),
             Row(arguments: ["cat", "archive:photos.tar!/NOTES.TXT"], status: 1, needles: ["'notes.txt'"]),
-            Row(arguments: ["cat", "photos.tar!/zzzzzzzz"], status: 1, needles: ["no such member", "blobstream ls"]),
+            Row(arguments: ["cat", "photos.tar!/ntoes.txt"], status: 1, needles: ["did you mean 'notes.txt'"]),
+            Row(
+                arguments: ["cat", "photos.tar!/zzzzzzzz"], status: 1,
+                needles: ["no such member", "'blobstream ls photos.tar' lists the members"]),
             // URLs: the scheme, the shape.
             Row(
                 arguments: ["cat", "nope://x"], status: 1,
@@ -65,7 +68,9 @@ struct ActionableErrorTests {
                 arguments: ["cat", "s3://bucket/key"], status: 1,
                 needles: ["no S3 credentials", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"], environment: noAWS),
             // checksum --check of something that is not a list: which form was expected.
-            Row(arguments: ["checksum", "--check", "x.gz"], status: 1, needles: ["x.gz", "no properly formatted"]),
+            Row(
+                arguments: ["checksum", "--check", "x.gz"], status: 1,
+                needles: ["x.gz", "no properly formatted", "64 hex digits", "sha256sum"]),
             // Usage errors: status 2 and where help is.
             Row(arguments: ["frobnicate"], status: 2, needles: ["frobnicate", "blobstream --help"]),
             Row(arguments: [], status: 2, needles: ["name a command", "--help"]),
