@@ -88,7 +88,7 @@ completions:
 man:
 	$(SWIFT) package generate-manual --configuration debug
 	mkdir -p .build/man
-	find .build/plugins -path '*GenerateManual*' -name 'blobstream.1' -exec cp {} .build/man/ \;
+	find .build/plugins -path '*GenerateManual*/outputs/blobstream/blobstream.1' -exec cp {} .build/man/ \;
 	test -s .build/man/blobstream.1
 
 clean:
