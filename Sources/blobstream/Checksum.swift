@@ -13,7 +13,7 @@ struct Checksum: ParsableCommand {
             Lines are '<hex>  <name>'; a name holding a backslash, a newline or a carriage return is \
             escaped (\\\\, \\n, \\r) and its line starts with '\\', as GNU coreutils writes it. crc32 is \
             zlib's CRC-32 (as gzip and zip store it) in 8 lowercase hex digits.
-            With --check, each SOURCE is a list of such lines (as sha256sum writes it); each file it \
+            With --check, each SOURCE is a list of such lines (as sha256sum writes it, or with --tag); each file it \
             names is read and reported as 'NAME: OK' or 'NAME: FAILED' ('FAILED open or read' when it \
             cannot be read), with a summary on stderr; the status is 1 when any file failed.
             """)

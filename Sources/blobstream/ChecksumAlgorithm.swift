@@ -23,6 +23,17 @@ enum ChecksumAlgorithm: String, CaseIterable, ExpressibleByArgument {
         }
     }
 
+    /// The name GNU's `--tag` lines (BSD style, `SHA256 (NAME) = HEX`) begin with.
+    var tag: String {
+        switch self {
+        case .sha256: "SHA256"
+        case .sha512: "SHA512"
+        case .sha1: "SHA1"
+        case .md5: "MD5"
+        case .crc32: "CRC32"
+        }
+    }
+
     /// The GNU tool whose output this algorithm's lines match (for messages and help).
     var referenceTool: String {
         self == .crc32 ? "rhash --crc32 --simple" : "\(rawValue)sum"

@@ -35,7 +35,8 @@ extension Checksum {
                 if raw.isEmpty { continue }
                 guard
                     let line = ChecksumLine(
-                        parsing: Substring(decoding: raw, as: UTF8.self), hexLength: algorithm.hexLength)
+                        parsing: Substring(decoding: raw, as: UTF8.self), hexLength: algorithm.hexLength,
+                        tag: algorithm.tag)
                 else {
                     tally.misformatted += 1
                     continue

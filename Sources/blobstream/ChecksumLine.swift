@@ -37,39 +37,52 @@ struct ChecksumLine: Equatable {
     }
 
     /// Reads one line of a list (without its newline), as `sha256sum -c` does: the digest
-    /// of `hexLength` hex digits (either case), a space, a space or `*`, and the name;
-    /// nil when the line is not in that form.
-    init?(parsing line: Substring, hexLength: Int) {
+    /// of `hexLength` hex digits (either case), a space, a space or `*`, and the name; or
+    /// the BSD form `--tag` writes, `TAG (NAME) = HEX`. Nil when the line is in neither form.
+    init?(parsing line: Substring, hexLength: Int, tag: String) {
         var line = line
         if line.hasSuffix("\r") { line = line.dropLast() }
         let escaped = line.hasPrefix("\\")
         if escaped { line = line.dropFirst() }
-        let hex = line.prefix(hexLength)
-        guard hex.count == hexLength, hex.allSatisfy(\.isHexDigit) else { return nil }
-        var rest = line.dropFirst(hexLength)
-        guard rest.first == " ", let mode = rest.dropFirst().first, mode == " " || mode == "*" else { return nil }
-        rest = rest.dropFirst(2)
-        guard !rest.isEmpty else { return nil }
-        var name = ""
-        if escaped {
-            var chars = rest.unicodeScalars.makeIterator()
-            while let c = chars.next() {
-                guard c == "\\" else {
-                    name.unicodeScalars.append(c)
-                    continue
-                }
-                switch chars.next() {
-                case "\\": name += "\\"
-                case "n": name += "\n"
-                case "r": name += "\r"
-                default: return nil // an escape GNU does not write
-                }
-            }
-        } else {
-            name = String(rest)
+        func isHex(_ text: Substring) -> Bool {
+            text.count == hexLength && text.allSatisfy { $0.isASCII && $0.isHexDigit }
         }
+        let hex: Substring
+        let rawName: Substring
+        if line.hasPrefix(tag + " ("), let close = line.range(of: ") = ", options: .backwards),
+            isHex(line[close.upperBound...])
+        {
+            hex = line[close.upperBound...]
+            rawName = line[line.index(line.startIndex, offsetBy: tag.count + 2)..<close.lowerBound]
+        } else {
+            hex = line.prefix(hexLength)
+            guard isHex(hex) else { return nil }
+            let rest = line.dropFirst(hexLength)
+            guard rest.first == " ", let mode = rest.dropFirst().first, mode == " " || mode == "*" else { return nil }
+            rawName = rest.dropFirst(2)
+        }
+        guard !rawName.isEmpty, let name = escaped ? Self.unescaped(rawName) : String(rawName) else { return nil }
         self.hex = hex.lowercased()
         self.name = name
+    }
+
+    /// A name as GNU escapes it (`\\`, `\n`, `\r`) read back; nil for any other escape.
+    private static func unescaped(_ text: Substring) -> String? {
+        var name = ""
+        var chars = text.unicodeScalars.makeIterator()
+        while let c = chars.next() {
+            guard c == "\\" else {
+                name.unicodeScalars.append(c)
+                continue
+            }
+            switch chars.next() {
+            case "\\": name += "\\"
+            case "n": name += "\n"
+            case "r": name += "\r"
+            default: return nil
+            }
+        }
+        return name
     }
 
     init(hex: String, name: String) {

@@ -76,6 +76,13 @@ struct ChecksumCompatibilityTests {
         #expect(ok.status == 0 && gnuOK.status == 0, "\(ok.stderrText)")
         #expect(ok.stdout == gnuOK.stdout, "\(String(decoding: ok.stdout, as: UTF8.self))")
         #expect(ok.stderr.isEmpty)
+        // The BSD form `--tag` writes, odd names escaped as GNU escapes them.
+        let tagged = BoundedRun.run("/usr/bin/sha512sum", ["--tag"] + Self.names, workingDirectory: dir.path)
+        let taggedOK = BoundedRun.run(
+            Self.tool, ["checksum", "-c", "-a", "sha512", "-"], stdin: tagged.stdout, workingDirectory: dir.path)
+        let gnuTaggedOK = BoundedRun.run(
+            "/usr/bin/sha512sum", ["-c", "-"], stdin: tagged.stdout, workingDirectory: dir.path)
+        #expect(taggedOK.status == 0 && taggedOK.stdout == gnuTaggedOK.stdout, "\(taggedOK.stderrText)")
         let quiet = BoundedRun.run(Self.tool, ["checksum", "-c", "--quiet", "SUMS"], workingDirectory: dir.path)
         #expect(quiet.status == 0 && quiet.stdout.isEmpty)
 
