@@ -18,7 +18,7 @@ BENCH_PACKAGES := pigz isal curl libarchive-tools nginx time
 # Not python3-swiftclient: its /usr/bin/swift would shadow the toolchain's `swift`.
 STORE_PACKAGES := swift swift-proxy swift-account swift-container swift-object python3-swift memcached
 
-.PHONY: all deps build demo test tsan lint format bench fixtures clean
+.PHONY: all deps build demo test tsan lint format docs bench fixtures clean
 
 all: build
 
@@ -40,6 +40,7 @@ demo: deps
 ## test: install what is missing, build everything, run every test.
 test: deps
 	cd Fixtures/ConsumerPackage && $(SWIFT) run PhotoExport ..
+	SWIFT="$(SWIFT)" scripts/newcomer-path
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
@@ -54,6 +55,19 @@ lint:
 	scripts/check-module-graph --self-test
 	scripts/check-module-graph
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Plugins
+
+## docs: build the DocC catalog of every library module with swift-docc-plugin, warnings
+## treated as errors (a broken symbol link, an undocumented topic); the archives go to
+## .build/docs/MODULE.doccarchive. CI runs it.
+DOC_TARGETS := BlobStream BlobStreamFiles BlobStreamGzip BlobStreamArchive BlobStreamAssets BlobStreamUpload \
+	BlobStreamNetworking BlobStreamHTTPClient BlobStreamS3 BlobStreamTestSupport
+docs:
+	@mkdir -p .build/docs
+	@for t in $(DOC_TARGETS); do \
+	  echo "docs: $$t"; \
+	  $(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target "$$t" \
+	    --warnings-as-errors --output-path ".build/docs/$$t.doccarchive" || exit 1; \
+	done
 
 ## format: rewrite the sources in place by the committed .swift-format.
 format:

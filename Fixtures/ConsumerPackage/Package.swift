@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // A package that uses BlobStream the way a user's package would: it depends on it by path,
 // registers a data source of its own under its own scheme, and streams a photo out of a tar
-// archive through BlobInputStream. `make test` builds and runs it.
+// archive through BlobInputStream (PhotoExport); and walks the documentation's newcomer path
+// (NewcomerPath). `make test` builds and runs both.
 import PackageDescription
 
 let package = Package(
@@ -15,7 +16,20 @@ let package = Package(
                 .product(name: "BlobStreamFiles", package: "BlobStream"),
                 .product(name: "BlobStreamArchive", package: "BlobStream"),
             ]
-        )
+        ),
+        // The newcomer's path of the documentation (register a source, stream a member out of
+        // a tar.gz, upload it); scripts/newcomer-path runs it against nginx.
+        .executableTarget(
+            name: "NewcomerPath",
+            dependencies: [
+                .product(name: "BlobStream", package: "BlobStream"),
+                .product(name: "BlobStreamFiles", package: "BlobStream"),
+                .product(name: "BlobStreamGzip", package: "BlobStream"),
+                .product(name: "BlobStreamArchive", package: "BlobStream"),
+                .product(name: "BlobStreamNetworking", package: "BlobStream"),
+                .product(name: "BlobStreamTestSupport", package: "BlobStream"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -71,9 +71,12 @@ public struct BlobChunkBuffers<Chunk: Sendable>: AsyncSequence, Sendable {
 
     /// Chunks of a stream that has not been opened or read yet (see `BlobChunks`).
     ///
-    /// - Parameter makeChunk: makes a chunk able to hold `capacity` bytes and calls `fill`
-    ///   exactly once with its writable memory (at least `capacity` bytes), keeping the
-    ///   count `fill` returns as the chunk's size. Runs on the sequence's queue.
+    /// - Parameters:
+    ///   - stream: the stream to read; the sequence opens it, reads it and closes it.
+    ///   - chunkSize: the most bytes in one chunk.
+    ///   - makeChunk: makes a chunk able to hold `capacity` bytes and calls `fill`
+    ///     exactly once with its writable memory (at least `capacity` bytes), keeping the
+    ///     count `fill` returns as the chunk's size. Runs on the sequence's queue.
     public init(
         stream: BlobInputStream, chunkSize: Int = 64 * 1024,
         makeChunk: @escaping @Sendable (_ capacity: Int, _ fill: Fill) -> Chunk

@@ -14,8 +14,10 @@ public enum FileSources {
     /// file is read with `FileDataSource`; a FIFO, character device or socket (`/dev/stdin`
     /// on a pipe, `<(command)`) with a sequential `FileHandleDataSource`.
     ///
-    /// - Parameter writerTimeout: how long opening a named FIFO that has no writer waits for
-    ///   one before failing (see `makeSource(path:writerTimeout:)`).
+    /// - Parameters:
+    ///   - registry: the registry that gets the `file:` scheme.
+    ///   - writerTimeout: how long opening a named FIFO that has no writer waits for
+    ///     one before failing (see `makeSource(path:writerTimeout:)`).
     public static func register(in registry: DataSourceRegistry, writerTimeout: Duration = defaultWriterTimeout) {
         registry.register(scheme: scheme) { url, _ in
             try makeSource(path: BlobURL.path(ofFileURL: url), writerTimeout: writerTimeout)

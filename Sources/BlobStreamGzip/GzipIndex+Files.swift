@@ -86,7 +86,9 @@ extension GzipIndex {
 
     /// Checks that this index describes the file at `path` as it is now.
     ///
-    /// - Parameter indexName: how the message names the index (its path).
+    /// - Parameters:
+    ///   - path: the gzip file.
+    ///   - indexName: how the message names the index (its path).
     /// - Throws: `.changed` naming both when the identity differs (size, modification time
     ///   or a sample of the bytes); for a foreign index (no identity), when the compressed
     ///   size differs.

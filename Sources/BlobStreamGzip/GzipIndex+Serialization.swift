@@ -59,7 +59,9 @@ extension GzipIndex {
 
     /// Reads an index from its bytes (GZIDX, with or without BlobStream's record).
     ///
-    /// - Parameter name: how errors name the bytes (the sidecar's path).
+    /// - Parameters:
+    ///   - bytes: the index file's bytes.
+    ///   - name: how errors name the bytes (the sidecar's path).
     /// - Throws: `.corrupt` naming `name` and what was wrong: truncation, wrong magic,
     ///   an unsupported version or window size, counts or offsets that cannot be right, a
     ///   record whose CRC-32 does not match. Never allocates more than the bytes given.

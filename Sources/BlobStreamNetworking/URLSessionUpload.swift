@@ -36,7 +36,12 @@ public enum URLSessionUpload {
     /// Sends `body` to `url` and returns the answer.
     ///
     /// - Parameters:
+    ///   - body: what to send.
+    ///   - url: where to send it.
+    ///   - method: the HTTP method (PUT, POST).
+    ///   - headers: extra request headers.
     ///   - options: the connect and idle timeouts and the redirects followed.
+    ///   - progress: called as body bytes are handed over.
     /// - Throws: `BlobStreamError`, naming the URL: `.malformedURL` for a URL no upload can
     ///   go to (checked before any I/O, see `UploadURL`); `.timedOut` when a limit of
     ///   `options` passed; `.uploadFailed` for a non-2xx status, a 2xx answer before the

@@ -34,7 +34,13 @@ public struct AsynchronousRead: Sendable {
     /// count; the stream is closed at its end or its error. Waits at most `timeout`
     /// seconds; `finished` tells whether that was enough.
     ///
-    /// - Parameter offset: set with `seek(to:)` before `open()`.
+    /// - Parameters:
+    ///   - source: the source to read, not opened yet.
+    ///   - offset: set with `seek(to:)` before `open()`.
+    ///   - size: the bytes asked for in each read.
+    ///   - timeout: the most seconds the whole read may take.
+    ///   - nextSize: when given, the size of the next read for the count read so far.
+    ///   - progress: runs after each read with the count read so far.
     public init(
         reading source: any BlobDataSource, offset: Int64? = nil, size: Int = 65_536, timeout: TimeInterval = 30,
         nextSize: (@Sendable (Int) -> Int)? = nil, progress: (@Sendable (Int) -> Void)? = nil
