@@ -68,14 +68,13 @@ enum S3UploadCommand {
         let outcome: Result<Void, any Error>
         do {
             outcome = .success(try await run(source, to: location, options: options, client: client))
-        } catch var failure as ToolFailure {
-            // Parts kept (--keep-parts): say how to continue.
-            if s3.keepParts, let id = uploadID.value.withLock({ $0 }) {
-                failure.message +=
-                    "\nthe parts stored so far are kept: resume with --resume --upload-id \(id) "
-                    + "(the same source, --to and --part-size)"
-            }
-            outcome = .failure(failure)
+        } catch let failure as ToolFailure where s3.keepParts && uploadID.value.withLock({ $0 }) != nil {
+            // Parts kept (--keep-parts): after the failure's line, one that says how to continue.
+            Console.error(failure.message)
+            Console.error(
+                "the parts stored so far are kept: resume with --resume --upload-id "
+                    + "\(uploadID.value.withLock { $0 } ?? "") (the same source, --to and --part-size)")
+            outcome = .failure(ToolFailure(message: failure.message, alreadyReported: true))
         } catch {
             outcome = .failure(error)
         }

@@ -65,7 +65,13 @@ struct S3ResumeLookupTests {
         #expect(error?.code == .noUploadToResume)
         #expect(error?.message.contains("s3://\(fixture.bucket)/none") == true)
         #expect(ContinuousClock.now - started >= .milliseconds(300)) // 100 ms, then 200 ms
-        let listings = try await proxy.log().filter { $0.method == "GET" && $0.target.contains("uploads") }
+        // The proxy logs a request once its answer is relayed: wait for the last entry.
+        var listings: [FaultProxy.Seen] = []
+        let deadline = ContinuousClock.now + .seconds(5)
+        repeat {
+            listings = try await proxy.log().filter { $0.method == "GET" && $0.target.contains("uploads") }
+            if listings.count < 3 { try await Task.sleep(for: .milliseconds(50)) }
+        } while listings.count < 3 && ContinuousClock.now < deadline
         #expect(listings.count == 3)
     }
 
@@ -106,9 +112,9 @@ struct S3ResumeLookupTests {
             arguments + ["--endpoint-url", proxy.endpoint, "--keep-parts"], environment: environment)
         #expect(failed.status == 1)
         let started = try #require(
-            failed.stderr.split(separator: "\n").first { $0.hasPrefix("started multipart upload ") },
+            failed.stderr.split(separator: "\n").first { $0.hasPrefix("blobstream: started multipart upload ") },
             "\(failed.stderr)")
-        let id = String(started.dropFirst("started multipart upload ".count).prefix { $0 != " " })
+        let id = String(started.dropFirst("blobstream: started multipart upload ".count).prefix { $0 != " " })
         #expect(started.hasSuffix(" of \(to)"))
         #expect(failed.stderr.contains("UploadPart 3"), "\(failed.stderr)")
         #expect(failed.stderr.contains("resume with --resume --upload-id \(id) "), "\(failed.stderr)")
