@@ -55,7 +55,8 @@ enum S3UploadCommand {
         let resuming = options.resume != .no
         options.uploadStarted = { id in
             uploadID.value.withLock { $0 = id }
-            Console.error("\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)")
+            let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
+            FileHandle.standardError.write(Data(line.utf8))
         }
         let client: S3Client
         do {

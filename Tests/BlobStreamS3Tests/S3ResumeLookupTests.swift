@@ -112,9 +112,9 @@ struct S3ResumeLookupTests {
             arguments + ["--endpoint-url", proxy.endpoint, "--keep-parts"], environment: environment)
         #expect(failed.status == 1)
         let started = try #require(
-            failed.stderr.split(separator: "\n").first { $0.hasPrefix("blobstream: started multipart upload ") },
+            failed.stderr.split(separator: "\n").first { $0.hasPrefix("started multipart upload ") },
             "\(failed.stderr)")
-        let id = String(started.dropFirst("blobstream: started multipart upload ".count).prefix { $0 != " " })
+        let id = String(started.dropFirst("started multipart upload ".count).prefix { $0 != " " })
         #expect(started.hasSuffix(" of \(to)"))
         #expect(failed.stderr.contains("UploadPart 3"), "\(failed.stderr)")
         #expect(failed.stderr.contains("resume with --resume --upload-id \(id) "), "\(failed.stderr)")
