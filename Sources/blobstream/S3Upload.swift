@@ -55,8 +55,10 @@ enum S3UploadCommand {
         let resuming = options.resume != .no
         options.uploadStarted = { id in
             uploadID.value.withLock { $0 = id }
+            // On a terminal, over the progress bar (redrawn at its next update).
+            let clear = Console.stderrIsTerminal ? "\r\u{1B}[K" : ""
             let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
-            FileHandle.standardError.write(Data(line.utf8))
+            FileHandle.standardError.write(Data((clear + line).utf8))
         }
         let client: S3Client
         do {
