@@ -212,7 +212,7 @@ let package = Package(
             name: "BlobStreamS3Tests",
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamTestSupport", "SwiftStoreTestServer",
-                "BlobStreamHTTPClient",
+                "BlobStreamHTTPClient", "NginxTestServer",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

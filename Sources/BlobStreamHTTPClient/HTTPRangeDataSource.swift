@@ -27,6 +27,10 @@ import Synchronization
 /// - Every GET after the first carries `If-Match: <ETag>` (or, without a strong ETag,
 ///   `If-Unmodified-Since: <Last-Modified>`), and its `Content-Range` and ETag are checked:
 ///   an object replaced while read fails with `.changed`, never with spliced bytes.
+/// - A first GET at the object's end answered 416 (an empty object, or a read that starts
+///   at the length) is a clean end: the length comes from `Content-Range: bytes */TOTAL`,
+///   or, where the 416 lacks it (S3 on OpenStack Swift), from a HEAD. An offset past the
+///   length is `.invalidOffset`; a 416 for an offset below the length is an error, never an end.
 /// - A server that ignores `Range` (200 with the whole object) is accepted while the whole
 ///   object fits in the block asked for; beyond that it is an error (`.unsupported`), not a
 ///   download of the whole object per block.
@@ -74,6 +78,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
         var interrupted = false
         var fetches: [ObjectIdentifier: RangeFetch] = [:]
         var length: Int64?
+        /// The HEAD sent after a 416 to the first GET (see `LengthProbe`).
+        var probe: RangeFetch?
     }
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
@@ -141,8 +147,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         let fetch = RangeFetch(range: range)
         openFetch = fetch
         let (state, shared, judge) = (self.state, self.shared, self.judge)
-        start(fetch, object: nil) { result in
-            let judged = judge.opening(result, range: range)
+        let announce: @Sendable (Result<(RemoteObject, RangeBlock?), BlobStreamError>) -> Void = { judged in
             shared.lock.withLock {
                 shared.opening = judged
                 if case .success(let (object, _)) = judged { shared.length = object.length }
@@ -154,6 +159,19 @@ public final class HTTPRangeDataSource: BlobDataSource {
             case .failure(let error):
                 state.error = error
             }
+        }
+        let prober = client.map { LengthProbe(client: $0, url: url, name: name, prepare: options.prepare) }
+        start(fetch, object: nil) { result in
+            // A 416 that does not tell the length (S3 on Swift): a HEAD tells whether this is the end.
+            guard judge.needsLength(result), let prober else { return announce(judge.opening(result, range: range)) }
+            let probe = RangeFetch(range: range)
+            let interrupted = shared.lock.withLock {
+                shared.probe = probe
+                shared.fetches[ObjectIdentifier(probe)] = probe
+                return shared.interrupted
+            }
+            if interrupted { return probe.cancel() }
+            prober.start(probe, range: range) { announce(judge.probed($0, range: range)) }
         }
     }
 
@@ -169,6 +187,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
             if !openFetch.isDone, let error = deadlockCheck() { return fail(error) }
             _ = openFetch.wait()
             self.openFetch = nil
+            if let probe = shared.lock.withLock({ shared.probe }) {
+                if !probe.isDone, let error = deadlockCheck() { return fail(error) }
+                _ = probe.wait()
+            }
             guard case .success(let (object, block))? = shared.lock.withLock({ shared.opening }) else {
                 return fail(
                     shared.lock.withLock { shared.opening }?.failureValue

@@ -30,10 +30,12 @@ public struct HTTPRangeRequest: Sendable {
 /// timeouts), an optional client of the caller's, and the hook that prepares each request.
 public struct HTTPRangeOptions: Sendable {
     /// Called for every request after its `Range` and conditional headers are set, just
-    /// before it is sent, on the thread that asks for the bytes (the reading thread; never
-    /// an event loop). It may add headers or sign the request; an error it throws fails the
-    /// read (`.sourceFailed`, naming the URL, the error as cause). Synchronous on purpose:
-    /// reading never depends on the cooperative thread pool.
+    /// before it is sent, on the thread that asks for the bytes (the reading thread), except
+    /// for the `HEAD` (no `Range`) that follows a first GET answered 416 without the
+    /// object's length, prepared on an event loop of the client: the hook must not block.
+    /// It may add headers or sign the request (by `request.method`); an error it throws
+    /// fails the read (`.sourceFailed`, naming the URL, the error as cause). Synchronous on
+    /// purpose: reading never depends on the cooperative thread pool.
     public typealias Prepare = @Sendable (inout HTTPRangeRequest) throws -> Void
 
     /// The default block: 4 MiB per ranged GET.

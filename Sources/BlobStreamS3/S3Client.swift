@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BlobStreamHTTPClient
 import Crypto
 import Foundation
 import NIOCore
@@ -13,6 +14,16 @@ import NIOHTTP1
 ///
 /// Every failure is an `S3Error` that names the operation, bucket and key, with S3's error
 /// code, message and request id when the store answered with an error document.
+///
+/// HTTPS with a private CA or through a proxy: make the client from connection options
+/// (the same ones `S3Sources` reads with), and shut it down when done:
+///
+/// ```swift
+/// let connection = HTTPConnectionOptions.fromEnvironment(caBundle: "/etc/ssl/private-ca.pem")
+/// let client = try S3Client(configuration: try S3Configuration.resolve(), connection: connection)
+/// // … uploads with S3Uploader(client: client) …
+/// try await client.shutdown()
+/// ```
 public struct S3Client: Sendable {
     /// Where the store is and the keys to sign with.
     public var configuration: S3Configuration
@@ -20,6 +31,8 @@ public struct S3Client: Sendable {
     public var httpClient: HTTPClient
     /// The longest one request may take (an 8 MiB part at 1 MiB/s takes 8 s).
     public var requestTimeout: TimeAmount
+    /// True when this client made `httpClient` (from connection options): `shutdown()` ends it.
+    private let ownsHTTPClient: Bool
 
     /// A client for the store `configuration` names.
     public init(
@@ -29,6 +42,40 @@ public struct S3Client: Sendable {
         self.configuration = configuration
         self.httpClient = httpClient
         self.requestTimeout = requestTimeout
+        self.ownsHTTPClient = false
+    }
+
+    /// A client for the store `configuration` names that connects as `connection` says:
+    /// its CA bundle added to the system's trust roots (`--ca-bundle`, `AWS_CA_BUNDLE`), the
+    /// proxy for the endpoint (`HTTPS_PROXY` through `CONNECT`, `HTTP_PROXY`, unless
+    /// `NO_PROXY` names the host), its connect and idle limits. Redirects are not followed
+    /// and a failed connection is reported at once, as with `sharedHTTPClient`.
+    ///
+    /// The client makes an HTTP client of its own: call `shutdown()` once when done with it
+    /// (and with every copy of it).
+    ///
+    /// - Throws: `S3Error` `.invalidConfiguration` when the CA bundle cannot be read, naming it.
+    public init(
+        configuration: S3Configuration, connection: HTTPConnectionOptions, requestTimeout: TimeAmount = .minutes(5)
+    ) throws(S3Error) {
+        let endpoint = Self.endpointURL(configuration)
+        let clientConfiguration: HTTPClient.Configuration
+        do {
+            clientConfiguration = try connection.clientConfiguration(for: endpoint)
+        } catch {
+            throw S3Error(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
+        }
+        self.configuration = configuration
+        self.httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        self.requestTimeout = requestTimeout
+        self.ownsHTTPClient = true
+    }
+
+    /// Shuts down the HTTP client this client made (`init(configuration:connection:)`);
+    /// does nothing for a client given (`sharedHTTPClient` or the caller's own).
+    public func shutdown() async throws {
+        guard ownsHTTPClient else { return }
+        try await httpClient.shutdown()
     }
 
     /// The process's HTTP client for S3 (never shut down, like `HTTPClient.shared`): a
@@ -107,6 +154,13 @@ public struct S3Client: Sendable {
                 key: location?.key, cause: error)
         } catch {
             if Task.isCancelled { throw CancellationError() }
+            if Self.isTLSFailure(error) {
+                throw S3Error(
+                    .tlsFailed,
+                    "\(what): the TLS connection to \(target.base) failed (if a private CA signed the store's "
+                        + "certificate, pass it with --ca-bundle or AWS_CA_BUNDLE)", bucket: bucketName,
+                    key: location?.key, cause: error)
+            }
             throw S3Error(
                 .connectionFailed, "\(what): cannot reach \(target.base)", bucket: bucketName,
                 key: location?.key, cause: error)
@@ -144,10 +198,23 @@ public struct S3Client: Sendable {
             bucket: bucket, key: location?.key)
     }
 
+    /// A failed TLS handshake (an untrusted certificate, a wrong host name): trying again
+    /// cannot help.
+    /// (NIOSSL's errors are told by their names: this module does not link NIOSSL itself.)
+    static func isTLSFailure(_ error: any Error) -> Bool {
+        let text = String(reflecting: error)
+        return text.contains("NIOSSL") || text.contains("BoringSSL") || text.contains("CERTIFICATE_VERIFY")
+    }
+
+    /// The endpoint requests go to: the configuration's, else AWS's for the region.
+    static func endpointURL(_ configuration: S3Configuration) -> URL {
+        configuration.endpoint ?? URL(string: "https://s3.\(configuration.region).amazonaws.com")!
+    }
+
     /// The URL's scheme and authority, the decoded path, and the `Host` value, for a
     /// bucket and key (path-style or virtual-hosted).
     func target(bucket: String?, key: String?) -> (base: String, path: String, host: String) {
-        let endpoint = configuration.endpoint ?? URL(string: "https://s3.\(configuration.region).amazonaws.com")!
+        let endpoint = Self.endpointURL(configuration)
         let scheme = endpoint.scheme?.lowercased() ?? "https"
         var host = endpoint.host ?? ""
         if host.contains(":") { host = "[\(host)]" } // IPv6 literal

@@ -18,6 +18,9 @@ public struct S3Error: Error, CustomStringConvertible, Sendable {
         public static let invalidConfiguration = Code("invalidConfiguration")
         /// The store could not be reached or the connection failed.
         public static let connectionFailed = Code("connectionFailed")
+        /// The TLS connection to the store failed (an untrusted certificate, a wrong host
+        /// name): not tried again.
+        public static let tlsFailed = Code("tlsFailed")
         /// The store did not answer in time.
         public static let timedOut = Code("timedOut")
         /// The store answered something this client cannot read.

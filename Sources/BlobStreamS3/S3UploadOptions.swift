@@ -37,7 +37,8 @@ public struct S3UploadOptions: Sendable {
     public enum Resume: Sendable, Equatable {
         /// Start a new upload.
         case no
-        /// The newest unfinished upload of the key (ListMultipartUploads).
+        /// The unfinished upload of the key that ListMultipartUploads lists, found as
+        /// `resumeLookup` says (the newest by default).
         case latest
         /// The upload with this id.
         case uploadID(String)
@@ -63,6 +64,12 @@ public struct S3UploadOptions: Sendable {
     /// True (the default): an upload that fails or is cancelled is aborted, so that the
     /// store keeps no parts. False keeps them, for `resume` later.
     public var abortsOnFailure: Bool
+    /// How `.latest` finds the upload: listings asked again while empty, and what several mean.
+    public var resumeLookup = S3ResumeLookup()
+    /// Called once with the multipart upload's id when it is created or found, before any
+    /// part is sent (not for a source that goes in one PutObject): a program can show it, so
+    /// that the user can resume with it after a crash.
+    public var uploadStarted: (@Sendable (_ uploadID: String) -> Void)?
 
     /// Options with the defaults: 8 MiB parts, 4 in flight, 4 attempts from 250 ms on.
     public init(

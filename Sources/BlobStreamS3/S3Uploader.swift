@@ -72,6 +72,7 @@ struct S3MultipartUpload: Sendable {
         }
         if ranged { first.close() }
         let uploadID = try await startOrFind()
+        options.uploadStarted?(uploadID)
         do {
             let tally =
                 ranged
@@ -131,13 +132,7 @@ struct S3MultipartUpload: Sendable {
         case .uploadID(let id):
             return id
         case .latest:
-            let pending = try await client.listMultipartUploads(location)
-            guard let newest = pending.max(by: { $0.initiated < $1.initiated }) else {
-                throw S3Error(
-                    .noUploadToResume, "no unfinished upload of \(location) to resume", bucket: location.bucket,
-                    key: location.key)
-            }
-            return newest.uploadID
+            return try await client.findUploadToResume(location, lookup: options.resumeLookup).uploadID
         }
     }
 

@@ -1,11 +1,15 @@
 import BlobStream
 import BlobStreamCLI
+import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
+import Synchronization
 
 /// `blobstream upload SOURCE --to s3://bucket/key`: a multipart upload (a single PUT for a
 /// source no longer than a part), with a progress line on a terminal and a final line on
-/// stderr with bytes, parts, time and rate.
+/// stderr with bytes, parts, time and rate. HTTPS as for `s3://` reads: `--ca-bundle` (or
+/// `AWS_CA_BUNDLE`, `SSL_CERT_FILE`) adds trust roots, `HTTPS_PROXY`/`HTTP_PROXY` and
+/// `NO_PROXY` choose the proxy.
 enum S3UploadCommand {
     static func run(_ arguments: UploadArguments) async throws {
         let s3 = arguments.s3
@@ -41,11 +45,53 @@ enum S3UploadCommand {
         if let id = s3.uploadId {
             options.resume = .uploadID(id)
         } else if s3.resume {
+            // The store's listing may lag (asked again while empty); several unfinished
+            // uploads of the key are listed for the user to choose, never guessed.
             options.resume = .latest
+            options.resumeLookup.whenSeveral = .refuse
         }
+        // The id goes to stderr at once, so that an upload killed mid-way can be resumed.
+        let uploadID = StartedUploadID()
+        let resuming = options.resume != .no
+        options.uploadStarted = { id in
+            uploadID.value.withLock { $0 = id }
+            // On a terminal, over the progress bar (redrawn at its next update).
+            let clear = Console.stderrIsTerminal ? "\r\u{1B}[K" : ""
+            let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
+            FileHandle.standardError.write(Data((clear + line).utf8))
+        }
+        let client: S3Client
+        do {
+            client = try S3Client(
+                configuration: configuration,
+                connection: .fromEnvironment(caBundle: arguments.options.caBundle))
+        } catch {
+            throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
+        }
+        let outcome: Result<Void, any Error>
+        do {
+            outcome = .success(try await run(source, to: location, options: options, client: client))
+        } catch let failure as ToolFailure where s3.keepParts && uploadID.value.withLock({ $0 }) != nil {
+            // Parts kept (--keep-parts): after the failure's line, one that says how to continue.
+            Console.error(failure.message)
+            Console.error(
+                "the parts stored so far are kept: resume with --resume --upload-id "
+                    + "\(uploadID.value.withLock { $0 } ?? "") (the same source, --to and --part-size)")
+            outcome = .failure(ToolFailure(message: failure.message, alreadyReported: true))
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await client.shutdown()
+        try outcome.get()
+    }
+
+    /// Runs the upload with `client`, showing its progress, then its final line.
+    private static func run(
+        _ source: S3UploadSource, to location: S3Location, options: S3UploadOptions, client: S3Client
+    ) async throws {
+        let name = source.name
         let started = ContinuousClock.now
-        let upload = S3Uploader(client: S3Client(configuration: configuration)).upload(
-            source, to: location, options: options)
+        let upload = S3Uploader(client: client).upload(source, to: location, options: options)
         // The bar is made with the first report, which knows the total when the source does.
         var bar: ProgressLine?
         for await report in upload.progress {
@@ -73,4 +119,9 @@ enum S3UploadCommand {
                 "uploaded \(result.size) bytes (\(ProgressLine.size(result.size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\n"
                     .utf8))
     }
+}
+
+/// The id of the multipart upload an upload started or found, once known.
+private final class StartedUploadID: Sendable {
+    let value = Mutex<String?>(nil)
 }

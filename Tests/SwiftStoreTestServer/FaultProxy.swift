@@ -34,6 +34,9 @@ public final class FaultProxy: Sendable {
         case drop(afterBytes: Int? = nil)
         /// Wait, then forward.
         case delay(seconds: Double)
+        /// Forward, then relay the answer's head and only `afterBytes` of its body (nil: half;
+        /// an answer without a body is cut inside its head), and close the connection cleanly.
+        case cut(afterBytes: Int? = nil)
     }
 
     /// Which requests to damage, and how. A request is picked when its method equals `method`
@@ -86,6 +89,14 @@ public final class FaultProxy: Sendable {
             Rule(method: method, path: path, nth: nth, times: times, action: .delay(seconds: seconds))
         }
 
+        /// Cuts the answer to the `nth` matching request (and `times - 1` more) mid-body: the
+        /// upstream got the request, the client gets the head and part of the body.
+        public static func cut(
+            method: String? = nil, path: String? = nil, nth: Int = 1, times: Int = 1, afterBytes: Int? = nil
+        ) -> Rule {
+            Rule(method: method, path: path, nth: nth, times: times, action: .cut(afterBytes: afterBytes))
+        }
+
         var json: [String: Any] {
             var object: [String: Any] = ["nth": nth, "times": times]
             if let method { object["method"] = method }
@@ -104,6 +115,9 @@ public final class FaultProxy: Sendable {
             case .delay(let seconds):
                 object["action"] = "delay"
                 object["seconds"] = seconds
+            case .cut(let afterBytes):
+                object["action"] = "cut"
+                if let afterBytes { object["after_bytes"] = afterBytes }
             }
             return object
         }
@@ -119,7 +133,7 @@ public final class FaultProxy: Sendable {
         public let headers: [String: String]
         /// The body bytes received (for a dropped request: before the drop).
         public let bodyBytes: Int
-        /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`.
+        /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`, `cut`.
         public let action: String
         /// The index of the rule that acted, nil when none did.
         public let rule: Int?

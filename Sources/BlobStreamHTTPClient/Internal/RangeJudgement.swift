@@ -56,6 +56,39 @@ struct RangeJudgement {
         }
     }
 
+    /// True for a 416 answer to the first GET that does not tell the object's length (no
+    /// `Content-Range: bytes */TOTAL`, as Swift's s3api answers `InvalidRange` at the end of
+    /// an object or for an empty one): a HEAD then tells the length.
+    func needsLength(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>) -> Bool {
+        guard case .success(let answer) = result, answer.head.status.code == 416 else { return false }
+        return unsatisfiedLength(answer.head.headers) == nil
+    }
+
+    /// The answer to that HEAD: the object's facts and no block when the offset asked for
+    /// is exactly its length (the end, cleanly); an error past the end, and an error too
+    /// when the offset is below the length (a 416 for bytes the object has is no end).
+    func probed(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>, range: ClosedRange<Int64>) -> Result<
+        (RemoteObject, RangeBlock?), BlobStreamError
+    > {
+        judged {
+            let answer = try checked(result, range: range)
+            guard answer.head.status.code == 200 else { throw statusError(answer) }
+            let headers = answer.head.headers
+            guard let length = headers.first(name: "Content-Length").flatMap({ Int64($0) }), length >= 0 else {
+                throw corrupt("the server answered 416 to bytes from \(range.lowerBound), and HEAD without a length")
+            }
+            guard range.lowerBound <= length else { throw pastEnd(range.lowerBound, length: length) }
+            guard range.lowerBound == length else {
+                throw BlobStreamError(
+                    .httpFailed,
+                    "GET \(url) failed: HTTP 416 for bytes from offset \(range.lowerBound), yet the object is "
+                        + "\(length) bytes long")
+            }
+            let etag = headers.first(name: "ETag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
+            return (RemoteObject(length: length, etag: etag, lastModified: headers.first(name: "Last-Modified")), nil)
+        }
+    }
+
     /// A later answer: exactly the bytes of `range` of the same object.
     func block(
         _ result: Result<RangeAnswer, RangeFetch.RangeFailure>, range: ClosedRange<Int64>, of object: RemoteObject
