@@ -70,8 +70,15 @@ public enum HTTPClientUpload {
     /// checks of the answer apply either way. Progress starts again from 0 on a redirect.
     ///
     /// - Parameters:
-    ///   - timeout: the longest the whole request may take.
+    ///   - body: what to send.
+    ///   - url: where to send it.
+    ///   - method: the HTTP method.
+    ///   - headers: extra request headers.
+    ///   - client: a client of yours; nil: one of the upload's own.
     ///   - options: the connect and idle timeouts and the redirects followed.
+    ///   - timeout: the longest the whole request may take.
+    ///   - mode: how the body's stream reads its source.
+    ///   - progress: called as body bytes are handed over.
     /// - Throws: `BlobStreamError`, naming the URL: `.malformedURL` for a URL no upload can
     ///   go to (checked before any I/O, see `UploadURL`); `.timedOut` when a limit of
     ///   `options` passed; `.uploadFailed` for a non-2xx answer, a 2xx answer before the

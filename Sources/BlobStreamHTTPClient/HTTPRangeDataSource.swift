@@ -85,8 +85,11 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
     /// client that cannot be configured (an unreadable CA bundle) fails the open.
     ///
-    /// - Parameter name: how errors name the object (`s3://bucket/key` for a source that
-    ///   reads an S3 object through its endpoint URL); nil: the URL.
+    /// - Parameters:
+    ///   - url: the file's `http` or `https` URL.
+    ///   - options: block size, read-ahead and connection options.
+    ///   - name: how errors name the object (`s3://bucket/key` for a source that
+    ///     reads an S3 object through its endpoint URL); nil: the URL.
     public init(url: URL, options: HTTPRangeOptions = HTTPRangeOptions(), name: String? = nil) {
         self.url = url
         self.options = options
