@@ -1,0 +1,151 @@
+import BlobStream
+import BlobStreamFiles
+import BlobStreamGzip
+import BlobStreamTestSupport
+import Foundation
+import Testing
+
+/// A way to damage a gzip file of three members, and where.
+struct GzipDamage: CustomStringConvertible, Sendable {
+    let description: String
+    let apply: @Sendable (MultiMember) -> Data
+
+    static let table: [GzipDamage] = [
+        GzipDamage(description: "empty file") { _ in Data() },
+        GzipDamage(description: "cut inside the first header") { $0.gz.prefix(5) },
+        GzipDamage(description: "cut inside the first member's deflate data") {
+            $0.gz.prefix($0.compressedStarts[1] / 2)
+        },
+        GzipDamage(description: "cut inside the second (stored) member") {
+            $0.gz.prefix(($0.compressedStarts[1] + $0.compressedStarts[2]) / 2)
+        },
+        GzipDamage(description: "cut inside the last trailer") { $0.gz.prefix($0.gz.count - 3) },
+        GzipDamage(description: "cut just before the last trailer") { $0.gz.prefix($0.gz.count - 8) },
+        GzipDamage(description: "first member's CRC-32 flipped") { flip($0.gz, at: $0.compressedStarts[1] - 8) },
+        GzipDamage(description: "first member's ISIZE changed") { flip($0.gz, at: $0.compressedStarts[1] - 2) },
+        GzipDamage(description: "last member's CRC-32 flipped") { flip($0.gz, at: $0.gz.count - 5) },
+        GzipDamage(description: "a byte of the stored member changed (only the CRC-32 can see it)") {
+            flip($0.gz, at: ($0.compressedStarts[1] + $0.compressedStarts[2]) / 2)
+        },
+        GzipDamage(description: "a byte in the first member's deflate data changed") {
+            flip($0.gz, at: $0.compressedStarts[1] / 3)
+        },
+        GzipDamage(description: "the second member's magic changed") { flip($0.gz, at: $0.compressedStarts[1]) },
+        GzipDamage(description: "the first header's method is not deflate") { flip($0.gz, at: 2) },
+        GzipDamage(description: "garbage after the last member") { $0.gz + Data([0x42, 0x43]) },
+        GzipDamage(description: "garbage after zero padding") { $0.gz + Data([0, 0, 0, 7]) },
+    ]
+
+    private static func flip(_ data: Data, at position: Int) -> Data {
+        var copy = data
+        copy[position] ^= 0x5A
+        return copy
+    }
+}
+
+@Suite("Gzip index built by ISA-L and by zlib") struct GzipIndexEngineTests {
+    let input: MultiMember
+
+    init() throws { input = try MultiMember.shared.get() }
+
+    @Test(
+        "both engines' indexes read the plain decode's bytes at every seek point and between",
+        arguments: [64 << 10, 256 << 10])
+    func sameBytesEverywhere(spacing: Int) throws {
+        let folder = try IndexTestFolder()
+        let path = try folder.write("m.gz", input.gz)
+        let isal = try GzipIndex.build(fileAtPath: path, spacing: spacing, engine: .isal)
+        let zlib = try GzipIndex.build(fileAtPath: path, spacing: spacing, engine: .zlib)
+        #expect(isal.uncompressedSize == zlib.uncompressedSize)
+        #expect(isal.compressedSize == zlib.compressedSize)
+        #expect(isal.identity == zlib.identity)
+        // Both start a point at every member and space their windowed points.
+        #expect(isal.points.filter { $0.window == nil }.map(\.uncompressedOffset) == input.plainStarts.map(Int64.init))
+        let windowed = isal.points.filter { $0.window != nil }.map(\.uncompressedOffset)
+        // ISA-L passes over a block boundary whose header fits in its small input: fewer
+        // points than zlib's on very compressible text, never none.
+        let zlibWindowed = zlib.points.filter { $0.window != nil }.count
+        #expect(windowed.count * 3 >= zlibWindowed, "ISA-L \(windowed.count), zlib \(zlibWindowed) windowed points")
+        #expect(windowed.count >= input.plain.count / spacing / 8)
+        #expect(zip(windowed, windowed.dropFirst()).allSatisfy { $1 - $0 >= spacing })
+        for (i, point) in isal.points.enumerated() {
+            let end = i + 1 < isal.points.count ? Int(isal.points[i + 1].uncompressedOffset) : input.plain.count
+            #expect(point.chunkCRC32 == crc32(input.plain[Int(point.uncompressedOffset)..<end]), "chunk \(i)")
+        }
+        // Every point of either index, a byte after it, and a few offsets between.
+        var offsets = Set((isal.points + zlib.points).flatMap { [$0.uncompressedOffset, $0.uncompressedOffset + 1] })
+        for k in 0..<8 { offsets.insert(Int64(k * input.plain.count / 8 + 12_345)) }
+        for offset in offsets.sorted() where offset < input.plain.count {
+            for (which, index) in [("isal", isal), ("zlib", zlib)] {
+                let (bytes, error) = readIndexed(path: path, index: index, at: offset, count: 70_000)
+                #expect(error == nil, "\(which) at \(offset): \(String(describing: error))")
+                let expected = input.plain[Int(offset)..<min(input.plain.count, Int(offset) + 70_000)]
+                #expect(bytes == expected, "\(which) at \(offset)")
+            }
+        }
+        // The whole file through the ISA-L-built index, from the start.
+        let (all, error) = readIndexed(path: path, index: isal, at: 0)
+        #expect(error == nil)
+        #expect(sha256(all) == sha256(input.plain))
+    }
+
+    @Test("both engines refuse the same damaged files, with the same kind of error", arguments: GzipDamage.table)
+    func sameRefusals(_ damage: GzipDamage) throws {
+        let damaged = damage.apply(input)
+        var codes: [String: BlobStreamError.Code] = [:]
+        for engine in [GzipInflateEngine.isal, .zlib] {
+            do {
+                let index = try GzipIndex.build(
+                    from: InMemoryDataSource(data: damaged), spacing: 128 << 10, name: "bad.gz", engine: engine)
+                Issue.record("\(engine) built an index of \(index.points.count) points over a damaged file")
+            } catch {
+                #expect(error.message.contains("bad.gz"), "\(engine): \(error.message)")
+                codes[engine.rawValue] = error.code
+            }
+        }
+        #expect(codes["isal"] != nil && codes["isal"] == codes["zlib"], "\(codes)")
+    }
+
+    @Test("every uncompressed byte is handed over in order while the index is built, by both engines")
+    func handsOverTheBytes() throws {
+        for engine in [GzipInflateEngine.isal, .zlib] {
+            var seen = Data()
+            let index = try GzipIndex.build(
+                from: InMemoryDataSource(data: input.gz), spacing: 256 << 10, name: "m.gz", engine: engine,
+                onOutput: { seen.append(contentsOf: $0) })
+            #expect(seen == input.plain, "\(engine)")
+            #expect(index.uncompressedSize == Int64(input.plain.count))
+        }
+    }
+
+    @Test("an error the receiver of the bytes throws ends the build with it")
+    func receiverErrorEndsTheBuild() throws {
+        for engine in [GzipInflateEngine.isal, .zlib] {
+            var calls = 0
+            let error = #expect(throws: BlobStreamError.self) {
+                try GzipIndex.build(
+                    from: InMemoryDataSource(data: input.gz), spacing: 256 << 10, name: "m.gz", engine: engine,
+                    onOutput: { (_: UnsafeRawBufferPointer) throws(BlobStreamError) in
+                        calls += 1
+                        if calls == 3 { throw BlobStreamError(.ioFailed, "stop here") }
+                    })
+            }
+            #expect(error?.message == "stop here", "\(engine)")
+            #expect(calls == 3, "\(engine)")
+        }
+    }
+
+    @Test("an ISA-L-built index written to disk reads back equal and is used for the file")
+    func isalIndexRoundTrip() throws {
+        let folder = try IndexTestFolder()
+        let path = try folder.write("m.gz", input.gz)
+        let index = try GzipIndex.build(fileAtPath: path, spacing: 256 << 10, engine: .isal)
+        let indexPath = folder.path("m.gz.gzidx")
+        try index.write(toPath: indexPath)
+        guard case .matching(let loaded) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) else {
+            Issue.record("the written index does not match its file")
+            return
+        }
+        #expect(loaded == index)
+    }
+}
