@@ -148,4 +148,23 @@ struct GzipDamage: CustomStringConvertible, Sendable {
         }
         #expect(loaded == index)
     }
+
+    @Test("reading an index file: a missing one is .notFound, an empty or cut one .corrupt, each naming the path")
+    func readingIndexFiles() throws {
+        let folder = try IndexTestFolder()
+        let path = try folder.write("m.gz", input.gz)
+        let bytes = try GzipIndex.build(fileAtPath: path, spacing: 256 << 10).serialized()
+        let missing = folder.path("missing.gzidx")
+        let error = #expect(throws: BlobStreamError.self) { try GzipIndex.read(fromPath: missing) }
+        #expect(error?.code == .notFound)
+        #expect(error?.message.contains(missing) == true)
+        for (name, cut) in [("empty.gzidx", 0), ("cut.gzidx", bytes.count - 40_000), ("short.gzidx", bytes.count - 1)] {
+            let file = try folder.write(name, Data(bytes.prefix(cut)))
+            let error = #expect(throws: BlobStreamError.self) { try GzipIndex.read(fromPath: file) }
+            #expect(error?.code == .corrupt, "\(name)")
+            #expect(error?.message.contains(file) == true, "\(name)")
+        }
+        let whole = try folder.write("whole.gzidx", Data(bytes))
+        #expect(try GzipIndex.read(fromPath: whole).serialized() == bytes)
+    }
 }
