@@ -167,4 +167,60 @@ struct GzipDamage: CustomStringConvertible, Sendable {
         let whole = try folder.write("whole.gzidx", Data(bytes))
         #expect(try GzipIndex.read(fromPath: whole).serialized() == bytes)
     }
+
+    @Test("fixed-Huffman blocks (whose boundaries ISA-L's builder cannot see): the index is built, and reads right")
+    func fixedHuffmanBlocks() throws {
+        let plain = textBytes(700_000, seed: 11)
+        let gz = fixedHuffmanGzip(plain, blockSize: 10_000)
+        #expect(try Gzip.decompress(gz) == plain) // gzip itself agrees the file is valid
+        let folder = try IndexTestFolder()
+        let path = try folder.write("fixed.gz", gz)
+        let zlib = try GzipIndex.build(fileAtPath: path, spacing: 32 << 10, engine: .zlib)
+        let isal = try GzipIndex.build(fileAtPath: path, spacing: 32 << 10, engine: .isal)
+        #expect(zlib.points.count > 15)
+        #expect(isal.uncompressedSize == Int64(plain.count))
+        for offset in stride(from: 0, to: plain.count, by: 97_001) {
+            let (bytes, error) = readIndexed(path: path, index: isal, at: Int64(offset), count: 50_000)
+            #expect(error == nil)
+            #expect(bytes == plain[offset..<min(plain.count, offset + 50_000)], "at \(offset)")
+        }
+    }
+}
+
+/// A gzip file whose deflate data is fixed-Huffman blocks of literals only (RFC 1951 3.2.6),
+/// `blockSize` bytes each: a header of 3 bits per block.
+func fixedHuffmanGzip(_ plain: Data, blockSize: Int) -> Data {
+    var out = Data([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3])
+    var bits: UInt64 = 0
+    var count = 0
+    func put(_ value: UInt64, _ length: Int) {
+        bits |= value << count
+        count += length
+        while count >= 8 {
+            out.append(UInt8(truncatingIfNeeded: bits))
+            bits >>= 8
+            count -= 8
+        }
+    }
+    func putCode(_ code: UInt64, _ length: Int) { // Huffman codes go most significant bit first
+        var reversed: UInt64 = 0
+        for i in 0..<length where code & (1 << i) != 0 { reversed |= 1 << (length - 1 - i) }
+        put(reversed, length)
+    }
+    var start = 0
+    repeat {
+        let end = min(plain.count, start + blockSize)
+        put(end == plain.count ? 1 : 0, 1) // BFINAL
+        put(1, 2) // BTYPE 01: fixed Huffman
+        for byte in plain[start..<end] {
+            if byte < 144 { putCode(0x30 + UInt64(byte), 8) } else { putCode(0x190 + UInt64(byte) - 144, 9) }
+        }
+        putCode(0, 7) // end of block
+        start = end
+    } while start < plain.count
+    if count > 0 { put(0, 8 - count) }
+    let crc = crc32(plain)
+    let size = UInt32(truncatingIfNeeded: plain.count)
+    for v in [crc, size] { for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) } }
+    return out
 }

@@ -18,6 +18,10 @@ final class IsalIndexBuilder {
     /// Bytes of input per call while looking for a block boundary: a dynamic block's header is
     /// usually longer, so the call stops inside it.
     static let huntInput = 32
+    /// The most input one hunt takes: a boundary not found by then (fixed-Huffman blocks,
+    /// whose 3-bit header always fits) is given up, and the next hunt starts `spacing` later,
+    /// so that building never costs much more than inflating.
+    static let huntBudget = 128 * 1024
     /// Output room per call and the bytes of history kept before it (the window).
     private static let outputCapacity = 1 << 20
     private static let history = GzipIndex.windowSize
@@ -115,6 +119,7 @@ final class IsalIndexBuilder {
     private func inflateMember() throws(BlobStreamError) -> [UInt8] {
         var stalls = 0
         var storedLeft = 0
+        var hunted = 0
         while true {
             let input: UnsafeRawBufferPointer
             switch try fill() {
@@ -147,6 +152,13 @@ final class IsalIndexBuilder {
                 let held = Int64(step.held_bits)
                 addPoint(window: window(), compressedOffset: upstream.offset - held / 8, bits: Int(held % 8))
                 lastWindowedPoint = produced
+                hunted = 0
+            } else if hunting {
+                hunted += Int(step.consumed)
+                if hunted > Self.huntBudget {
+                    lastWindowedPoint = produced
+                    hunted = 0
+                }
             }
             if step.consumed > 0 || step.produced > 0 {
                 stalls = 0
