@@ -86,16 +86,16 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// The name used in error messages.
     public let name: String
 
-    private let knownLength: Int64?
+    let knownLength: Int64?
     /// The upstream, read through the kit's reader (buffered, moved, observed).
     let reader: BlobUpstream
     /// Inflate ahead into `lookahead` (asynchronous upstream) instead of into the caller's
     /// buffer.
-    private var buffered: Bool { reader.isAsynchronous }
+    var buffered: Bool { reader.isAsynchronous }
     /// Where the source reacts to an asynchronous upstream's announcements.
     private let probeQueue: DispatchQueue
     let lock = NSLock()
-    private let announceLock = NSRecursiveLock()
+    let announceLock = NSRecursiveLock()
 
     // MARK: Guarded by `lock`
 
@@ -109,21 +109,21 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     let parallel: ParallelIndexedReader?
     var parallelActive = false
     /// Build an index during a whole read from the start, with this spacing (nil: don't).
-    private let indexSpacing: Int?
+    let indexSpacing: Int?
     var built: GzipIndex?
-    private var started = false
+    var started = false
     /// What `state` should say; `publish()` copies it there with no lock held.
-    private var desired = BlobDataSourceStatus() { didSet { desiredGeneration &+= 1 } }
-    private var desiredGeneration = 0
-    private var closed = false
-    private var failure: BlobStreamError?
+    var desired = BlobDataSourceStatus() { didSet { desiredGeneration &+= 1 } }
+    var desiredGeneration = 0
+    var closed = false
+    var failure: BlobStreamError?
 
-    private static let lookaheadCapacity = 64 * 1024
+    static let lookaheadCapacity = 64 * 1024
     /// Bytes inflated ahead of the reads (asynchronous upstream): `lookahead[lookStart..<lookEnd]`
     /// start at `decoder.target`.
-    private var lookahead: UnsafeMutablePointer<UInt8>?
-    private var lookStart = 0, lookEnd = 0
-    private var lookCount: Int { lookEnd - lookStart }
+    var lookahead: UnsafeMutablePointer<UInt8>?
+    var lookStart = 0, lookEnd = 0
+    var lookCount: Int { lookEnd - lookStart }
 
     /// The engine that inflates: `.isal` or `.zlib` (`.automatic` resolved when the source
     /// was made). A source asked for `.isal` where ISA-L is unavailable fails at open.
@@ -377,122 +377,4 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         lookStart = 0
         lookEnd = 0
     }
-
-    // MARK: - Internals (all with `lock` held)
-
-    /// Copies `desired` to `state` with `lock` released, so that observers run outside it
-    /// (they may call back into this source). Announcements are serialized by
-    /// `announceLock` (recursive: an observer may call back on the same thread), and each
-    /// round copies the latest values, again while they changed meanwhile, so that when an
-    /// owner's call returns, `state` says what the next call will find.
-    private func publish() {
-        announceLock.lock()
-        defer { announceLock.unlock() }
-        while true {
-            lock.lock()
-            let d = desired
-            let generation = desiredGeneration
-            lock.unlock()
-            if let error = d.error {
-                state.error = error
-            } else {
-                if d.isOpenCompleted { state.isOpenCompleted = true }
-                if d.isAtEnd {
-                    state.isAtEnd = true
-                } else {
-                    state.isAtEnd = false
-                    state.hasBytesAvailable = d.hasBytesAvailable
-                }
-            }
-            lock.lock()
-            let changed = desiredGeneration != generation
-            lock.unlock()
-            if !changed { return }
-        }
-    }
-
-    /// Takes the decoder's error (or `error`) as the source's: sticky.
-    private func fail(_ error: BlobStreamError? = nil) {
-        if let error { decoder.record(error) }
-        if failure == nil { failure = decoder.failure }
-        lookStart = 0
-        lookEnd = 0
-        desired.error = failure
-    }
-
-    /// Called on `probeQueue` after the upstream announced something.
-    fileprivate func upstreamChanged() {
-        lock.lock()
-        upstreamChangedLocked()
-        lock.unlock()
-        publish()
-    }
-
-    private func upstreamChangedLocked() {
-        guard started, !closed, failure == nil else { return }
-        if !desired.isOpenCompleted {
-            finishOpenIfReady()
-        } else if lookCount == 0 && !desired.hasBytesAvailable && !desired.isAtEnd {
-            refreshAvailability()
-        }
-    }
-
-    private func finishOpenIfReady() {
-        guard !desired.isOpenCompleted, failure == nil, !closed else { return }
-        if let error = upstream.error {
-            fail(decoder.errors.upstream(error, "failed to open", at: decoder.compressedOffset))
-        } else if upstream.isOpenCompleted {
-            desired.isOpenCompleted = true
-            // Inflate the first bytes now, whatever the upstream: an empty payload is at its
-            // end right after open, and a stream that is not gzip at all fails at open.
-            probe()
-        }
-    }
-
-    /// Sets `hasBytesAvailable` / `isAtEnd` to what the next `read` will find. Over an
-    /// asynchronous upstream this inflates ahead, so that `hasBytesAvailable` never promises
-    /// bytes that depend on an upstream announcement still to come.
-    private func refreshAvailability() {
-        guard failure == nil, !closed, desired.isOpenCompleted else { return }
-        if lookCount > 0 {
-            desired.hasBytesAvailable = true
-        } else if isFinished {
-            if decoder.target == inflated {
-                desired.isAtEnd = true
-                desired.hasBytesAvailable = false
-            } else {
-                desired.hasBytesAvailable = true // the next read reports the offset past the end
-            }
-        } else if !buffered {
-            desired.hasBytesAvailable = true // a synchronous upstream answers every read
-        } else {
-            probe()
-        }
-    }
-
-    /// Inflates ahead into `lookahead` and announces what that found.
-    private func probe() {
-        if lookahead == nil { lookahead = .allocate(capacity: Self.lookaheadCapacity) }
-        switch pump(into: lookahead!, capacity: Self.lookaheadCapacity) {
-        case .bytes(let n):
-            lookStart = 0
-            lookEnd = n
-            desired.hasBytesAvailable = true
-        case .end:
-            desired.isAtEnd = true
-            desired.hasBytesAvailable = false
-        case .failed:
-            fail()
-        case .starved:
-            desired.hasBytesAvailable = false // the upstream's next announcement probes again
-        }
-    }
-}
-
-/// What the upstream's observers reach: the gzip source, weakly (it owns the reader that
-/// owns them).
-private final class WeakGzipSource: @unchecked Sendable {
-    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
-    // upstream is opened.
-    weak var source: GzipDataSource?
 }

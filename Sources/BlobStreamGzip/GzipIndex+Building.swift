@@ -3,8 +3,9 @@ import Foundation
 
 extension GzipIndex {
     /// Builds the index of the gzip stream `source` delivers, in one pass (every member's
-    /// CRC-32 and ISIZE are checked on the way). The index has no `identity`: attach one
-    /// with `FileIdentity(ofFileAtPath:)`, or use `build(fileAtPath:spacing:)`.
+    /// CRC-32 and ISIZE are checked on the way), with zlib: the reference, which places the
+    /// points where a sequential read with `buildsIndex` does. The index has no `identity`:
+    /// attach one with `FileIdentity(ofFileAtPath:)`, or use `build(fileAtPath:spacing:engine:)`.
     ///
     /// - Parameters:
     ///   - source: the compressed bytes, not opened yet; opened, read to the end and closed.
@@ -14,8 +15,46 @@ extension GzipIndex {
     public static func build(
         from source: any BlobDataSource, spacing: Int = GzipIndex.defaultSpacing, name: String? = nil
     ) throws(BlobStreamError) -> GzipIndex {
+        try build(from: source, spacing: spacing, name: name, engine: .zlib, onOutput: nil)
+    }
+
+    /// Builds the index of the gzip stream `source` delivers with `engine`: ISA-L (`.isal`, or
+    /// `.automatic` where it can be loaded) builds it about 2.5× faster than zlib. Both check
+    /// the same things; their points may lie at different block boundaries (each at least
+    /// `spacing` after the last), and read the same bytes at every offset.
+    ///
+    /// - Throws: `BlobStreamError` (`.truncated`, `.corrupt`, the upstream's error;
+    ///   `.unsupported` for `.isal` where ISA-L cannot be loaded).
+    public static func build(
+        from source: any BlobDataSource, spacing: Int = GzipIndex.defaultSpacing, name: String? = nil,
+        engine: GzipInflateEngine
+    ) throws(BlobStreamError) -> GzipIndex {
+        try build(from: source, spacing: spacing, name: name, engine: engine, onOutput: nil)
+    }
+
+    /// Builds the index as `build(from:spacing:name:engine:)` does, handing every uncompressed
+    /// byte to `onOutput` in order as it is inflated (one pass for a caller that also needs
+    /// the bytes, such as an index of the members of a tar.gz). An error `onOutput` throws
+    /// ends the build with it.
+    package static func build(
+        from source: any BlobDataSource, spacing: Int, name: String?, engine: GzipInflateEngine,
+        onOutput: ((UnsafeRawBufferPointer) throws(BlobStreamError) -> Void)?
+    ) throws(BlobStreamError) -> GzipIndex {
         precondition(spacing > 0, "spacing must be positive")
         let name = name ?? "gzip stream over \(type(of: source))"
+        let useIsal: Bool
+        switch engine {
+        case .zlib: useIsal = false
+        case .automatic: useIsal = IsalIndexBuilder.isAvailable
+        case .isal:
+            guard IsalIndexBuilder.isAvailable else {
+                let reason =
+                    IsalAvailability.system.unavailableReason ?? "it lacks isal_inflate_set_dict or crc32_gzip_refl"
+                throw BlobStreamError(
+                    .unsupported, "\(name): the ISA-L inflate engine was asked for but is unavailable: \(reason)")
+            }
+            useIsal = true
+        }
         let upstream = BlobUpstream(source)
         defer { upstream.close() }
         do {
@@ -24,24 +63,33 @@ extension GzipIndex {
             throw BlobStreamError(
                 (error as? BlobStreamError)?.code ?? .sourceFailed, "\(name): failed to open: \(error)", cause: error)
         }
+        if useIsal {
+            return try IsalIndexBuilder(upstream: upstream, name: name, spacing: spacing, onOutput: onOutput).build()
+        }
         let walker = try GzipIndexWalker(upstream: upstream, name: name, mode: .build(spacing: spacing))
         let capacity = 256 * 1024
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
         defer { buffer.deallocate() }
-        while try walker.read(into: buffer, capacity: capacity) > 0 {}
+        while true {
+            let n = try walker.read(into: buffer, capacity: capacity)
+            if n == 0 { break }
+            try onOutput?(UnsafeRawBufferPointer(start: buffer, count: n))
+        }
         return walker.builtIndex()!
     }
 
     /// Builds the index of the gzip file at `path`, with its identity (taken before the
-    /// pass, and checked again after it: a file that changed meanwhile is an error).
-    public static func build(fileAtPath path: String, spacing: Int = GzipIndex.defaultSpacing) throws(BlobStreamError)
-        -> GzipIndex
-    {
+    /// pass, and checked again after it: a file that changed meanwhile is an error), with
+    /// `engine` (ISA-L where it can be loaded, by default).
+    public static func build(
+        fileAtPath path: String, spacing: Int = GzipIndex.defaultSpacing, engine: GzipInflateEngine = .automatic
+    ) throws(BlobStreamError) -> GzipIndex {
         let before = try FileIdentity(ofFileAtPath: path)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw BlobStreamError(.notFound, "\(path): cannot open the file")
         }
-        var index = try build(from: FileHandleReader(handle: handle), spacing: spacing, name: path)
+        var index = try build(
+            from: FileHandleReader(handle: handle), spacing: spacing, name: path, engine: engine, onOutput: nil)
         let after = try FileIdentity(ofFileAtPath: path)
         guard before == after, index.compressedSize == after.size else {
             throw BlobStreamError(.changed, "\(path): the file changed while it was indexed")

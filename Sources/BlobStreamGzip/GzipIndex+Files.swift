@@ -67,12 +67,45 @@ extension GzipIndex {
 
     /// Reads an index file (GZIDX, with or without BlobStream's record).
     public static func read(fromPath path: String) throws(BlobStreamError) -> GzipIndex {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw BlobStreamError(
-                FileManager.default.fileExists(atPath: path) ? .ioFailed : .notFound,
-                "\(path): cannot read the gzip index")
+        try GzipIndex(serialized: readWholeFile(atPath: path), name: path)
+    }
+
+    /// The bytes of the file at `path`, read straight into one array (an index holds
+    /// megabytes of windows: no intermediate copy).
+    private static func readWholeFile(atPath path: String) throws(BlobStreamError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code: BlobStreamError.Code =
+                errno == ENOENT ? .notFound : errno == EACCES ? .permissionDenied : .ioFailed
+            throw BlobStreamError(code, "\(path): cannot read the gzip index (errno \(errno))")
         }
-        return try GzipIndex(serialized: [UInt8](data), name: path)
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            throw BlobStreamError(.ioFailed, "\(path): cannot read the gzip index (fstat: errno \(errno))")
+        }
+        let size = Int(status.st_size)
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            while count < size {
+                let n = pread(fd, buffer.baseAddress! + count, size - count, off_t(count))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    failure = n < 0 ? errno : -1
+                    break
+                }
+                count += n
+            }
+        }
+        guard failure == 0 else {
+            throw BlobStreamError(
+                .ioFailed,
+                failure > 0
+                    ? "\(path): cannot read the gzip index (errno \(failure))"
+                    : "\(path): the gzip index ended at byte \(bytes.count) while it was read (\(size) bytes expected)")
+        }
+        return bytes
     }
 
     /// Writes the index to `path` (replacing it atomically).

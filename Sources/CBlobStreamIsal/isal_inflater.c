@@ -189,6 +189,51 @@ bs_isal_step bs_isal_inflate(
     return step;
 }
 
+bs_isal_block_step bs_isal_inflate_block_step(
+    bs_isal_inflater *inflater, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count) {
+    struct inflate_state *state = &inflater->state;
+    bs_isal_block_step step = {0, 0, 0, 0, 0, 0, 0, {0}};
+    if (state->block_state == ISAL_BLOCK_FINISH) {
+        step.status = 1;
+        return step;
+    }
+    state->next_in = (uint8_t *)input;
+    state->avail_in = input_count;
+    state->next_out = output;
+    state->avail_out = output_count;
+    int rc = p_inflate(state);
+    step.consumed = input_count - state->avail_in;
+    step.produced = output_count - state->avail_out;
+    state->next_in = NULL;
+    state->next_out = NULL;
+    if (rc < 0) {
+        step.status = rc;
+        return step;
+    }
+    // Bits taken but unused: those in `read_in`, and the bytes kept for a header that did
+    // not fit in the input (`tmp_in_buffer`; then `read_in` is back at the header's start).
+    step.held_bits = (uint32_t)state->read_in_length + 8 * (uint32_t)state->tmp_in_size;
+    if (state->block_state == ISAL_BLOCK_FINISH) {
+        step.status = 1;
+        // The stream ends `read_in_length` bits before the end of the input taken: first the
+        // bits up to the byte boundary, then whole bytes.
+        uint32_t skip = (uint32_t)state->read_in_length % 8;
+        step.past_end_count = (uint32_t)state->read_in_length / 8;
+        for (uint32_t i = 0; i < step.past_end_count && i < 8; i++) {
+            step.past_end[i] = (uint8_t)(state->read_in >> (skip + 8 * i));
+        }
+    } else if ((state->block_state == ISAL_BLOCK_NEW_HDR || state->block_state == ISAL_BLOCK_HDR)
+               && state->tmp_out_valid == state->tmp_out_processed && state->write_overflow_len == 0
+               && state->copy_overflow_length == 0) {
+        step.at_block_boundary = 1;
+    } else if (state->block_state == ISAL_BLOCK_TYPE0) {
+        // The stored bytes left, less those already in `read_in` (whole bytes there).
+        int32_t left = state->type0_block_len - state->read_in_length / 8;
+        step.stored_left = left > 0 ? (uint32_t)left : 0;
+    }
+    return step;
+}
+
 #else // no ISA-L header at build time
 
 int bs_isal_raw_available(void) { return 0; }
@@ -213,6 +258,17 @@ bs_isal_raw_result bs_isal_inflate_raw(
     (void)want_end;
     bs_isal_raw_result result = {-9, 0, 0, 0};
     return result;
+}
+
+bs_isal_block_step bs_isal_inflate_block_step(
+    bs_isal_inflater *inflater, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count) {
+    (void)inflater;
+    (void)input;
+    (void)input_count;
+    (void)output;
+    (void)output_count;
+    bs_isal_block_step step = {0, 0, -9, 0, 0, 0, 0, {0}};
+    return step;
 }
 
 int bs_isal_available(void) { return 0; }

@@ -80,6 +80,10 @@ final class ParallelIndexedReader: @unchecked Sendable {
     var target: Int64 = 0
     /// Every job was handed out (the last one checked the file's end).
     private(set) var isFinished = false
+    /// How far past the wanted offset (`max(target, position)`) jobs may start: one job's worth
+    /// after open or a jump (a short read there decodes only what it needs, on all the workers
+    /// when it spans several jobs), doubled every time a job's bytes are handed out.
+    private var reach = jobTarget
 
     /// Whether `index` can be decoded in parallel: it has chunk CRC-32s (a foreign index has
     /// none, and then only sequential reading checks trailers), and no chunk is too long.
@@ -127,6 +131,7 @@ final class ParallelIndexedReader: @unchecked Sendable {
         position = index.points[nextPoint].uncompressedOffset
         target = offset
         isFinished = false
+        reach = Self.jobTarget
     }
 
     /// Hands out up to `capacity` bytes in order (skipping to `target` first); 0 only at the
@@ -151,6 +156,7 @@ final class ParallelIndexedReader: @unchecked Sendable {
             let available = head.end - position
             if available == 0 {
                 pending.removeFirst()
+                if handedOut(from: head) { reach = min(2 * reach, Int64(workers + 1) * Self.memoryBudget) }
                 continue
             }
             if target > position {
@@ -166,6 +172,9 @@ final class ParallelIndexedReader: @unchecked Sendable {
     }
 
     // MARK: - The owner's side
+
+    /// Whether some of `job`'s bytes were handed out (not all skipped to reach `target`).
+    private func handedOut(from job: Job) -> Bool { target < job.end }
 
     private func isDone(_ job: Job) -> Bool {
         condition.lock()
@@ -186,7 +195,9 @@ final class ParallelIndexedReader: @unchecked Sendable {
     /// Queues jobs while there is room in flight.
     private func submit(upstream: BlobUpstream) throws(BlobStreamError) {
         var cost = pending.reduce(Int64(0)) { $0 + $1.cost }
-        while nextPoint < index.points.count && pending.count < workers + 1 {
+        while nextPoint < index.points.count && pending.count < workers + 1
+            && (pending.isEmpty || index.points[nextPoint].uncompressedOffset < max(target, position) + reach)
+        {
             let job = try makeJob(from: nextPoint, upstream: upstream, budgetLeft: Self.memoryBudget - cost)
             guard let job else { return }
             startThreads()

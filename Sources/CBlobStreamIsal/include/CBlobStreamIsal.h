@@ -83,4 +83,32 @@ bs_isal_raw_result bs_isal_inflate_raw(
     const uint8_t *window, uint32_t window_count, uint32_t bits, uint8_t prior, const uint8_t *input,
     uint32_t input_count, uint8_t *output, uint32_t output_count, int want_end);
 
+/// What one call to `bs_isal_inflate_block_step` did.
+typedef struct bs_isal_block_step {
+    /// Input bytes ISA-L took (it may hold some of them internally), and output bytes it wrote.
+    uint32_t consumed;
+    uint32_t produced;
+    /// 0: call again; 1: the deflate stream ended; < 0: ISA-L's error code.
+    int32_t status;
+    /// 1 when ISA-L stopped between two deflate blocks (not after the last one) with all its
+    /// output handed over: a place for a seek point.
+    int32_t at_block_boundary;
+    /// Bits of the consumed input ISA-L has not used: at a block boundary the next block
+    /// starts this many bits before the end of the input consumed so far.
+    uint32_t held_bits;
+    /// Inside a stored block: how many more input bytes it takes (feed exactly these, and
+    /// the call stops at the block's end); else 0.
+    uint32_t stored_left;
+    /// At the stream's end: the whole bytes ISA-L took past it (the start of the trailer), in order.
+    uint32_t past_end_count;
+    uint8_t past_end[8];
+} bs_isal_block_step;
+
+/// Inflates raw deflate (an inflater from `bs_isal_raw_inflater_create`) from `input` into
+/// `output`, for building a seek-point index: ISA-L has no Z_BLOCK, but it stops where its
+/// input ends, and when that is inside the header of the next block its state tells so;
+/// feed it small inputs where a seek point is wanted. Only when `bs_isal_raw_available`.
+bs_isal_block_step bs_isal_inflate_block_step(
+    bs_isal_inflater *inflater, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count);
+
 #endif
