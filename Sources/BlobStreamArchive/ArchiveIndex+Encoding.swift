@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import Foundation
 
 // The index file: a compact versioned binary format of this library, little-endian.
@@ -10,6 +11,8 @@ import Foundation
 //       | mode u32 | mtime seconds i64 | mtime nanoseconds i32 | size i64
 //       | header offset i64 | data offset i64 | CRC-32 u32 | method u16 | compressed size i64
 //       | seek point i64 | name length u32 | name | link length u32 | link
+//     format 3 (tar.gz) only: gzip index length u64 | the gzip index (`GzipIndex.serialized()`:
+//       GZIDX, then its identity and chunk CRC-32s)
 //     CRC-32 u32 of every byte before it
 //
 // A reader checks the trailing CRC-32 before believing anything, then every count and
@@ -19,7 +22,7 @@ extension ArchiveIndex {
     static let magic: [UInt8] = Array("BLOBIDX\0".utf8)
     /// The version this library writes and reads.
     public static let formatVersion: UInt16 = 1
-    /// The fixed part of a member record.
+    /// The fixed part of a member record (format 3 offsets are in the inflated tar).
     static let memberRecordSize = 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 4
 
     /// The index file's bytes (see `write(to:)`).
@@ -57,6 +60,11 @@ extension ArchiveIndex {
             out += m.nameBytes
             put(&out, UInt64(m.linkTargetBytes.count), 4)
             out += m.linkTargetBytes
+        }
+        if format == .tarGzip {
+            let gzip = gzipIndex?.serialized() ?? []
+            put(&out, UInt64(gzip.count), 8)
+            out += gzip
         }
         let crc = out.withUnsafeBytes { CRC32.update(0, $0) }
         put(&out, UInt64(crc), 4)
@@ -123,8 +131,10 @@ extension ArchiveIndex {
             guard linkLength <= end - reader.position else { throw bad("member \(k)'s link runs past the end") }
             let link = reader.bytes(linkLength)
             let storedSize = flags & 4 != 0 ? compressed : size
-            guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= identity.size,
-                storedSize <= identity.size - dataOffset
+            // A tar.gz's offsets are in the inflated bytes: checked against the gzip index below.
+            let bound = format == .tarGzip ? Int64.max : identity.size
+            guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= bound,
+                storedSize <= bound - dataOffset
             else {
                 throw bad("member \(k) lies outside the \(identity.size)-byte archive")
             }
@@ -136,8 +146,25 @@ extension ArchiveIndex {
                     compressionMethod: flags & 4 != 0 ? method : nil, compressedSize: flags & 4 != 0 ? compressed : nil,
                     isEncrypted: flags & 2 != 0, seekPoint: flags & 8 != 0 ? seek : nil))
         }
+        var gzipIndex: GzipIndex?
+        if format == .tarGzip {
+            guard end - reader.position >= 8 else { throw bad("the gzip index is missing") }
+            let length = reader.take(8)
+            guard length <= UInt64(end - reader.position) else { throw bad("the gzip index runs past the end") }
+            let gzip = try GzipIndex(serialized: reader.bytes(Int(length)), name: "the gzip index in '\(name)'")
+            guard gzip.hasChunkCRC32s, gzip.compressedSize == identity.size else {
+                throw bad("its gzip index lacks chunk CRC-32s or is for another size")
+            }
+            for (k, m) in members.enumerated() {
+                guard m.dataOffset + m.size <= gzip.uncompressedSize,
+                    let point = m.seekPoint, point >= 0, point < gzip.points.count,
+                    gzip.points[Int(point)].uncompressedOffset <= m.dataOffset
+                else { throw bad("member \(k) lies outside the \(gzip.uncompressedSize) inflated bytes") }
+            }
+            gzipIndex = gzip
+        }
         guard reader.position == end else { throw bad("\(end - reader.position) bytes follow the last member") }
-        self.init(format: format, identity: identity, members: members)
+        self.init(format: format, identity: identity, members: members, gzipIndex: gzipIndex)
     }
 
     private func put(_ out: inout [UInt8], _ value: UInt64, _ count: Int) {

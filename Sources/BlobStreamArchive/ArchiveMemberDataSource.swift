@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import Foundation
 
 /// A data source that streams one member of an archive: any format and filter libarchive
@@ -196,6 +197,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// The index in use, once resolved at the first search.
     var activeIndex: ArchiveIndex?
     var indexResolved = false
+    /// The inflate engine of a gzip layer and of members inflated here (set before `open()`).
+    var inflateEngine: GzipInflateEngine = .automatic
 
     /// Makes a source for `member` of the archive read from `upstream`.
     ///
