@@ -76,7 +76,13 @@ extension ArchiveIndex {
     /// - Throws: `BlobStreamError` `.corrupt` (truncated, altered, not an index: the message
     ///   says what and where), `.unsupported` (another version).
     public init(decoding data: Data, name: String) throws {
-        let bytes = [UInt8](data)
+        var bytes = [UInt8](data)
+        try self.init(decodingBytes: &bytes, name: name)
+    }
+
+    /// Decodes an index file's bytes, emptying `bytes` (a tar.gz's are released before its
+    /// gzip index is decoded, so that the two are not held at once).
+    init(decodingBytes bytes: inout [UInt8], name: String) throws {
         func bad(_ what: String) -> BlobStreamError {
             BlobStreamError(.corrupt, "archive index '\(name)' is damaged: \(what)")
         }
@@ -84,6 +90,7 @@ extension ArchiveIndex {
             throw bad("it is \(bytes.count) bytes long, shorter than any index")
         }
         guard bytes.starts(with: Self.magic) else { throw bad("it is not an archive index (no BLOBIDX header)") }
+        defer { bytes = [] }
         var reader = ByteReader(bytes: bytes, position: 8)
         let version = UInt16(reader.take(2))
         guard version == Self.formatVersion else {
@@ -91,8 +98,7 @@ extension ArchiveIndex {
                 .unsupported,
                 "archive index '\(name)' is version \(version); this library reads version \(Self.formatVersion)")
         }
-        var trailer = ByteReader(bytes: bytes, position: bytes.count - 4)
-        let stored = UInt32(trailer.take(4))
+        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[bytes.count - 4 + $1]) << (8 * UInt32($1)) }
         let computed = bytes.withUnsafeBytes {
             CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))
         }
@@ -151,7 +157,11 @@ extension ArchiveIndex {
             guard end - reader.position >= 8 else { throw bad("the gzip index is missing") }
             let length = reader.take(8)
             guard length <= UInt64(end - reader.position) else { throw bad("the gzip index runs past the end") }
-            let gzip = try GzipIndex(serialized: reader.bytes(Int(length)), name: "the gzip index in '\(name)'")
+            let gzipBytes = reader.bytes(Int(length))
+            let position = reader.position
+            reader = ByteReader(bytes: [], position: position)
+            bytes = [] // the index file's bytes are no longer needed
+            let gzip = try GzipIndex(serialized: gzipBytes, name: "the gzip index in '\(name)'")
             guard gzip.hasChunkCRC32s, gzip.compressedSize == identity.size else {
                 throw bad("its gzip index lacks chunk CRC-32s or is for another size")
             }

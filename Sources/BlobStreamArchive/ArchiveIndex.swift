@@ -269,14 +269,37 @@ public struct ArchiveIndex: Sendable, Equatable {
     ///   (truncated, altered, not an index), `.unsupported` (a version this library does
     ///   not read).
     public static func read(from path: String) throws -> ArchiveIndex {
-        let data: Data
+        var bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe)
+            bytes = try readWhole(path)
         } catch {
             let missing = !FileManager.default.fileExists(atPath: path)
             throw BlobStreamError(
                 missing ? .notFound : .ioFailed, "cannot read archive index '\(path)'", cause: error)
         }
-        return try ArchiveIndex(decoding: data, name: path)
+        return try ArchiveIndex(decodingBytes: &bytes, name: path)
+    }
+
+    /// The file's bytes, read straight into an array (no second copy: a tar.gz's index holds
+    /// megabytes of gzip windows).
+    private static func readWhole(_ path: String) throws -> [UInt8] {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let size = Int(try handle.seekToEnd())
+        try handle.seek(toOffset: 0)
+        var failure: (any Error)?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            while count < size {
+                let n = Glibc.read(handle.fileDescriptor, buffer.baseAddress! + count, size - count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    failure = n < 0 ? POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) : nil
+                    break
+                }
+                count += n
+            }
+        }
+        if let failure { throw failure }
+        return bytes
     }
 }

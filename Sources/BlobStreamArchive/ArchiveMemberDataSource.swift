@@ -96,7 +96,9 @@ import Foundation
 /// member whose bytes differ from those indexed); a zip member compressed with deflate is
 /// inflated from exactly its compressed bytes (ISA-L when it loads, zlib otherwise), its
 /// size and CRC-32 checked at its end (`.corrupt`); other zip members (other methods,
-/// encrypted) are read by libarchive.
+/// encrypted) are read by libarchive. A tar.gz member is inflated from the gzip seek point
+/// before it (see `ArchiveIndex`); nothing after a member read through an index is read, in
+/// either `verification` mode.
 ///
 /// ## Lending blocks
 /// `getBuffer` lends the rest of libarchive's current data block (for an uncompressed tar,
