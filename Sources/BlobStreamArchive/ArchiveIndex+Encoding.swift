@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import Foundation
 
 // The index file: a compact versioned binary format of this library, little-endian.
@@ -10,6 +11,8 @@ import Foundation
 //       | mode u32 | mtime seconds i64 | mtime nanoseconds i32 | size i64
 //       | header offset i64 | data offset i64 | CRC-32 u32 | method u16 | compressed size i64
 //       | seek point i64 | name length u32 | name | link length u32 | link
+//     format 3 (tar.gz) only: gzip index length u64 | the gzip index (`GzipIndex.serialized()`:
+//       GZIDX, then its identity and chunk CRC-32s)
 //     CRC-32 u32 of every byte before it
 //
 // A reader checks the trailing CRC-32 before believing anything, then every count and
@@ -19,7 +22,7 @@ extension ArchiveIndex {
     static let magic: [UInt8] = Array("BLOBIDX\0".utf8)
     /// The version this library writes and reads.
     public static let formatVersion: UInt16 = 1
-    /// The fixed part of a member record.
+    /// The fixed part of a member record (format 3 offsets are in the inflated tar).
     static let memberRecordSize = 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 4
 
     /// The index file's bytes (see `write(to:)`).
@@ -58,6 +61,11 @@ extension ArchiveIndex {
             put(&out, UInt64(m.linkTargetBytes.count), 4)
             out += m.linkTargetBytes
         }
+        if format == .tarGzip {
+            let gzip = gzipIndex?.serialized() ?? []
+            put(&out, UInt64(gzip.count), 8)
+            out += gzip
+        }
         let crc = out.withUnsafeBytes { CRC32.update(0, $0) }
         put(&out, UInt64(crc), 4)
         return Data(out)
@@ -68,7 +76,13 @@ extension ArchiveIndex {
     /// - Throws: `BlobStreamError` `.corrupt` (truncated, altered, not an index: the message
     ///   says what and where), `.unsupported` (another version).
     public init(decoding data: Data, name: String) throws {
-        let bytes = [UInt8](data)
+        var bytes = [UInt8](data)
+        try self.init(decodingBytes: &bytes, name: name)
+    }
+
+    /// Decodes an index file's bytes, emptying `bytes` (a tar.gz's are released before its
+    /// gzip index is decoded, so that the two are not held at once).
+    init(decodingBytes bytes: inout [UInt8], name: String) throws {
         func bad(_ what: String) -> BlobStreamError {
             BlobStreamError(.corrupt, "archive index '\(name)' is damaged: \(what)")
         }
@@ -76,6 +90,7 @@ extension ArchiveIndex {
             throw bad("it is \(bytes.count) bytes long, shorter than any index")
         }
         guard bytes.starts(with: Self.magic) else { throw bad("it is not an archive index (no BLOBIDX header)") }
+        defer { bytes = [] }
         var reader = ByteReader(bytes: bytes, position: 8)
         let version = UInt16(reader.take(2))
         guard version == Self.formatVersion else {
@@ -83,8 +98,7 @@ extension ArchiveIndex {
                 .unsupported,
                 "archive index '\(name)' is version \(version); this library reads version \(Self.formatVersion)")
         }
-        var trailer = ByteReader(bytes: bytes, position: bytes.count - 4)
-        let stored = UInt32(trailer.take(4))
+        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[bytes.count - 4 + $1]) << (8 * UInt32($1)) }
         let computed = bytes.withUnsafeBytes {
             CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))
         }
@@ -123,8 +137,10 @@ extension ArchiveIndex {
             guard linkLength <= end - reader.position else { throw bad("member \(k)'s link runs past the end") }
             let link = reader.bytes(linkLength)
             let storedSize = flags & 4 != 0 ? compressed : size
-            guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= identity.size,
-                storedSize <= identity.size - dataOffset
+            // A tar.gz's offsets are in the inflated bytes: checked against the gzip index below.
+            let bound = format == .tarGzip ? Int64.max : identity.size
+            guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= bound,
+                storedSize <= bound - dataOffset
             else {
                 throw bad("member \(k) lies outside the \(identity.size)-byte archive")
             }
@@ -136,8 +152,29 @@ extension ArchiveIndex {
                     compressionMethod: flags & 4 != 0 ? method : nil, compressedSize: flags & 4 != 0 ? compressed : nil,
                     isEncrypted: flags & 2 != 0, seekPoint: flags & 8 != 0 ? seek : nil))
         }
+        var gzipIndex: GzipIndex?
+        if format == .tarGzip {
+            guard end - reader.position >= 8 else { throw bad("the gzip index is missing") }
+            let length = reader.take(8)
+            guard length <= UInt64(end - reader.position) else { throw bad("the gzip index runs past the end") }
+            let gzipBytes = reader.bytes(Int(length))
+            let position = reader.position
+            reader = ByteReader(bytes: [], position: position)
+            bytes = [] // the index file's bytes are no longer needed
+            let gzip = try GzipIndex(serialized: gzipBytes, name: "the gzip index in '\(name)'")
+            guard gzip.hasChunkCRC32s, gzip.compressedSize == identity.size else {
+                throw bad("its gzip index lacks chunk CRC-32s or is for another size")
+            }
+            for (k, m) in members.enumerated() {
+                guard m.dataOffset + m.size <= gzip.uncompressedSize,
+                    let point = m.seekPoint, point >= 0, point < gzip.points.count,
+                    gzip.points[Int(point)].uncompressedOffset <= m.dataOffset
+                else { throw bad("member \(k) lies outside the \(gzip.uncompressedSize) inflated bytes") }
+            }
+            gzipIndex = gzip
+        }
         guard reader.position == end else { throw bad("\(end - reader.position) bytes follow the last member") }
-        self.init(format: format, identity: identity, members: members)
+        self.init(format: format, identity: identity, members: members, gzipIndex: gzipIndex)
     }
 
     private func put(_ out: inout [UInt8], _ value: UInt64, _ count: Int) {

@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import BlobStreamSystem
 import Foundation
 
@@ -14,11 +15,18 @@ import Foundation
 /// ```
 ///
 /// Formats: an uncompressed tar (ustar, GNU, pax; one walk over its headers, and a read of
-/// every member's bytes for its CRC-32) and a zip (its central directory and each local
-/// header). A tar holding what the header walker leaves to libarchive (sparse members,
-/// multi-volume parts, …) cannot be indexed (`.unsupported`, naming the offset).
-/// Compressed tars come later: a member already has room for the compressed stream's seek
-/// point before its header (`seekPoint`).
+/// every member's bytes for its CRC-32), a zip (its central directory and each local
+/// header) and a tar.gz (one inflating pass that places the gzip seek points — a
+/// `GzipIndex`, kept in `gzipIndex` — and walks the tar headers in the inflated bytes,
+/// computing each member's CRC-32; offsets are then offsets in the inflated tar, and
+/// `seekPoint` names the seek point at or before the member's data). A tar holding what the
+/// header walker leaves to libarchive (sparse members, multi-volume parts, …) cannot be
+/// indexed (`.unsupported`, naming the offset).
+///
+/// A tar.gz member read through the index is inflated from the seek point before it (ISA-L
+/// when it loads, zlib otherwise), every gzip chunk decoded whole checked against its
+/// CRC-32 in the gzip index and the member's bytes against theirs at its end: a damaged
+/// byte fails the member with `.corrupt`, naming the member and the archive.
 ///
 /// ## What protects a read through an index
 /// - The index records what it indexes (`Identity`: the archive's size, modification time
@@ -34,7 +42,8 @@ import Foundation
 ///
 /// ## The file
 /// `ARCHIVE.blobidx` beside the archive (`defaultPath(forArchiveAt:)`): a versioned binary
-/// format of this library (see `encoded()`). The library keeps indexes in memory and writes
+/// format of this library (see `encoded()`). A tar.gz's index file is whole on its own: it
+/// embeds the gzip seek-point index (in its GZIDX form) after the members. The library keeps indexes in memory and writes
 /// a file only when asked (`write(to:)`, `blobstream index`).
 public struct ArchiveIndex: Sendable, Equatable {
     /// The container the index describes.
@@ -43,6 +52,9 @@ public struct ArchiveIndex: Sendable, Equatable {
         case tar = 1
         /// A zip archive (its central directory).
         case zip = 2
+        /// A tar compressed with gzip (one or more gzip members): member offsets are in the
+        /// inflated tar; the index carries the gzip seek points (`gzipIndex`).
+        case tarGzip = 3
     }
 
     /// What the index was made from: checked before the index is used.
@@ -109,8 +121,9 @@ public struct ArchiveIndex: Sendable, Equatable {
         public var compressedSize: Int64?
         /// The entry is encrypted (zip).
         public var isEncrypted: Bool
-        /// For a compressed tar (a later format): the compressed stream's seek point before
-        /// the member's header. Nil for the formats indexed now.
+        /// For a tar.gz: the number of the gzip seek point at or before the member's data
+        /// (`gzipIndex.points[seekPoint]`), where a read of the member starts inflating. Nil
+        /// for the other formats.
         public var seekPoint: Int64?
 
         /// Makes one.
@@ -154,12 +167,16 @@ public struct ArchiveIndex: Sendable, Equatable {
     public var identity: Identity
     /// The members, in the archive's order.
     public var members: [Member]
+    /// For a tar.gz: the seek-point index of its gzip stream (with every chunk's CRC-32 and
+    /// the file's identity), made in the same pass as the members. Nil for the other formats.
+    public var gzipIndex: GzipIndex?
 
     /// Makes one.
-    public init(format: Format, identity: Identity, members: [Member]) {
+    public init(format: Format, identity: Identity, members: [Member], gzipIndex: GzipIndex? = nil) {
         self.format = format
         self.identity = identity
         self.members = members
+        self.gzipIndex = gzipIndex
     }
 
     /// The entries, as `ArchiveListing.entries(ofArchiveAt:)` lists them.
@@ -179,13 +196,18 @@ public struct ArchiveIndex: Sendable, Equatable {
         }
     }
 
-    /// Indexes the archive at `path` (an uncompressed tar or a zip).
+    /// Indexes the archive at `path` (an uncompressed tar, a zip, or a tar.gz).
     ///
+    /// - Parameter gzipSpacing: for a tar.gz, the least uncompressed distance between the
+    ///   gzip seek points (a member read inflates at most about this much before its data).
     /// - Throws: `BlobStreamError` naming the archive: `.unsupported` for other formats (and
     ///   tars with entries the walker leaves to libarchive), `.corrupt` (a bad header
-    ///   checksum, a damaged central directory, naming the offset), `.truncated`, the
-    ///   file's own errors (`.notFound`, …).
-    public static func build(archiveAt path: String) throws -> ArchiveIndex {
+    ///   checksum, a damaged central directory or gzip stream, naming the offset),
+    ///   `.truncated`, `.changed` (the file changed during the pass), the file's own errors
+    ///   (`.notFound`, …).
+    public static func build(archiveAt path: String, gzipSpacing: Int = GzipIndex.defaultSpacing) throws
+        -> ArchiveIndex
+    {
         let upstream = PathUpstream(path: path)
         let reader = UpstreamInput.makeReader(upstream)
         defer { reader.close() }
@@ -196,6 +218,11 @@ public struct ArchiveIndex: Sendable, Equatable {
             throw BlobStreamError(.sourceFailed, "archive '\(path)': its modification time is unknown")
         }
         let identity = try archive.identity(modified: modified)
+        if archive.length >= 3, (try? reader.seek(to: 0)) != nil,
+            case .bytes(let magic) = reader.fill(atLeast: 3, waiting: true), magic.starts(with: [0x1F, 0x8B, 0x08])
+        {
+            return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing)
+        }
         if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
             || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)
         {
@@ -205,7 +232,7 @@ public struct ArchiveIndex: Sendable, Equatable {
             return ArchiveIndex(format: .zip, identity: identity, members: members)
         }
         throw BlobStreamError(
-            .unsupported, "archive '\(path)': only uncompressed tar and zip archives can be indexed")
+            .unsupported, "archive '\(path)': only tar, tar.gz and zip archives can be indexed")
     }
 
     /// Checks that this index describes the archive at `path` as it is now.
@@ -242,14 +269,37 @@ public struct ArchiveIndex: Sendable, Equatable {
     ///   (truncated, altered, not an index), `.unsupported` (a version this library does
     ///   not read).
     public static func read(from path: String) throws -> ArchiveIndex {
-        let data: Data
+        var bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe)
+            bytes = try readWhole(path)
         } catch {
             let missing = !FileManager.default.fileExists(atPath: path)
             throw BlobStreamError(
                 missing ? .notFound : .ioFailed, "cannot read archive index '\(path)'", cause: error)
         }
-        return try ArchiveIndex(decoding: data, name: path)
+        return try ArchiveIndex(decodingBytes: &bytes, name: path)
+    }
+
+    /// The file's bytes, read straight into an array (no second copy: a tar.gz's index holds
+    /// megabytes of gzip windows).
+    private static func readWhole(_ path: String) throws -> [UInt8] {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let size = Int(try handle.seekToEnd())
+        try handle.seek(toOffset: 0)
+        var failure: (any Error)?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            while count < size {
+                let n = Glibc.read(handle.fileDescriptor, buffer.baseAddress! + count, size - count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    failure = n < 0 ? POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) : nil
+                    break
+                }
+                count += n
+            }
+        }
+        if let failure { throw failure }
+        return bytes
     }
 }

@@ -25,9 +25,9 @@ final class MemberInflation {
     let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 64 * 1024)
     static let scratchSize = 64 * 1024
 
-    init(compressedLength: Int64, name: String) throws(BlobStreamError) {
+    init(compressedLength: Int64, name: String, engine: GzipInflateEngine = .automatic) throws(BlobStreamError) {
         self.compressedLength = compressedLength
-        decoder = try RawDeflateDecoder(engine: .automatic, name: name)
+        decoder = try RawDeflateDecoder(engine: engine, name: name)
     }
 
     deinit { scratch.deallocate() }

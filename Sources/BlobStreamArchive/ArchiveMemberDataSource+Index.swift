@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import BlobStreamSystem
 import Foundation
 
@@ -36,6 +37,16 @@ extension ArchiveMemberDataSource {
         defer { lock.unlock() }
         indexOption = option
         archivePath = path
+    }
+
+    /// Sets the inflate engine (see `GzipInflateEngine`) of the gzip layer of a tar.gz and
+    /// of members inflated here (a tar.gz member read through an index, a zip deflate member
+    /// read through an index): by default ISA-L when it loads, else zlib; `.isal` where ISA-L
+    /// is unavailable fails the open with `.unsupported`. Call before `open()`.
+    public func useInflateEngine(_ engine: GzipInflateEngine) {
+        lock.lock()
+        defer { lock.unlock() }
+        inflateEngine = engine
     }
 
     /// The index this source uses, resolved at its first search (nil: none).
@@ -110,7 +121,15 @@ extension ArchiveMemberDataSource {
                     mismatchCode: index.format == .tar ? .changed : .corrupt)
                 if deflated {
                     slice?.inflation = try MemberInflation(
-                        compressedLength: member.compressedSize ?? 0, name: messagePrefix)
+                        compressedLength: member.compressedSize ?? 0, name: messagePrefix, engine: inflateEngine)
+                }
+                if index.format == .tarGzip {
+                    guard let gzipIndex = index.gzipIndex else {
+                        throw makeError(.corrupt, "the tar.gz index holds no gzip seek points")
+                    }
+                    slice?.mismatchCode = .corrupt
+                    slice?.gzip = MemberGzipReading(
+                        reader: reader, index: gzipIndex, name: archiveName, engine: inflateEngine, size: member.size)
                 }
                 return true
             }

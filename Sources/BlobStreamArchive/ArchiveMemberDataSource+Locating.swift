@@ -223,7 +223,7 @@ extension ArchiveMemberDataSource {
         handle?.free()
         handle = nil
         block = nil
-        let input = UpstreamInput(reader: reader, inflatingGzip: true)
+        let input = UpstreamInput(reader: reader, inflatingGzip: true, engine: inflateEngine)
         var first = true
         do {
             let fresh = try ArchiveHandle(input: input)

@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import Foundation
 
 /// A data source that streams one member of an archive: any format and filter libarchive
@@ -95,7 +96,9 @@ import Foundation
 /// member whose bytes differ from those indexed); a zip member compressed with deflate is
 /// inflated from exactly its compressed bytes (ISA-L when it loads, zlib otherwise), its
 /// size and CRC-32 checked at its end (`.corrupt`); other zip members (other methods,
-/// encrypted) are read by libarchive.
+/// encrypted) are read by libarchive. A tar.gz member is inflated from the gzip seek point
+/// before it (see `ArchiveIndex`); nothing after a member read through an index is read, in
+/// either `verification` mode.
 ///
 /// ## Lending blocks
 /// `getBuffer` lends the rest of libarchive's current data block (for an uncompressed tar,
@@ -196,6 +199,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// The index in use, once resolved at the first search.
     var activeIndex: ArchiveIndex?
     var indexResolved = false
+    /// The inflate engine of a gzip layer and of members inflated here (set before `open()`).
+    var inflateEngine: GzipInflateEngine = .automatic
 
     /// Makes a source for `member` of the archive read from `upstream`.
     ///

@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import Foundation
 
 /// Registers the `archive:` scheme: `archive:<url>!/<member>`.
@@ -16,25 +17,32 @@ public enum ArchiveSources {
     /// Registers `archive:` in `registry`. The inner URL is made by the same registry, so
     /// any registered scheme can hold the archive (`file:`, `gzip:`, `archive:` itself).
     /// Members are read with `verification` (by default the whole archive is verified
-    /// before a member's end is announced; `.memberOnly` is the fast mode that does not).
-    public static func register(in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive) {
+    /// before a member's end is announced; `.memberOnly` is the fast mode that does not),
+    /// and a gzip layer (and members inflated through an index) inflated with `engine`.
+    public static func register(
+        in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
+        engine: GzipInflateEngine = .automatic
+    ) {
         registry.register(scheme: scheme) { url, registry in
-            try makeSource(url: url, registry: registry, verification: verification)
+            try makeSource(url: url, registry: registry, verification: verification, engine: engine)
         }
     }
 
     /// The source for an `archive:` URL: the inner URL's source (made by `registry`) as the
     /// upstream, the member named after the last `!/` (matched on its raw bytes, so names
-    /// that are not UTF-8 are reached by their `%XX` spelling). Errors name the inner URL.
+    /// that are not UTF-8 are reached by their `%XX` spelling), inflating with `engine`.
+    /// Errors name the inner URL.
     ///
     /// - Throws: what `components(of:)` and `registry.makeSource(url:)` throw.
     public static func makeSource(
-        url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive
+        url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
+        engine: GzipInflateEngine = .automatic
     ) throws -> ArchiveMemberDataSource {
         let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)
         let source = ArchiveMemberDataSource(
             archive: upstream, memberBytes: member, name: inner, verification: verification)
+        source.useInflateEngine(engine)
         // A file's index beside it (`ARCHIVE.blobidx`) is used when it matches.
         if BlobURL.scheme(of: inner)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: inner) {
             source.useIndex(.automatic, archivePath: path)

@@ -1,23 +1,55 @@
-// Archive member indexes for the tool: writing one (`blobstream index ARCHIVE`) and listing
-// through one (`blobstream ls`).
+// Archive member indexes for the tool: writing one (`blobstream index ARCHIVE`, tar.gz
+// included) and listing through one (`blobstream ls`).
 
 import BlobStream
 import BlobStreamArchive
+import BlobStreamGzip
 import Foundation
 
-/// Indexes the archive at `path` (an uncompressed tar or a zip) and writes the index to
-/// `output` (by default `ARCHIVE.blobidx` beside it). Returns a one-line summary for the
-/// user, tab-separated: the index file, how many members (and the format), its size.
+/// Indexes the archive at `path` (an uncompressed tar, a zip, or a tar.gz) and writes the
+/// index to `output` (by default `ARCHIVE.blobidx` beside it). Returns a summary for the
+/// user, tab-separated: the index file, how many members (and the format), its size. For a
+/// tar.gz the member index embeds the gzip seek points; written to its default place, the
+/// seek points also go to `ARCHIVE.gzidx` beside it (a second line), so that `gzip:` sources
+/// and indexed_gzip use them too.
 ///
-/// - Throws: what `ArchiveIndex.build(archiveAt:)` and `write(to:)` throw (errors name the
-///   archive or the index file).
-package func writeArchiveIndex(path: String, output: String? = nil) throws -> String {
-    let index = try ArchiveIndex.build(archiveAt: path)
+/// - Throws: what `ArchiveIndex.build(archiveAt:gzipSpacing:)` and `write(to:)` throw (errors
+///   name the archive or the index file).
+package func writeArchiveIndex(
+    path argument: String, output: String? = nil, spacing: Int = GzipIndex.defaultSpacing
+) throws -> String {
+    let path =
+        BlobURL.scheme(of: argument)?.lowercased() == "file" ? try BlobURL.path(ofFileURL: argument) : argument
+    let index = try ArchiveIndex.build(archiveAt: path, gzipSpacing: spacing)
     let destination = output ?? ArchiveIndex.defaultPath(forArchiveAt: path)
     try index.write(to: destination)
-    let format = index.format == .tar ? "tar" : "zip"
-    let size = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) ?? 0
-    return "\(destination)\t\(index.members.count) members (\(format))\t\(size) bytes"
+    let format =
+        switch index.format {
+        case .tar: "tar"
+        case .zip: "zip"
+        case .tarGzip: "tar.gz"
+        }
+    var lines = ["\(destination)\t\(index.members.count) members (\(format))\t\(fileSize(destination)) bytes"]
+    if output == nil, let gzipIndex = index.gzipIndex {
+        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        try gzipIndex.write(toPath: sidecar)
+        lines.append("\(sidecar)\t\(gzipIndex.points.count) seek points\t\(fileSize(sidecar)) bytes")
+    }
+    return lines.joined(separator: "\n")
+}
+
+private func fileSize(_ path: String) -> Int {
+    (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+}
+
+/// Whether `argument` (a path or `file://…`, not a `gzip:` URL) names a gzip file that holds
+/// a tar (see `ArchiveIndex.gzipHoldsTar(atPath:)`): `blobstream index` then writes a member
+/// index with the seek points.
+package func isTarGzipFile(_ argument: String) throws -> Bool {
+    if argument.lowercased().hasPrefix("gzip:") { return false }
+    let path =
+        BlobURL.scheme(of: argument)?.lowercased() == "file" ? try BlobURL.path(ofFileURL: argument) : argument
+    return ArchiveIndex.gzipHoldsTar(atPath: path)
 }
 
 /// Whether `argument` (a path, `file://…` or `gzip:…`) names a gzip file: a `gzip:` URL, or a

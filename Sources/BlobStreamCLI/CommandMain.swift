@@ -143,7 +143,7 @@ package struct SourceOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "gzip: the inflate engine: auto (ISA-L when it can be loaded, else zlib), zlib, or isal (fails when ISA-L cannot be loaded)."
+            "gzip: and tar.gz archive: sources: the inflate engine: auto (ISA-L when it can be loaded, else zlib), zlib, or isal (fails when ISA-L cannot be loaded)."
     )
     package var inflate: GzipInflateEngine = .automatic
 

@@ -9,8 +9,9 @@ import Foundation
 import Synchronization
 
 /// The registry the tool reads through: every scheme of the modules it links. Asset URLs
-/// are resolved by the photo library given with `--library`; `gzip:` sources inflate with
-/// `inflate` (`--inflate`).
+/// are resolved by the photo library given with `--library`; `gzip:` sources, the gzip layer
+/// of `archive:` sources and tar.gz members read through an index inflate with `inflate`
+/// (`--inflate`).
 /// Remote schemes (`http`, `https`) come from the program through `RemoteSchemes`, with
 /// `caBundle` (`--ca-bundle`) as an extra trust root, and `s3` (`--endpoint-url`, `--region`,
 /// `--profile`) for `s3:` sources. `gzipIndexes` says which seek-point index `gzip:` sources
@@ -25,7 +26,8 @@ package func makeRegistry(
     FileSources.register(in: registry)
     GzipSources.register(in: registry, engine: inflate)
     registerIndexedGzip(in: registry, gzipIndexes, engine: inflate)
-    ArchiveSources.register(in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive)
+    ArchiveSources.register(
+        in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
     } else {

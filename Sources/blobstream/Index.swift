@@ -7,24 +7,33 @@ struct IndexCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index",
         abstract:
-            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar or zip archive (ARCHIVE.blobidx: members).",
+            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar, tar.gz or zip archive (ARCHIVE.blobidx: members).",
         discussion: """
             A gzip file (told by its first bytes) gets a seek-point index: indexed_gzip's GZIDX format \
             (indexed_gzip and rapidgzip read it) followed by BlobStream's record: the file's size, \
             modification time and samples of its bytes, and a CRC-32 per chunk. cat and checksum --offset \
             then use FILE.gz.gzidx beside a gzip: source when it matches the file (or the index given with \
             --index). An uncompressed tar or a zip gets a member index (ARCHIVE.blobidx: each member's \
-            position and CRC-32, and the archive's identity); cat and ls use it when it matches. An index \
-            that does not match its file is never used.
+            position and CRC-32, and the archive's identity); cat and ls use it when it matches. A gzip file \
+            that holds a tar (ustar magic in its first inflated header; not when named gzip:…) gets both in one \
+            pass: ARCHIVE.blobidx holds the members (offsets in the inflated tar, CRC-32s) and embeds the seek \
+            points, which also go to ARCHIVE.gzidx; cat then inflates a member from the seek point before it, \
+            checking every chunk and the member's CRC-32. An index that does not match its file is never used.
             """)
 
-    @Option(name: .long, help: "Where to write the index (default: FILE.gz.gzidx beside the file).")
+    @Option(
+        name: .long,
+        help:
+            "Where to write the index (default: FILE.gz.gzidx or ARCHIVE.blobidx beside the file; a tar.gz's ARCHIVE.gzidx is written only then)."
+    )
     var output: String?
 
-    @Option(name: .long, help: "The least uncompressed distance between seek points, in bytes (default 4 MiB).")
+    @Option(
+        name: .long,
+        help: "The least uncompressed distance between seek points (gzip, tar.gz), in bytes (default 4 MiB).")
     var spacing: Int = 4 * 1024 * 1024
 
-    @Argument(help: "The gzip file (a path, file:///… or gzip:file:///…), or a tar or zip archive (a path).")
+    @Argument(help: "The gzip file (a path, file:///… or gzip:file:///…), or a tar, tar.gz or zip archive (a path).")
     var file: String
 
     func validate() throws {
@@ -33,9 +42,9 @@ struct IndexCommand: ParsableCommand {
 
     func run() throws {
         let written =
-            try isGzipFile(file)
+            try isGzipFile(file) && !isTarGzipFile(file)
             ? writeGzipIndex(of: file, to: output, spacing: spacing)
-            : writeArchiveIndex(path: file, output: output)
+            : writeArchiveIndex(path: file, output: output, spacing: spacing)
         try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
     }
 }

@@ -64,15 +64,28 @@ struct TarHeaderWalker {
     /// left to libarchive).
     static let maximumExtensionSize = 64 * 1024
 
-    let reader: BlobUpstream
+    /// Where the bytes come from: a seekable upstream (`reader`), or bytes handed out in
+    /// increasing order of offset (`input`: a tar inflated while it is read).
+    let reader: BlobUpstream?
+    let input: (any TarWalkInput)?
     let length: Int64
     /// Offset of the next header.
     var offset: Int64
 
     init(reader: BlobUpstream, length: Int64, offset: Int64 = 0) {
         self.reader = reader
+        self.input = nil
         self.length = length
         self.offset = offset
+    }
+
+    /// A walker over bytes that `input` hands out in increasing order of offset (their
+    /// length unknown: `input` says where they end).
+    init(input: any TarWalkInput) {
+        self.reader = nil
+        self.input = input
+        self.length = Int64.max
+        self.offset = 0
     }
 
     /// Whether the 512 bytes at offset 0 of `reader` are a tar header with a right checksum
@@ -203,7 +216,8 @@ struct TarHeaderWalker {
     /// Lends `count` bytes at `at` (valid until the next read), or throws `.truncated`.
     private func bytes(at position: Int64, count: Int, what: String) throws(TarWalkError) -> UnsafeRawBufferPointer {
         if count == 0 { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        guard position + Int64(count) <= length else {
+        if let input { return try input.bytes(at: position, count: count, what: what) }
+        guard let reader, position + Int64(count) <= length else {
             throw TarWalkError(
                 code: .truncated,
                 message: "the archive is truncated: it ends at offset \(length), inside \(what) at offset \(position)")
@@ -264,6 +278,14 @@ struct TarHeaderWalker {
         // A negative time with a fraction counts down: -1.5 is -2 s + 0.5 s.
         return parts[0].hasPrefix("-") ? (seconds - 1, 1_000_000_000 - nanos) : (seconds, nanos)
     }
+}
+
+/// Bytes for a `TarHeaderWalker` that come in increasing order of offset (a tar being
+/// inflated): asked for at an offset at or after the last one asked for.
+protocol TarWalkInput: AnyObject {
+    /// Lends `count` bytes at `position` (valid until the next call), or throws
+    /// `.truncated` (the bytes end before), naming `what` was being read.
+    func bytes(at position: Int64, count: Int, what: String) throws(TarWalkError) -> UnsafeRawBufferPointer
 }
 
 /// Reading the fields of a 512-byte tar header.

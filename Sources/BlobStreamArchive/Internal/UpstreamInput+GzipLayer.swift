@@ -46,7 +46,7 @@ extension UpstreamInput {
         guard let first = fillUpstream(atLeast: GzipLayer.magic.count) else { return false }
         guard first.starts(with: GzipLayer.magic) else { return true } // handed out as they are
         do {
-            gzip = try GzipLayer()
+            gzip = try GzipLayer(engine: engine)
         } catch {
             failOwn(error.code, "could not start to inflate the gzip stream: \(error.message)", cause: error.cause)
             return false

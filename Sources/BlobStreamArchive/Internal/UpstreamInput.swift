@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamGzip
 import Foundation
 
 /// What libarchive's callbacks read from: one pass over the archive's upstream, read through
@@ -69,8 +70,13 @@ final class UpstreamInput {
     /// - Parameters:
     ///   - reader: the upstream's reader, open, at the offset the pass starts from.
     ///   - inflatingGzip: inflate a gzip layer here (only from offset 0; see `prepare()`).
-    init(reader: BlobUpstream, inflatingGzip: Bool = false) {
+    ///   - engine: the inflate engine of that layer.
+    /// The engine that inflates the gzip layer.
+    let engine: GzipInflateEngine
+
+    init(reader: BlobUpstream, inflatingGzip: Bool = false, engine: GzipInflateEngine = .automatic) {
         self.reader = reader
+        self.engine = engine
         self.wantsGzip = inflatingGzip && reader.offset == 0
         self.canSeek = Self.canSeek(reader.source)
     }
