@@ -198,16 +198,20 @@ public struct ArchiveIndex: Sendable, Equatable {
 
     /// Indexes the archive at `path` (an uncompressed tar, a zip, or a tar.gz).
     ///
-    /// - Parameter gzipSpacing: for a tar.gz, the least uncompressed distance between the
-    ///   gzip seek points (a member read inflates at most about this much before its data).
+    /// - Parameters:
+    ///   - path: the archive file.
+    ///   - gzipSpacing: for a tar.gz, the least uncompressed distance between the gzip seek
+    ///     points (a member read inflates at most about this much before its data).
+    ///   - engine: for a tar.gz, the inflater of the pass: by default ISA-L when it loads
+    ///     (inflating then runs beside the tar walk, on a thread of its own), else zlib.
     /// - Throws: `BlobStreamError` naming the archive: `.unsupported` for other formats (and
     ///   tars with entries the walker leaves to libarchive), `.corrupt` (a bad header
     ///   checksum, a damaged central directory or gzip stream, naming the offset),
     ///   `.truncated`, `.changed` (the file changed during the pass), the file's own errors
     ///   (`.notFound`, …).
-    public static func build(archiveAt path: String, gzipSpacing: Int = GzipIndex.defaultSpacing) throws
-        -> ArchiveIndex
-    {
+    public static func build(
+        archiveAt path: String, gzipSpacing: Int = GzipIndex.defaultSpacing, engine: GzipInflateEngine = .automatic
+    ) throws -> ArchiveIndex {
         let upstream = PathUpstream(path: path)
         let reader = UpstreamInput.makeReader(upstream)
         defer { reader.close() }
@@ -221,7 +225,7 @@ public struct ArchiveIndex: Sendable, Equatable {
         if archive.length >= 3, (try? reader.seek(to: 0)) != nil,
             case .bytes(let magic) = reader.fill(atLeast: 3, waiting: true), magic.starts(with: [0x1F, 0x8B, 0x08])
         {
-            return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing)
+            return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing, engine: engine)
         }
         if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
             || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)

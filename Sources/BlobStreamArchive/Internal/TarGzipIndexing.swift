@@ -127,9 +127,12 @@ extension ArchiveIndex {
     /// Indexes the tar.gz at `path` in one pass: inflates it once, placing the gzip seek
     /// points (every `spacing` uncompressed bytes) and walking the tar headers in the
     /// inflated bytes, with each member's CRC-32 computed on the way.
-    static func buildTarGzip(path: String, identity: Identity, spacing: Int) throws(BlobStreamError) -> ArchiveIndex {
+    static func buildTarGzip(
+        path: String, identity: Identity, spacing: Int, engine: GzipInflateEngine
+    ) throws(BlobStreamError) -> ArchiveIndex {
         let before = try GzipIndex.FileIdentity(ofFileAtPath: path)
-        let builder = try GzipIndexStreamingBuilder(source: PathUpstream(path: path), spacing: spacing, name: path)
+        let builder = try GzipIndexStreamingBuilder(
+            source: PathUpstream(path: path), spacing: spacing, name: path, engine: engine)
         defer { builder.close() }
         let input = InflatedTarInput(builder: builder)
         var members: [Member] = []
