@@ -19,6 +19,9 @@ import NIOCore
 /// damaged on the way is refused by the store (`BadDigest`) and sent again. A source whose
 /// identity (`.blobContentIdentityKey`) or length changes during the upload fails it with
 /// `.sourceChanged` (and the upload is aborted): the object is never a splice of two versions.
+///
+/// Memory: about `parallelism` parts' buffers (one more for a source that cannot seek),
+/// whatever the source's length: a part is read into the buffer of a part already sent.
 public struct S3Uploader: Sendable {
     /// The client requests go through.
     public var client: S3Client

@@ -75,7 +75,6 @@ struct S3PartBufferUploadTests {
         #expect(result.parts == parts && result.size == Int64(size))
         #expect(sha256Hex(try await fixture.stored("f")) == sha256Hex(data))
         #expect(upload.buffers.made <= parallelism)
-        print("XX renewed", upload.buffers.renewed, "made", upload.buffers.made)
     }
 
     @Test("a pipe in parts: the object is what was written, at most `parallelism` + 1 buffers made")
@@ -95,6 +94,5 @@ struct S3PartBufferUploadTests {
         #expect(result.parts == 9 && result.size == Int64(data.count))
         #expect(sha256Hex(try await fixture.stored("p")) == sha256Hex(data))
         #expect(upload.buffers.made <= 3)
-        print("XX renewed", upload.buffers.renewed, "made", upload.buffers.made)
     }
 }
