@@ -36,7 +36,7 @@ extension S3MultipartUpload {
     }
 
     /// Sends the parts of a source that can seek: each read from a source of its own at its
-    /// offset, `parallelism` at a time.
+    /// offset, `parallelism` at a time, into the buffer of a part sent before.
     func sendRanged(uploadID: String, length: Int64, partSize: Int, facts: PartReader.Facts) async throws -> Tally {
         let stored = try await storedParts(uploadID)
         let count = Int((length + Int64(partSize) - 1) / Int64(partSize))
@@ -52,6 +52,7 @@ extension S3MultipartUpload {
                     let body = try await readPart(offset: offset, size: size, facts: facts)
                     let (etag, sent) = try await sendPart(
                         body, number: number, uploadID: uploadID, stored: stored[number])
+                    buffers.recycle(consume body)
                     return PartOutcome(number: number, etag: etag, sent: sent, size: size)
                 }
             }
@@ -73,21 +74,26 @@ extension S3MultipartUpload {
                 .sourceChanged, "\(source.name) changed during the upload (found at offset \(offset))",
                 bucket: location.bucket, key: location.key)
         }
-        let body = try await reader.read(upTo: size)
+        let body = try await reader.read(upTo: size, buffers: buffers)
         try check(body, expected: size, offset: offset)
         return body
     }
 
     /// Sends the parts of a source read once from start to end: `head` and `ahead` are its
-    /// first two parts; at most `parallelism` parts are in flight and one more is read.
-    func sendSequential(uploadID: String, reader: PartReader, partSize: Int, head: ByteBuffer, ahead: ByteBuffer)
-        async throws -> Tally
-    {
+    /// first two parts; at most `parallelism` parts are in flight and one more is read, into
+    /// the buffer of a part sent before.
+    func sendSequential(
+        uploadID: String, reader: PartReader, partSize: Int, head: consuming ByteBuffer, ahead: consuming ByteBuffer
+    ) async throws -> Tally {
         let stored = try await storedParts(uploadID)
         let tally = Tally()
+        // The buffers move from here to the tasks that send them (`consume`, `Handoff`):
+        // nothing else holds one once sent, so the next part reads into it.
+        let first = PartBufferPool.Handoff(consume head)
+        let second = PartBufferPool.Handoff(consume ahead)
         try await withThrowingTaskGroup(of: PartOutcome.self) { group in
-            var next: ByteBuffer = head
-            var upcoming: ByteBuffer? = ahead
+            var next: ByteBuffer = first.take()
+            var upcoming: ByteBuffer? = second.take()
             var number = 0
             while true {
                 number += 1
@@ -100,18 +106,21 @@ extension S3MultipartUpload {
                 if number > max(options.parallelism, 1), let done = try await group.next() {
                     progress(UploadProgress(sent: tally.record(done), total: nil, isFinished: false))
                 }
-                let body = next
+                let full = next.readableBytes == partSize
+                let handoff = PartBufferPool.Handoff(consume next)
                 let partNumber = number
                 group.addTask {
+                    let body = handoff.take()
                     let (etag, sent) = try await sendPart(
                         body, number: partNumber, uploadID: uploadID, stored: stored[partNumber])
-                    return PartOutcome(number: partNumber, etag: etag, sent: sent, size: body.readableBytes)
+                    let size = body.readableBytes
+                    buffers.recycle(consume body)
+                    return PartOutcome(number: partNumber, etag: etag, sent: sent, size: size)
                 }
-                if let ready = upcoming {
+                if let ready = upcoming.take() {
                     next = ready
-                    upcoming = nil
-                } else if body.readableBytes == partSize {
-                    next = try await reader.read(upTo: partSize)
+                } else if full {
+                    next = try await reader.read(upTo: partSize, buffers: buffers)
                 } else {
                     break
                 }

@@ -19,6 +19,9 @@ import NIOCore
 /// damaged on the way is refused by the store (`BadDigest`) and sent again. A source whose
 /// identity (`.blobContentIdentityKey`) or length changes during the upload fails it with
 /// `.sourceChanged` (and the upload is aborted): the object is never a splice of two versions.
+///
+/// Memory: about `parallelism` parts' buffers (one more for a source that cannot seek),
+/// whatever the source's length: a part is read into the buffer of a part already sent.
 public struct S3Uploader: Sendable {
     /// The client requests go through.
     public var client: S3Client
@@ -47,6 +50,8 @@ struct S3MultipartUpload: Sendable {
     let location: S3Location
     let options: S3UploadOptions
     let progress: @Sendable (UploadProgress) -> Void
+    /// The parts' buffers, each used again once its part is sent.
+    let buffers = PartBufferPool()
 
     func run() async throws -> S3UploadResult {
         let first = PartReader(source: try makeSource(), name: source.name)
@@ -63,8 +68,8 @@ struct S3MultipartUpload: Sendable {
             head = length <= Int64(partSize) ? try await first.read(upTo: Int(length) + 1) : ByteBuffer()
             if length <= Int64(partSize) { try check(head, expected: Int(length), offset: 0) }
         } else {
-            head = try await first.read(upTo: partSize)
-            if head.readableBytes == partSize { ahead = try await first.read(upTo: partSize) }
+            head = try await first.read(upTo: partSize, buffers: buffers)
+            if head.readableBytes == partSize { ahead = try await first.read(upTo: partSize, buffers: buffers) }
         }
         let single = ranged ? facts.length! <= Int64(partSize) : (ahead?.readableBytes ?? 0) == 0
         if single {
@@ -78,7 +83,7 @@ struct S3MultipartUpload: Sendable {
                 ranged
                 ? try await sendRanged(uploadID: uploadID, length: facts.length!, partSize: partSize, facts: facts)
                 : try await sendSequential(
-                    uploadID: uploadID, reader: first, partSize: partSize, head: head, ahead: ahead!)
+                    uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!)
             return try await complete(uploadID: uploadID, tally: tally, facts: facts)
         } catch {
             if options.abortsOnFailure { await abort(uploadID) }

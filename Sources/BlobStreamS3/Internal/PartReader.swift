@@ -48,10 +48,11 @@ final class PartReader: @unchecked Sendable {
         }
     }
 
-    /// Reads up to `count` bytes: fewer only at the source's end.
-    func read(upTo count: Int) async throws -> ByteBuffer {
+    /// Reads up to `count` bytes: fewer only at the source's end; into a buffer of `buffers`
+    /// when given (read straight into it: no copy on the way).
+    func read(upTo count: Int, buffers: PartBufferPool? = nil) async throws -> ByteBuffer {
         try await run { [self] () throws(S3Error) -> ByteBuffer in
-            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            var buffer = buffers?.take(capacity: count) ?? ByteBufferAllocator().buffer(capacity: count)
             var total = 0
             while total < count {
                 let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { raw -> Int in
