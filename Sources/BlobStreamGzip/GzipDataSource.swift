@@ -54,7 +54,7 @@ import Foundation
 /// point's window) and check them against the index, and `read` hands the bytes out in
 /// order once their chunks are checked, so a corrupt chunk fails (`.changed`, naming its
 /// offsets) before any of its bytes are delivered. The trailer of every member that starts
-/// and ends inside a job is checked too. At most 24 MiB of chunks are in flight; an index
+/// and ends inside a job is checked too. At most 16 MiB of chunks are in flight; an index
 /// with a chunk longer than 16 MiB, a foreign index, or `parallelism: 1` read sequentially.
 /// `close()` and `interrupt()` stop the threads (a read waiting for them fails with `.closed`).
 ///

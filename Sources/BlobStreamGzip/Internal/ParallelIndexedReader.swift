@@ -27,7 +27,7 @@ final class ParallelIndexedReader: @unchecked Sendable {
     /// The longest chunk this reader decodes; an index with a longer one is read sequentially.
     static let largestChunk: Int64 = 16 << 20
     /// The most bytes (output and compressed input) of the jobs in flight.
-    static let memoryBudget: Int64 = 24 << 20
+    static let memoryBudget: Int64 = 16 << 20
 
     /// One range of chunks, decoded by one worker.
     final class Job: @unchecked Sendable {
