@@ -61,4 +61,27 @@ struct ChunkEntryPointTests {
         #expect(error?.code == .unknownScheme)
         #expect(error?.message.contains("nope:file:///x") == true)
     }
+
+    @Test("chunks cut from shared blocks: each at most the size, indexed from 0, valid after later blocks are read")
+    func chunksKeptAcrossBlocks() async throws {
+        // 5 MiB in 1000-byte chunks: blocks of 2,097,000 bytes, so chunks come from three
+        // blocks, and the memory of released blocks is used again.
+        let bytes = sampleBytes(5 << 20)
+        var kept: [Data] = []
+        var index = 0
+        for try await chunk in InMemoryDataSource(data: bytes).chunks(size: 1000) {
+            #expect(chunk.count > 0 && chunk.count <= 1000)
+            #expect(chunk.startIndex == 0)
+            #expect(chunk.first == bytes[index])
+            index += chunk.count
+            if kept.count < 3000 { kept.append(chunk) } // held across a block boundary
+        }
+        #expect(index == bytes.count)
+        #expect(kept.reduce(into: Data()) { $0.append($1) } == bytes.prefix(kept.count * 1000))
+
+        // Released as read: the blocks go back to the pool and are read into again.
+        var again = Data()
+        for try await chunk in InMemoryDataSource(data: bytes).chunks(size: 65_536) { again.append(chunk) }
+        #expect(again == bytes)
+    }
 }
