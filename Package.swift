@@ -141,7 +141,8 @@ let package = Package(
             ]
         ),
         // Baseline programs for `make bench` (Foundation's own streams).
-        .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
+        .executableTarget(
+            name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamFiles"]),
         .executableTarget(name: "blobstream-bench-urlsession"),
         // The sample photo library of Fixtures/library and the tests (no product: not shipped).
         .target(
