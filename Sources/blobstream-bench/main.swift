@@ -9,8 +9,8 @@
 //                                                    `unverified`: verifiesDeliveredBytes false
 //   blobstream-bench stream-read FILE                 a file through BlobInputStream's own read
 //                                                    loop, 64 KiB reads; prints the byte count
-//   blobstream-bench chunks-read FILE                 the same file through source.chunks(),
-//                                                    the AsyncSequence, 64 KiB chunks
+//   blobstream-bench chunks-read FILE [SIZE]          the same file through source.chunks(),
+//                                                    the AsyncSequence, SIZE-byte chunks (64 KiB)
 //   (URLSession's uploadTask(fromFile:) is blobstream-bench-urlsession: linking
 //   FoundationNetworking here would load libcurl into every asset row's process.)
 import BlobStream
@@ -108,6 +108,6 @@ case "chunks-read" where arguments.count == 2 || arguments.count == 3:
     print("bytes=\(await chunksRead(arguments[1], size: arguments.count == 3 ? Int(arguments[2])! : 64 * 1024))")
 default:
     fail(
-        "usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES [unverified] | stream-read FILE | chunks-read FILE"
+        "usage: blobstream-bench foundation-read FILE... | asset-read ROOT URL SIZE TIMES [unverified] | stream-read FILE | chunks-read FILE [SIZE]"
     )
 }
