@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamS3", targets: ["BlobStreamS3"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
+        .library(name: "BlobStreamNginxTestSupport", targets: ["BlobStreamNginxTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
         .executable(name: "blobstream-urlsession", targets: ["blobstream-urlsession"]),
         .plugin(name: "GenerateFixtures", targets: ["GenerateFixtures"]),
@@ -91,7 +92,8 @@ let package = Package(
         ),
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
         .target(
-            name: "NginxTestServer", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"],
+            name: "NginxTestServer",
+            dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport", "BlobStreamNginxTestSupport"],
             path: "Tests/NginxTestServer"
         ),
         // Test-only: OpenStack Swift with its S3 API on 127.0.0.1 (scripts/swift-store), shared by
@@ -109,6 +111,8 @@ let package = Package(
         ),
         // Helpers for tests, usable by any source author.
         .target(name: "BlobStreamTestSupport", dependencies: ["BlobStream"]),
+        // Shipped for users' upload tests: a WebDAV nginx on 127.0.0.1 on a free port.
+        .target(name: "BlobStreamNginxTestSupport"),
         // The command-line tool: what its programs share (registry, pump, console, exit
         // statuses, the upload's arguments), `blobstream` (every command; uploads with
         // AsyncHTTPClient) and its helper `blobstream-urlsession` (`upload --client
@@ -139,7 +143,8 @@ let package = Package(
             ]
         ),
         // Baseline programs for `make bench` (Foundation's own streams).
-        .executableTarget(name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets"]),
+        .executableTarget(
+            name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamFiles"]),
         .executableTarget(name: "blobstream-bench-urlsession"),
         // The sample photo library of Fixtures/library and the tests (no product: not shipped).
         .target(

@@ -209,8 +209,10 @@ extension BlobDataSource {
     /// `state.error`.
     public var error: (any Error)? { state.error }
 
-    /// Subscribes to one of the source's values (KVO-like); works on `any BlobDataSource`.
-    /// See `BlobDataSourceState.observe(_:options:_:)`.
+    /// Subscribes to one of the source's values named by a key path; traps on a key path
+    /// other than the four. Use the typed form, `observe(.isAtEnd) { … }`, which the
+    /// compiler checks.
+    @available(*, deprecated, message: "use observe(_:options:_:) with a BlobObservable: observe(.isAtEnd) { … }")
     public func observe<Value: Sendable>(
         _ keyPath: KeyPath<BlobDataSourceStatus, Value>,
         options: BlobObservationOptions = [.new],

@@ -3,7 +3,7 @@ import Synchronization
 
 /// A snapshot of the four observable values of a data source.
 ///
-/// Observation key paths are rooted here: `source.observe(\.isAtEnd) { change in … }`.
+/// `BlobObservable` names each of them for observation: `source.observe(.isAtEnd) { change in … }`.
 public struct BlobDataSourceStatus: Sendable {
     /// The source finished opening (it may then have bytes, be at its end, or fail later).
     public var isOpenCompleted = false
@@ -62,21 +62,18 @@ public final class BlobObservation: Sendable {
     deinit { invalidate() }
 }
 
-/// A registered observer. `active` is checked right before each call so that an
-/// invalidation on another thread wins over a delivery already collected. Unchecked because
-/// of the key path: every stored property is immutable or atomic.
-private final class ObserverEntry: @unchecked Sendable {
+/// A registered observer of the value whose flag is `bit`. `active` is checked right before
+/// each call so that an invalidation on another thread wins over a delivery already
+/// collected.
+private final class ObserverEntry: Sendable {
     let id: Int
-    let keyPath: PartialKeyPath<BlobDataSourceStatus>
+    let bit: UInt8
     let active = Atomic<Bool>(true)
     let deliver: @Sendable (BlobDataSourceStatus, BlobDataSourceStatus) -> Void
 
-    init(
-        id: Int, keyPath: PartialKeyPath<BlobDataSourceStatus>,
-        deliver: @escaping @Sendable (BlobDataSourceStatus, BlobDataSourceStatus) -> Void
-    ) {
+    init(id: Int, bit: UInt8, deliver: @escaping @Sendable (BlobDataSourceStatus, BlobDataSourceStatus) -> Void) {
         self.id = id
-        self.keyPath = keyPath
+        self.bit = bit
         self.deliver = deliver
     }
 }
@@ -97,7 +94,7 @@ public final class BlobDataSourceState: Sendable {
         var error: (any Error)?
     }
 
-    private static let openBit: UInt8 = 1, bytesBit: UInt8 = 2, endBit: UInt8 = 4, errorBit: UInt8 = 8
+    static let openBit: UInt8 = 1, bytesBit: UInt8 = 2, endBit: UInt8 = 4, errorBit: UInt8 = 8
 
     private let flags = Atomic<UInt8>(0)
     /// How many times `hasBytesAvailable` turned true. Counted before the new value is
@@ -113,14 +110,14 @@ public final class BlobDataSourceState: Sendable {
     /// The source finished opening. Set it once `read` may be called.
     public var isOpenCompleted: Bool {
         get { flag(Self.openBit) }
-        set { setFlag(Self.openBit, newValue, \.isOpenCompleted) }
+        set { setFlag(Self.openBit, newValue) }
     }
 
     /// A `read` would return bytes now. Keep it true while bytes remain and nothing has to
     /// be waited for (a file keeps it true until its end).
     public var hasBytesAvailable: Bool {
         get { flag(Self.bytesBit) }
-        set { setFlag(Self.bytesBit, newValue, \.hasBytesAvailable) }
+        set { setFlag(Self.bytesBit, newValue) }
     }
 
     /// Every byte has been delivered. Setting it also clears `hasBytesAvailable`.
@@ -128,7 +125,7 @@ public final class BlobDataSourceState: Sendable {
         get { flag(Self.endBit) }
         set {
             if newValue { hasBytesAvailable = false }
-            setFlag(Self.endBit, newValue, \.isAtEnd)
+            setFlag(Self.endBit, newValue)
         }
     }
 
@@ -146,7 +143,7 @@ public final class BlobDataSourceState: Sendable {
                     reg.error = newValue
                     flags.bitwiseOr(Self.errorBit, ordering: .acquiringAndReleasing)
                     return (
-                        old, snapshot(reg), reg.observers.values.filter { $0.keyPath == \BlobDataSourceStatus.error }
+                        old, snapshot(reg), reg.observers.values.filter { $0.bit == Self.errorBit }
                     )
                 } ?? (BlobDataSourceStatus(), BlobDataSourceStatus(), [])
             announce(observers, old, new)
@@ -157,34 +154,39 @@ public final class BlobDataSourceState: Sendable {
     /// after `hasBytesAvailable`.
     var bytesAvailableTurns: Int { bytesTurns.load(ordering: .acquiring) }
 
+    /// How many subscriptions are registered (for the package's tests).
+    package var observerCount: Int { registry.withLock { $0.observers.count } }
+
     /// All four values at once.
     public var status: BlobDataSourceStatus { registry.withLock { snapshot($0) } }
 
     /// Subscribes to one value. See `BlobObservation` for how a subscription ends.
     ///
+    /// ```swift
+    /// let token = state.observe(.hasBytesAvailable, options: [.initial, .new]) { change in
+    ///     if change.newValue == true { wakeReader() }
+    /// }
+    /// ```
+    ///
     /// - Parameters:
-    ///   - keyPath: one of `\.isOpenCompleted`, `\.hasBytesAvailable`, `\.isAtEnd`, `\.error`.
+    ///   - value: `.isOpenCompleted`, `.hasBytesAvailable`, `.isAtEnd` or `.error`.
     ///   - options: `.initial` calls the handler at once with the current value; `.old` and
     ///     `.new` choose which values a change carries.
     ///   - handler: called on the thread that made the change, outside any lock.
-    public func observe<Value: Sendable>(
-        _ keyPath: KeyPath<BlobDataSourceStatus, Value>,
+    public func observe<Value>(
+        _ value: BlobObservable<Value>,
         options: BlobObservationOptions = [.new],
         _ handler: @escaping @Sendable (BlobObservedChange<Value>) -> Void
     ) -> BlobObservation {
-        precondition(
-            [\BlobDataSourceStatus.isOpenCompleted, \.hasBytesAvailable, \.isAtEnd, \.error].contains(keyPath),
-            "observe: only \\.isOpenCompleted, \\.hasBytesAvailable, \\.isAtEnd and \\.error can be observed")
-        let typed = UncheckedKeyPath(keyPath: keyPath)
         let wantOld = options.contains(.old)
         let wantNew = options.contains(.new)
+        let extract = value.extract
         let (entry, current) = registry.withLock { reg -> (ObserverEntry, BlobDataSourceStatus) in
             reg.nextID += 1
-            let entry = ObserverEntry(id: reg.nextID, keyPath: keyPath) { old, new in
+            let entry = ObserverEntry(id: reg.nextID, bit: value.bit) { old, new in
                 handler(
                     BlobObservedChange(
-                        oldValue: wantOld ? old[keyPath: typed.keyPath] : nil,
-                        newValue: wantNew ? new[keyPath: typed.keyPath] : nil,
+                        oldValue: wantOld ? extract(old) : nil, newValue: wantNew ? extract(new) : nil,
                         isInitial: false))
             }
             reg.observers[entry.id] = entry
@@ -192,9 +194,29 @@ public final class BlobDataSourceState: Sendable {
         }
         let token = BlobObservation(entry: entry, owner: self)
         if options.contains(.initial) {
-            handler(BlobObservedChange(oldValue: nil, newValue: current[keyPath: keyPath], isInitial: true))
+            handler(BlobObservedChange(oldValue: nil, newValue: extract(current), isInitial: true))
         }
         return token
+    }
+
+    /// Subscribes to one value named by a key path; traps on a key path other than the
+    /// four. Use the typed form, which the compiler checks.
+    ///
+    /// - Parameters:
+    ///   - keyPath: one of `\.isOpenCompleted`, `\.hasBytesAvailable`, `\.isAtEnd`, `\.error`.
+    ///   - options: as for `observe(_:options:_:)` with a `BlobObservable`.
+    ///   - handler: called on the thread that made the change, outside any lock.
+    @available(*, deprecated, message: "use observe(_:options:_:) with a BlobObservable: observe(.isAtEnd) { … }")
+    public func observe<Value: Sendable>(
+        _ keyPath: KeyPath<BlobDataSourceStatus, Value>,
+        options: BlobObservationOptions = [.new],
+        _ handler: @escaping @Sendable (BlobObservedChange<Value>) -> Void
+    ) -> BlobObservation {
+        guard let value = BlobObservable.named(by: keyPath) else {
+            preconditionFailure(
+                "observe: only \\.isOpenCompleted, \\.hasBytesAvailable, \\.isAtEnd and \\.error can be observed")
+        }
+        return observe(value, options: options, handler)
     }
 
     fileprivate func remove(_ entry: ObserverEntry) {
@@ -215,7 +237,7 @@ public final class BlobDataSourceState: Sendable {
         return s
     }
 
-    private func setFlag(_ bit: UInt8, _ value: Bool, _ keyPath: KeyPath<BlobDataSourceStatus, Bool>) {
+    private func setFlag(_ bit: UInt8, _ value: Bool) {
         guard flag(bit) != value else { return } // no change: no lock, no announcement
         let change = registry.withLock { reg -> (BlobDataSourceStatus, BlobDataSourceStatus, [ObserverEntry])? in
             guard (flags.load(ordering: .acquiring) & bit != 0) != value else { return nil }
@@ -226,7 +248,7 @@ public final class BlobDataSourceState: Sendable {
             } else {
                 flags.bitwiseAnd(~bit, ordering: .acquiringAndReleasing)
             }
-            let observers = reg.observers.isEmpty ? [] : reg.observers.values.filter { $0.keyPath == keyPath }
+            let observers = reg.observers.isEmpty ? [] : reg.observers.values.filter { $0.bit == bit }
             return (old, snapshot(reg), observers)
         }
         if let (old, new, observers) = change { announce(observers, old, new) }
@@ -237,10 +259,4 @@ public final class BlobDataSourceState: Sendable {
             entry.deliver(old, new)
         }
     }
-}
-
-/// Key paths into `BlobDataSourceStatus` are immutable values; this lets one be captured by
-/// a `@Sendable` closure.
-private struct UncheckedKeyPath<Value>: @unchecked Sendable {
-    let keyPath: KeyPath<BlobDataSourceStatus, Value>
 }

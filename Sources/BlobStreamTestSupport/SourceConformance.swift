@@ -169,13 +169,13 @@ public enum SourceConformance {
     static func checkObservation(_ expected: Data, _ make: () -> any BlobDataSource, _ r: Recorder) {
         let source = make()
         let seen = Recorder(check: "")
-        let opened = source.observe(\.isOpenCompleted, options: [.old, .new]) { change in
+        let opened = source.observe(.isOpenCompleted, options: [.old, .new]) { change in
             seen.add("open \(change.oldValue.map(String.init) ?? "nil")->\(change.newValue.map(String.init) ?? "nil")")
         }
-        let ended = source.observe(\.isAtEnd, options: [.new]) { change in
+        let ended = source.observe(.isAtEnd, options: [.new]) { change in
             seen.add("end \(change.newValue.map(String.init) ?? "nil")")
         }
-        let initial = source.observe(\.isAtEnd, options: [.initial, .new]) { change in
+        let initial = source.observe(.isAtEnd, options: [.initial, .new]) { change in
             if change.isInitial { seen.add("initial \(change.newValue.map(String.init) ?? "nil")") }
         }
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)

@@ -31,4 +31,9 @@ final class HTTPClientUploaderTests {
     func cancel() async throws {
         try await checks.cancelThroughTheHandle()
     }
+
+    @Test("a URL-typed upload: a Foundation-composed URL stores the decoded name; a non-HTTP URL is .malformedURL")
+    func urlTyped() async throws {
+        try await checks.urlTyped(name: "HTTPClient")
+    }
 }

@@ -106,7 +106,7 @@ final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
         self.data = data
         self.quietEvery = quietEvery
         if slowObserver {
-            slowObservation = state.observe(\.hasBytesAvailable) { [seenBack] change in
+            slowObservation = state.observe(.hasBytesAvailable) { [seenBack] change in
                 guard change.newValue == true else { return }
                 seenBack.signal()
                 Thread.sleep(forTimeInterval: 0.05)

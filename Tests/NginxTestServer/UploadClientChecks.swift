@@ -79,4 +79,28 @@ public struct UploadClientChecks: Sendable {
         #expect((last?.sent ?? 0) > 0, "the upload was running")
         #expect(last?.isFinished != true)
     }
+
+    /// The `URL` form of `upload(_:to:)`: a URL composed with Foundation (a name with a
+    /// space and a `%`, percent-encoded by `appendingPathComponent`) stores the file under
+    /// its decoded name; a URL no upload can go to fails with `.malformedURL` naming it,
+    /// before any I/O.
+    public func urlTyped(name: String) async throws {
+        let bytes = TestData.pseudoRandom(300_000, seed: 12)
+        let file = "\(name) url form 100%.bin"
+        let url = try #require(URL(string: server.baseURL)).appendingPathComponent("files").appendingPathComponent(file)
+        #expect(url.absoluteString.hasSuffix("url%20form%20100%25.bin"), "\(url.absoluteString)")
+        let upload = client.upload(UploadBody(length: Int64(bytes.count)) { DataBytesSource(bytes) }, to: url)
+        let result = try await upload.result
+        #expect(result.statusCode == 201, "\(result.statusCode)")
+        #expect(server.stored(file) == bytes, "the server's copy differs")
+
+        let ftp = try #require(URL(string: "ftp://127.0.0.1:\(server.port)/files/x"))
+        let refused = client.upload(UploadBody(length: 1) { DataBytesSource(Data([1])) }, to: ftp)
+        await #expect {
+            _ = try await refused.result
+        } throws: { error in
+            let e = error as? BlobStreamError
+            return e?.code == .malformedURL && e!.message.contains("ftp://127.0.0.1:\(server.port)/files/x")
+        }
+    }
 }

@@ -65,12 +65,12 @@ final class StreamCore: @unchecked Sendable {
 
         let source = self.source
         let tokens = [
-            source.observe(\.isOpenCompleted) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
-            source.observe(\.hasBytesAvailable) { [weak self] change in
+            source.observe(.isOpenCompleted) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
+            source.observe(.hasBytesAvailable) { [weak self] change in
                 self?.sourceChanged(hasBytes: change.newValue == true)
             },
-            source.observe(\.isAtEnd) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
-            source.observe(\.error) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
+            source.observe(.isAtEnd) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
+            source.observe(.error) { [weak self] _ in self?.sourceChanged(hasBytes: false) },
         ]
         condition.lock()
         observations = tokens

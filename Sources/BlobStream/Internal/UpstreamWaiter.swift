@@ -42,10 +42,10 @@ final class UpstreamWaiter: @unchecked Sendable {
     /// Observes the four values of `upstream`.
     func observe(_ upstream: any BlobDataSource) -> [BlobObservation] {
         [
-            upstream.observe(\.isOpenCompleted) { [self] _ in poke() },
-            upstream.observe(\.hasBytesAvailable) { [self] _ in poke() },
-            upstream.observe(\.isAtEnd) { [self] _ in poke() },
-            upstream.observe(\.error) { [self] _ in poke() },
+            upstream.observe(.isOpenCompleted) { [self] _ in poke() },
+            upstream.observe(.hasBytesAvailable) { [self] _ in poke() },
+            upstream.observe(.isAtEnd) { [self] _ in poke() },
+            upstream.observe(.error) { [self] _ in poke() },
         ]
     }
 }

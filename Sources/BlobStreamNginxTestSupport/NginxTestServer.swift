@@ -2,7 +2,17 @@ import Foundation
 import Glibc
 
 /// An nginx serving WebDAV PUT on 127.0.0.1 for upload tests: started in a temporary folder
-/// on a free port, stopped (and the folder removed) by `stop()`.
+/// on a free port, stopped (and the folder removed) by `stop()`. Needs the `nginx` binary
+/// (`$NGINX`, or `/usr/sbin/nginx` as Debian's `nginx-light` installs it); it never listens
+/// on anything but loopback.
+///
+/// ```swift
+/// let server = try NginxTestServer()
+/// defer { server.stop() }
+/// let result = try await HTTPClientUploader().upload(body, to: "\(server.baseURL)/files/a.jpg").result
+/// #expect(result.statusCode == 201)
+/// #expect(server.stored("a.jpg") == bytes)
+/// ```
 ///
 /// - `PUT /files/<path>` stores the body under `root/files/<path>` (chunked bodies too).
 /// - `/deny/…` answers 403, `/slow-close/…` closes the connection without an answer.
@@ -12,7 +22,10 @@ import Glibc
 ///   to itself.
 public final class NginxTestServer: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
+    /// The port nginx listens on, on 127.0.0.1.
     public let port: Int
+    /// The temporary folder holding nginx's configuration, logs and the stored files;
+    /// removed by `stop()`.
     public let folder: URL
     private let pid: pid_t
     private let once = StopOnce()
@@ -23,12 +36,18 @@ public final class NginxTestServer: @unchecked Sendable {
     /// The base URL, e.g. `http://127.0.0.1:41234`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// Why the server (or a test peer) could not start: nginx missing, no free port, a
+    /// failed system call.
     public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, and what to do where there is something to do.
         public let description: String
+
+        /// Makes a failure (for the package's other test peers).
+        package init(description: String) { self.description = description }
     }
 
     /// The nginx binary: `$NGINX`, or the first of the usual places.
-    static func binary() throws -> String {
+    package static func binary() throws -> String {
         if let path = ProcessInfo.processInfo.environment["NGINX"] { return path }
         for path in ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
         where FileManager.default.isExecutableFile(atPath: path) {
@@ -77,7 +96,7 @@ public final class NginxTestServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    static func spawn(_ path: String, _ argv: [String]) throws -> pid_t {
+    package static func spawn(_ path: String, _ argv: [String]) throws -> pid_t {
         var pid: pid_t = 0
         var cArgs = argv.map { strdup($0) } + [nil]
         defer { for p in cArgs { free(p) } }
@@ -92,7 +111,7 @@ public final class NginxTestServer: @unchecked Sendable {
     }
 
     /// Kills the process `pid` and waits for it, so that no zombie is left.
-    static func killAndReap(_ pid: pid_t) {
+    package static func killAndReap(_ pid: pid_t) {
         kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
@@ -105,7 +124,7 @@ public final class NginxTestServer: @unchecked Sendable {
         FileManager.default.contents(atPath: root.appendingPathComponent("files/" + path).path)
     }
 
-    static func config(folder: String, port: Int) -> String {
+    package static func config(folder: String, port: Int) -> String {
         """
         daemon off;
         master_process off;
@@ -141,7 +160,7 @@ public final class NginxTestServer: @unchecked Sendable {
     }
 
     /// The address 127.0.0.1:`port` (0: any free port, for `bind`).
-    static func loopback(port: Int) -> sockaddr_in {
+    package static func loopback(port: Int) -> sockaddr_in {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -165,7 +184,7 @@ public final class NginxTestServer: @unchecked Sendable {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    static func waitForPort(_ port: Int, pid: pid_t) -> Bool {
+    package static func waitForPort(_ port: Int, pid: pid_t) -> Bool {
         let deadline = Date(timeIntervalSinceNow: 10)
         while Date() < deadline {
             var status: Int32 = 0
@@ -186,13 +205,16 @@ public final class NginxTestServer: @unchecked Sendable {
 }
 
 /// Lets a `stop()` do its work once, whichever thread calls it first (a test, or `deinit`).
-final class StopOnce: @unchecked Sendable {
+package final class StopOnce: @unchecked Sendable {
     // Unchecked Sendable: `stopped` is only touched under `lock`.
     private let lock = NSLock()
     private var stopped = false
 
+    /// Not stopped yet.
+    package init() {}
+
     /// True for the first call only.
-    func first() -> Bool {
+    package func first() -> Bool {
         lock.withLock {
             defer { stopped = true }
             return !stopped

@@ -1,0 +1,76 @@
+/// One of the four observable values of a data source, with its type: what
+/// `observe(_:options:_:)` and `values(of:)` subscribe to.
+///
+/// There are exactly four, so no other value can be asked for (the compiler checks it):
+///
+/// ```swift
+/// let token = source.observe(.isAtEnd, options: [.new]) { change in
+///     print("at end:", change.newValue!)   // a Bool
+/// }
+/// let failed = source.observe(.error) { change in
+///     print("failed:", change.newValue!.map(String.init(describing:)) ?? "no")
+/// }
+/// ```
+public struct BlobObservable<Value: Sendable>: Sendable, CustomStringConvertible {
+    /// The value's bit in `BlobDataSourceState`'s flags (which observers a change reaches).
+    let bit: UInt8
+    /// The value in a snapshot.
+    let extract: @Sendable (BlobDataSourceStatus) -> Value
+    /// The property's name, as in `BlobDataSourceStatus`.
+    public let description: String
+
+    private init(bit: UInt8, name: String, extract: @escaping @Sendable (BlobDataSourceStatus) -> Value) {
+        self.bit = bit
+        self.description = name
+        self.extract = extract
+    }
+
+    /// The value in `status`.
+    public func value(in status: BlobDataSourceStatus) -> Value { extract(status) }
+}
+
+extension BlobObservable where Value == Bool {
+    /// `BlobDataSourceStatus.isOpenCompleted`: the source finished opening.
+    public static var isOpenCompleted: BlobObservable<Bool> {
+        BlobObservable(bit: BlobDataSourceState.openBit, name: "isOpenCompleted") { $0.isOpenCompleted }
+    }
+
+    /// `BlobDataSourceStatus.hasBytesAvailable`: a `read` would return bytes now.
+    public static var hasBytesAvailable: BlobObservable<Bool> {
+        BlobObservable(bit: BlobDataSourceState.bytesBit, name: "hasBytesAvailable") { $0.hasBytesAvailable }
+    }
+
+    /// `BlobDataSourceStatus.isAtEnd`: every byte has been read.
+    public static var isAtEnd: BlobObservable<Bool> {
+        BlobObservable(bit: BlobDataSourceState.endBit, name: "isAtEnd") { $0.isAtEnd }
+    }
+}
+
+extension BlobObservable where Value == (any Error)? {
+    /// `BlobDataSourceStatus.error`: the error that stopped the source (sticky).
+    public static var error: BlobObservable<(any Error)?> {
+        BlobObservable(bit: BlobDataSourceState.errorBit, name: "error") { $0.error }
+    }
+}
+
+extension BlobObservable {
+    /// The observable a key path of the deprecated key-path form names, nil for any other
+    /// key path.
+    static func named(by keyPath: KeyPath<BlobDataSourceStatus, Value>) -> BlobObservable? {
+        let all: [(PartialKeyPath<BlobDataSourceStatus>, UInt8, String)] = [
+            (\BlobDataSourceStatus.isOpenCompleted, BlobDataSourceState.openBit, "isOpenCompleted"),
+            (\BlobDataSourceStatus.hasBytesAvailable, BlobDataSourceState.bytesBit, "hasBytesAvailable"),
+            (\BlobDataSourceStatus.isAtEnd, BlobDataSourceState.endBit, "isAtEnd"),
+            (\BlobDataSourceStatus.error, BlobDataSourceState.errorBit, "error"),
+        ]
+        guard let (_, bit, name) = all.first(where: { $0.0 == keyPath }) else { return nil }
+        let typed = UncheckedKeyPath(keyPath: keyPath)
+        return BlobObservable(bit: bit, name: name) { $0[keyPath: typed.keyPath] }
+    }
+}
+
+/// Key paths into `BlobDataSourceStatus` are immutable values; this lets one be captured by
+/// a `@Sendable` closure.
+private struct UncheckedKeyPath<Value>: @unchecked Sendable {
+    let keyPath: KeyPath<BlobDataSourceStatus, Value>
+}
