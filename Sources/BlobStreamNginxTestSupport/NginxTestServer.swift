@@ -105,6 +105,9 @@ public final class NginxTestServer: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else of this process's: a pipe another test is reading must see its end
+        // when that test's writer closes it, not stay open in a long-lived nginx.
+        _ = systemAddCloseFrom(&actions, 3)
         let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, environ)
         guard rc == 0 else { throw Failure(description: "cannot start \(path): errno \(rc)") }
         return pid
@@ -221,3 +224,8 @@ package final class StopOnce: @unchecked Sendable {
         }
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+; declared only under `_GNU_SOURCE`):
+/// the child closes every descriptor from `from` on before it runs the program.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func systemAddCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32

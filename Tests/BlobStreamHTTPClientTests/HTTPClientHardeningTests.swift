@@ -92,12 +92,12 @@ final class HTTPClientHardeningTests {
         try await checks.connectTimeout()
     }
 
-    @Test("nobody listening: the upload fails in under 1 s")
+    @Test("nobody listening: the upload fails at once (well before the connect timeout)")
     func refusedQuickly() async throws {
         try await checks.refusedQuickly()
     }
 
-    @Test("cancelling a running upload to a stalled peer: CancellationError within 1 s")
+    @Test("cancelling a running upload to a stalled peer: CancellationError at once (well before any timeout)")
     func cancellation() async throws {
         try await checks.cancellation()
     }
