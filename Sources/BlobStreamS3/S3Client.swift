@@ -104,8 +104,12 @@ public struct S3Client: Sendable {
     ///
     /// - Parameters:
     ///   - operation: how messages name the request (`"UploadPart 3"`).
+    ///   - method: the HTTP method.
+    ///   - location: the object the request is about; nil for a bucket's or the service's.
+    ///   - bucket: the bucket, when `location` is nil.
     ///   - query: decoded parameters (`("uploadId", id)`); a flag has an empty value.
     ///   - headers: extra fields (`Content-MD5`, `Content-Type`, `x-amz-meta-…`); they are signed.
+    ///   - body: the request's body, hashed for the signature (none: an empty body).
     /// - Throws: `S3Error`: S3's code from its error document, or `.connectionFailed`,
     ///   `.timedOut`; `CancellationError` when the task is cancelled.
     public func send(
