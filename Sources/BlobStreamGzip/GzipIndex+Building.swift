@@ -42,19 +42,7 @@ extension GzipIndex {
     ) throws(BlobStreamError) -> GzipIndex {
         precondition(spacing > 0, "spacing must be positive")
         let name = name ?? "gzip stream over \(type(of: source))"
-        let useIsal: Bool
-        switch engine {
-        case .zlib: useIsal = false
-        case .automatic: useIsal = IsalIndexBuilder.isAvailable
-        case .isal:
-            guard IsalIndexBuilder.isAvailable else {
-                let reason =
-                    IsalAvailability.system.unavailableReason ?? "it lacks isal_inflate_set_dict or crc32_gzip_refl"
-                throw BlobStreamError(
-                    .unsupported, "\(name): the ISA-L inflate engine was asked for but is unavailable: \(reason)")
-            }
-            useIsal = true
-        }
+        let useIsal = try IsalIndexBuilder.isChosen(by: engine, name: name)
         let upstream = BlobUpstream(source)
         defer { upstream.close() }
         do {

@@ -32,19 +32,7 @@ package final class GzipIndexStreamingBuilder {
         source: any BlobDataSource, spacing: Int, name: String, engine: GzipInflateEngine = .zlib
     ) throws(BlobStreamError) {
         precondition(spacing > 0, "spacing must be positive")
-        let useIsal: Bool
-        switch engine {
-        case .zlib: useIsal = false
-        case .automatic: useIsal = IsalIndexBuilder.isAvailable
-        case .isal:
-            guard IsalIndexBuilder.isAvailable else {
-                let reason =
-                    IsalAvailability.system.unavailableReason ?? "it lacks isal_inflate_set_dict or crc32_gzip_refl"
-                throw BlobStreamError(
-                    .unsupported, "\(name): the ISA-L inflate engine was asked for but is unavailable: \(reason)")
-            }
-            useIsal = true
-        }
+        let useIsal = try IsalIndexBuilder.isChosen(by: engine, name: name)
         if useIsal {
             work = .background(BackgroundInflation(source: source, spacing: spacing, name: name))
             return
@@ -196,4 +184,24 @@ private struct SourceHandoff: @unchecked Sendable {
     // Unchecked Sendable: the owner makes it and never uses the source again.
     let source: any BlobDataSource
     init(_ source: any BlobDataSource) { self.source = source }
+}
+
+extension IsalIndexBuilder {
+    /// Whether `engine` builds an index with ISA-L here: `.automatic` when it loads.
+    ///
+    /// - Throws: `.unsupported` naming `name` when `.isal` was asked for and cannot be loaded.
+    static func isChosen(by engine: GzipInflateEngine, name: String) throws(BlobStreamError) -> Bool {
+        switch engine {
+        case .zlib: return false
+        case .automatic: return isAvailable
+        case .isal:
+            guard isAvailable else {
+                let reason =
+                    IsalAvailability.system.unavailableReason ?? "it lacks isal_inflate_set_dict or crc32_gzip_refl"
+                throw BlobStreamError(
+                    .unsupported, "\(name): the ISA-L inflate engine was asked for but is unavailable: \(reason)")
+            }
+            return true
+        }
+    }
 }
