@@ -7,14 +7,21 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     public enum EntryType: Sendable, Equatable, CustomStringConvertible {
         /// A regular file: the only type `ArchiveMemberDataSource` streams directly.
         case file
+        /// A directory.
         case directory
+        /// A symbolic link (`linkTarget` names where it points).
         case symbolicLink
         /// A hard link to an earlier entry (`linkTarget`); streamed as its target's bytes.
         case hardLink
+        /// A character device node.
         case characterDevice
+        /// A block device node.
         case blockDevice
+        /// A named pipe (FIFO).
         case fifo
+        /// A socket.
         case socket
+        /// A type the archive names that none of the others is.
         case unknown
 
         public var description: String {

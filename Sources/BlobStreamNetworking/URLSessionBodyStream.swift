@@ -75,6 +75,7 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
     /// The error that stopped the body, if any.
     public override var streamError: (any Error)? { inner.streamError }
 
+    /// `.error` once the body failed, `.atEnd` after its last byte, else `.open` or `.notOpen`.
     public override var streamStatus: Stream.Status {
         lock.withLock {
             if failed { return .error }
@@ -125,6 +126,8 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
         }
     }
 
+    /// The next bytes of the body, waiting for the source rather than saying "none" (which
+    /// FoundationNetworking would take for the end); 0 at the end, −1 on an error.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         lock.withLock {
             if failed {
@@ -168,11 +171,16 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
         if !failed { onProgress?(UploadProgress(sent: sent, total: total, isFinished: true)) }
     }
 
+    /// No buffer is lent: `false`.
     public override func getBuffer(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length len: UnsafeMutablePointer<Int>
     ) -> Bool { false }
+    /// No properties: a body is read from its start (`nil`).
     public override func property(forKey key: Stream.PropertyKey) -> AnyObject? { nil }
+    /// No properties can be set (`false`).
     public override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool { false }
+    /// Does nothing: URLSession reads the body synchronously on its own queue.
     public override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
+    /// Does nothing (see `schedule(in:forMode:)`).
     public override func remove(from aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
 }
