@@ -43,6 +43,27 @@ final class ToolRemoteTests {
         #expect(Tool.sha256(remote.stdout) == Tool.sha256(reference.stdout))
     }
 
+    @Test(
+        "where cat overlaps with curl, the same bytes: a whole file, a range (--offset/--length as curl -r), a missing file fails both"
+    )
+    func sameAsCurl() throws {
+        let url = server.baseURL + "/files/photos.tar"
+        let whole = try Tool.run(blobstream, ["cat", url], environment: plain)
+        let curlWhole = try Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", url])
+        #expect(whole.status == 0 && curlWhole.status == 0, "\(whole.stderr) \(curlWhole.stderr)")
+        #expect(!whole.stdout.isEmpty && whole.stdout == curlWhole.stdout)
+        let range = try Tool.run(
+            blobstream, ["cat", "--offset", "1000", "--length", "5000", url], environment: plain)
+        let curlRange = try Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", "-r", "1000-5999", url])
+        #expect(range.status == 0 && curlRange.status == 0, "\(range.stderr) \(curlRange.stderr)")
+        #expect(range.stdout.count == 5000 && range.stdout == curlRange.stdout)
+        let missing = server.baseURL + "/files/nope.bin"
+        let ours = try Tool.run(blobstream, ["cat", missing], environment: plain)
+        let curlMissing = try Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", missing])
+        #expect(ours.status == 1 && curlMissing.status != 0)
+        #expect(ours.stdout.isEmpty && curlMissing.stdout.isEmpty)
+    }
+
     @Test("a missing remote file: status 1, one line naming the URL and the status")
     func missing() throws {
         let url = server.baseURL + "/files/nope.bin"

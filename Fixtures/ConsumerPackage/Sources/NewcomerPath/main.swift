@@ -101,10 +101,18 @@ var viaChunks = Data()
 for try await chunk in BlobChunks(dataSource: ArchiveMemberDataSource(archive: archive, member: member)) {
     viaChunks.append(chunk)
 }
-guard viaStream == viaChunks, !viaStream.isEmpty else {
-    fail("\(member): \(viaStream.count) bytes as a stream, \(viaChunks.count) as chunks")
+// The README's form: opened with `try await`, read in a `while case` loop.
+let opened = try await BlobInputStream.open(url: memberURL, registry: registry)
+var viaOpen = Data()
+var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+while case let n = opened.read(&buffer, maxLength: buffer.count), n > 0 { viaOpen.append(buffer, count: n) }
+if let error = opened.streamError { throw error }
+opened.close()
+
+guard viaStream == viaChunks, viaStream == viaOpen, !viaStream.isEmpty else {
+    fail("\(member): \(viaStream.count) bytes as a stream, \(viaChunks.count) as chunks, \(viaOpen.count) opened")
 }
-print("2. \(member) out of photos.tar.gz: \(viaStream.count) bytes, the same both ways")
+print("2. \(member) out of photos.tar.gz: \(viaStream.count) bytes, the same all three ways")
 
 // MARK: 3. Upload it ("Uploading")
 
