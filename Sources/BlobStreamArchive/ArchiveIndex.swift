@@ -251,7 +251,9 @@ public struct ArchiveIndex: Sendable, Equatable {
         if let error = upstream.error { throw error }
         let archive = ArchiveAccess(reader: reader, length: upstream.length ?? 0, name: path)
         if let mismatch = try archive.mismatch(with: identity, modified: upstream.modified) {
-            throw BlobStreamError(.changed, "the index does not match archive '\(path)': \(mismatch)")
+            throw BlobStreamError(
+                .changed,
+                "the index does not match archive '\(path)': \(mismatch); build a new one (blobstream index \(path))")
         }
     }
 

@@ -128,7 +128,10 @@ extension GzipIndex {
     public func check(againstFileAtPath path: String, indexName: String) throws(BlobStreamError) {
         let now = try FileIdentity(ofFileAtPath: path)
         let refusal = { (why: String) in
-            BlobStreamError(.changed, "the gzip index \(indexName) does not match \(path): \(why)")
+            BlobStreamError(
+                .changed,
+                "the gzip index \(indexName) does not match \(path): \(why); build a new one (blobstream index \(path))"
+            )
         }
         guard let identity else {
             guard compressedSize == now.size else {
