@@ -1,7 +1,8 @@
 import Foundation
+import NginxTestServer
 import Testing
 
-/// The progress line and summary of `cat` on stderr: drawn only on a terminal (a pty from
+/// The progress line and summary of `cat` and `upload` on stderr: drawn only on a terminal (a pty from
 /// util-linux's `script`), never into a pipe, never with `--quiet`.
 @Suite("cat: progress and summary on a terminal only")
 struct ProgressLineTests {
@@ -28,5 +29,27 @@ struct ProgressLineTests {
         let quiet = try underScript("--quiet")
         #expect(quiet.status == 0)
         #expect(quiet.text.isEmpty, "\(quiet.text.debugDescription)")
+    }
+
+    @Test("upload: a progress line and a summary on a terminal; into a pipe or with --quiet, nothing on stderr")
+    func upload() throws {
+        let server = try NginxTestServer()
+        defer { server.stop() }
+        func send(_ name: String, _ flags: String, terminal: Bool) throws -> Tool.Result {
+            let command = "\(Self.slowInput) | \"$BLOBSTREAM\" upload \(flags) - --to \(server.baseURL)/files/\(name)"
+            return try Tool.shell(terminal ? "script -q -e -c '\(command)' /dev/null < /dev/null" : command)
+        }
+        let shown = try send("shown.txt", "", terminal: true)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.text.contains("\r\u{1B}[Kupload -  2 B"), "the progress line: \(shown.text.debugDescription)")
+        #expect(shown.text.contains("uploaded 2 B in 1."), "the summary: \(shown.text.debugDescription)")
+        let piped = try send("piped.txt", "", terminal: false)
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        let quiet = try send("quiet.txt", "--quiet", terminal: true)
+        #expect(quiet.status == 0)
+        #expect(quiet.text.isEmpty, "\(quiet.text.debugDescription)")
+        for name in ["shown.txt", "piped.txt", "quiet.txt"] {
+            #expect(server.stored(name) == Data("ab".utf8), "\(name)")
+        }
     }
 }
