@@ -42,7 +42,7 @@ test: deps
 	cd Fixtures/ConsumerPackage && $(SWIFT) run PhotoExport ..
 	SWIFT="$(SWIFT)" scripts/newcomer-path
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	SWIFT="$(SWIFT)" scripts/run-tests --skip-build
 
 ## tsan: every test under ThreadSanitizer, in its own build folder (.build-tsan); fails on
 ## any report that scripts/tsan.supp does not suppress (each entry says why it may).
