@@ -1,6 +1,6 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
-import Synchronization
 
 /// The buffers of an upload's parts, each used again for a later part once its part is sent:
 /// an upload holds about `parallelism` parts' worth of memory whatever the source's length,
@@ -17,17 +17,25 @@ import Synchronization
 /// request's body just after its answer). Should something still hold it after a short wait,
 /// `ByteBuffer` gives the taker new storage (copy on write): a part never gets the bytes of
 /// a part still in use.
+///
+/// The state is behind a pthread lock (`NIOLockedValueBox`), which ThreadSanitizer sees:
+/// `Synchronization.Mutex` hands a contended lock over in the kernel, where it does not.
 final class PartBufferPool: Sendable {
-    private let state = Mutex<(free: [ByteBuffer], made: Int, renewed: Int)>(([], 0, 0))
+    private struct State {
+        var free: [ByteBuffer] = []
+        var made = 0
+        var renewed = 0
+    }
+    private let state = NIOLockedValueBox(State())
 
     /// An empty pool.
     init() {}
 
     /// How many buffers the pool has allocated (a buffer used again does not count).
-    var made: Int { state.withLock { $0.made } }
+    var made: Int { state.withLockedValue { $0.made } }
 
     /// How many kept buffers got new storage when taken, because something still held theirs.
-    var renewed: Int { state.withLock { $0.renewed } }
+    var renewed: Int { state.withLockedValue { $0.renewed } }
 
     /// An empty buffer with room for `capacity` bytes: one sent before when there is one.
     ///
@@ -37,7 +45,7 @@ final class PartBufferPool: Sendable {
         for attempt in 0...20 {
             // A kept buffer nothing else holds (cleared), or none kept (nil, false), or all
             // still held (nil, true).
-            let found = state.withLock { state -> (buffer: ByteBuffer?, held: Bool) in
+            let found = state.withLockedValue { state -> (buffer: ByteBuffer?, held: Bool) in
                 for index in state.free.indices.reversed()
                 where state.free[index].modifyIfUniquelyOwned({ $0.clear(minimumCapacity: capacity) }) != nil {
                     return (state.free.remove(at: index), false)
@@ -50,18 +58,18 @@ final class PartBufferPool: Sendable {
             if attempt < 20 { Thread.sleep(forTimeInterval: 0.001) }
         }
         // Still held: new storage for this part (copy on write), the old one goes when let go.
-        guard var buffer = state.withLock({ $0.free.popLast() }) else {
+        guard var buffer = state.withLockedValue({ $0.free.popLast() }) else {
             return take(capacity: capacity)
         }
         buffer.clear(minimumCapacity: capacity)
-        state.withLock { $0.renewed += 1 }
+        state.withLockedValue { $0.renewed += 1 }
         return buffer
     }
 
     /// Keeps `buffer`, whose part is sent, for a later part.
     func recycle(_ buffer: consuming ByteBuffer) {
         let kept = consume buffer
-        state.withLock { $0.free.append(kept) }
+        state.withLockedValue { $0.free.append(kept) }
     }
 }
 
@@ -69,12 +77,12 @@ extension PartBufferPool {
     /// A part's buffer handed to the task that sends it: the task takes it out, so that no
     /// closure keeps a reference to its storage once the part is sent.
     final class Handoff: Sendable {
-        private let slot: Mutex<ByteBuffer?>
+        private let slot: NIOLockedValueBox<ByteBuffer?>
 
         /// Holds `buffer` until `take`.
-        init(_ buffer: consuming ByteBuffer) { slot = Mutex(buffer) }
+        init(_ buffer: consuming ByteBuffer) { slot = NIOLockedValueBox(buffer) }
 
         /// The buffer (an empty one when taken already).
-        func take() -> ByteBuffer { slot.withLock { $0.take() } ?? ByteBuffer() }
+        func take() -> ByteBuffer { slot.withLockedValue { $0.take() } ?? ByteBuffer() }
     }
 }
