@@ -66,52 +66,24 @@ extension GzipIndex {
     public static func sidecarPath(forFileAtPath path: String) -> String { path + ".gzidx" }
 
     /// Reads an index file (GZIDX, with or without BlobStream's record).
+    ///
+    /// The point table and the record are read now; the windows (32 KiB each, most of the
+    /// file) stay in the file, which the index keeps open, and each is read when a decode
+    /// needs it (`SeekPoint.loadWindow()`). A file replaced after this (renamed over) does
+    /// not change what the index reads.
     public static func read(fromPath path: String) throws(BlobStreamError) -> GzipIndex {
-        try GzipIndex(serialized: readWholeFile(atPath: path), name: path)
-    }
-
-    /// The bytes of the file at `path`, read straight into one array (an index holds
-    /// megabytes of windows: no intermediate copy).
-    private static func readWholeFile(atPath path: String) throws(BlobStreamError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code: BlobStreamError.Code =
-                errno == ENOENT ? .notFound : errno == EACCES ? .permissionDenied : .ioFailed
-            throw BlobStreamError(code, "\(path): cannot read the gzip index (errno \(errno))")
-        }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else {
-            throw BlobStreamError(.ioFailed, "\(path): cannot read the gzip index (fstat: errno \(errno))")
-        }
-        let size = Int(status.st_size)
-        var failure: Int32 = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            count = 0
-            while count < size {
-                let n = pread(fd, buffer.baseAddress! + count, size - count, off_t(count))
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    failure = n < 0 ? errno : -1
-                    break
-                }
-                count += n
-            }
-        }
-        guard failure == 0 else {
-            throw BlobStreamError(
-                .ioFailed,
-                failure > 0
-                    ? "\(path): cannot read the gzip index (errno \(failure))"
-                    : "\(path): the gzip index ended at byte \(bytes.count) while it was read (\(size) bytes expected)")
-        }
-        return bytes
+        let file = try GzipIndexWindowFile(path: path)
+        return try read(from: file, offset: 0, length: file.size())
     }
 
     /// Writes the index to `path` (replacing it atomically).
+    ///
+    /// - Throws: `.ioFailed` naming `path`; for an index read from a file, the error of a
+    ///   window that can no longer be read there (`SeekPoint.loadWindow()`).
     public func write(toPath path: String) throws(BlobStreamError) {
+        let bytes = try serializedLoadingWindows()
         do {
-            try Data(serialized()).write(to: URL(fileURLWithPath: path), options: .atomic)
+            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             throw BlobStreamError(.ioFailed, "\(path): cannot write the gzip index: \(error)", cause: error)
         }

@@ -41,10 +41,27 @@ public struct GzipIndex: Sendable, Equatable {
         public var bitOffset: Int
         /// The 32 KiB of uncompressed bytes before the point (deflate's window); nil at the
         /// start of a member, where none is needed.
-        public var window: [UInt8]?
+        ///
+        /// An index read from a file (`GzipIndex.read(fromPath:)`) leaves its windows in the
+        /// file until they are asked for: this property then reads the window from the file.
+        /// It cannot throw: should the file have become unreadable there (cut after it was
+        /// loaded), it is empty. `loadWindow()` throws instead, and the library's own
+        /// decoding uses that; `hasWindow` tells nil from a window without reading it.
+        public var window: [UInt8]? {
+            get {
+                switch windowStorage {
+                case .none: nil
+                case .bytes(let bytes): bytes
+                case .stored(let file, let offset): (try? file.read(count: GzipIndex.windowSize, at: offset)) ?? []
+                }
+            }
+            set { windowStorage = newValue.map { .bytes($0) } ?? .none }
+        }
         /// The CRC-32 of the uncompressed bytes from this point to the next (or to the
         /// end); nil in an index written by another tool.
         public var chunkCRC32: UInt32?
+        /// Where the window is: nowhere (a member's start), in memory, or in the index file.
+        var windowStorage: WindowStorage
 
         /// Makes a seek point.
         public init(
@@ -54,9 +71,44 @@ public struct GzipIndex: Sendable, Equatable {
             self.uncompressedOffset = uncompressedOffset
             self.compressedOffset = compressedOffset
             self.bitOffset = bitOffset
-            self.window = window
+            self.windowStorage = window.map { .bytes($0) } ?? .none
             self.chunkCRC32 = chunkCRC32
         }
+
+        /// Whether decoding from here needs a window (false at a member's start); reads nothing.
+        public var hasWindow: Bool {
+            if case .none = windowStorage { return false }
+            return true
+        }
+
+        /// The window (nil at a member's start), read from the index file if it is still there.
+        ///
+        /// - Throws: `.corrupt` when the index file was cut after it was loaded (naming it and
+        ///   the offset), `.ioFailed` when it cannot be read.
+        public func loadWindow() throws(BlobStreamError) -> [UInt8]? {
+            switch windowStorage {
+            case .none: nil
+            case .bytes(let bytes): bytes
+            case .stored(let file, let offset): try file.read(count: GzipIndex.windowSize, at: offset)
+            }
+        }
+
+        /// Equal offsets, CRC-32 and window bytes (a window left in its file is read to compare).
+        public static func == (a: SeekPoint, b: SeekPoint) -> Bool {
+            a.uncompressedOffset == b.uncompressedOffset && a.compressedOffset == b.compressedOffset
+                && a.bitOffset == b.bitOffset && a.chunkCRC32 == b.chunkCRC32 && a.hasWindow == b.hasWindow
+                && (!a.hasWindow || a.window == b.window)
+        }
+    }
+
+    /// Where a seek point's window is.
+    enum WindowStorage: Sendable {
+        /// No window: the start of a member.
+        case none
+        /// In memory.
+        case bytes([UInt8])
+        /// In an index file, at a byte offset: read when a decode needs it.
+        case stored(GzipIndexWindowFile, offset: Int64)
     }
 
     /// What file an index describes.

@@ -100,15 +100,16 @@ final class GzipIndexWalker {
         } else {
             try upstream.seek(to: point.compressedOffset)
         }
+        let window = try point.loadWindow() ?? []
         do {
             try inflater.reset()
-            try inflater.resume(bits: point.bitOffset, byte: byte, window: point.window ?? [])
+            try inflater.resume(bits: point.bitOffset, byte: byte, window: window)
         } catch {
             throw corrupt("cannot resume at seek point \(i) (compressed offset \(point.compressedOffset))", error)
         }
         produced = point.uncompressedOffset
         target = max(target, produced)
-        memberFromStart = point.window == nil
+        memberFromStart = !point.hasWindow
         memberCRC = 0
         memberBytes = 0
         memberStart = point.compressedOffset

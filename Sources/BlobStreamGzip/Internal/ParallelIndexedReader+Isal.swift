@@ -16,8 +16,8 @@ extension ParallelIndexedReader {
         var p = job.firstPoint
         while p < job.endPoint {
             var q = p + 1
-            while q < job.endPoint && points[q].window != nil { q += 1 }
-            let atMemberEnd = q == points.count || points[q].window == nil
+            while q < job.endPoint && points[q].hasWindow { q += 1 }
+            let atMemberEnd = q == points.count || !points[q].hasWindow
             try decodeRun(job, from: p, to: q, atMemberEnd: atMemberEnd)
             p = q
         }
@@ -47,7 +47,7 @@ extension ParallelIndexedReader {
         let end = index.chunkEnd(q - 1)
         let inputStart = Int(point.compressedOffset - job.compressedStart)
         let prior = point.bitOffset > 0 ? job.compressed[inputStart - 1] : 0
-        let window = point.window ?? []
+        let window = try point.loadWindow() ?? []
         let result = job.compressed.withUnsafeBufferPointer { input in
             window.withUnsafeBufferPointer { window in
                 bs_isal_inflate_raw(
@@ -82,7 +82,7 @@ extension ParallelIndexedReader {
             throw BlobStreamError(
                 .truncated, "\(name): truncated gzip stream at compressed offset \(trailerOffset): no member trailer")
         }
-        if point.window == nil {
+        if !point.hasWindow {
             let bytes = job.compressed
             let crc = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[trailer + $1]) << (8 * $1) }
             let size = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[trailer + 4 + $1]) << (8 * $1) }

@@ -318,7 +318,7 @@ final class ParallelIndexedReader: @unchecked Sendable {
                 throw BlobStreamError(
                     .changed, "\(name): the file has more than the \(index.uncompressedSize) bytes its index says")
             }
-        } else if index.points[job.endPoint].window == nil {
+        } else if !index.points[job.endPoint].hasWindow {
             try walker.readMemberEnd()
         }
     }
