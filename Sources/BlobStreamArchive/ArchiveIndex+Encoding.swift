@@ -83,59 +83,70 @@ extension ArchiveIndex {
     /// Decodes an index file's bytes, emptying `bytes` (a tar.gz's are released before its
     /// gzip index is decoded, so that the two are not held at once).
     init(decodingBytes bytes: inout [UInt8], name: String) throws {
+        var reader = IndexBytesReader(bytes: bytes)
+        bytes = []
+        try self.init(decoding: &reader, name: name)
+    }
+
+    /// Decodes the index file `file` (open for reading) without holding it: its CRC-32 is
+    /// checked through a small buffer, the members are read through it, and a tar.gz's gzip
+    /// index leaves its windows in the file (each read when a decode needs it).
+    init(decodingFile file: IndexFileReader, name: String) throws {
+        var reader = file
+        try self.init(decoding: &reader, name: name)
+    }
+
+    private init<Reader: IndexReading>(decoding reader: inout Reader, name: String) throws {
         func bad(_ what: String) -> BlobStreamError {
             BlobStreamError(.corrupt, "archive index '\(name)' is damaged: \(what)")
         }
-        guard bytes.count >= 8 + 4 + 24 + 8 + 4 else {
-            throw bad("it is \(bytes.count) bytes long, shorter than any index")
+        let length = reader.length
+        guard length >= 8 + 4 + 24 + 8 + 4 else {
+            throw bad("it is \(length) bytes long, shorter than any index")
         }
-        guard bytes.starts(with: Self.magic) else { throw bad("it is not an archive index (no BLOBIDX header)") }
-        defer { bytes = [] }
-        var reader = ByteReader(bytes: bytes, position: 8)
-        let version = UInt16(reader.take(2))
+        guard try reader.bytes(8) == Self.magic else { throw bad("it is not an archive index (no BLOBIDX header)") }
+        let version = UInt16(try reader.take(2))
         guard version == Self.formatVersion else {
             throw BlobStreamError(
                 .unsupported,
                 "archive index '\(name)' is version \(version); this library reads version \(Self.formatVersion)")
         }
-        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[bytes.count - 4 + $1]) << (8 * UInt32($1)) }
-        let computed = bytes.withUnsafeBytes {
-            CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))
-        }
+        let (stored, computed) = try reader.storedAndComputedCRC32()
         guard stored == computed else { throw bad("its checksum does not match (truncated or altered)") }
-        guard let format = Format(rawValue: UInt8(reader.take(1))) else { throw bad("unknown archive format") }
-        _ = reader.take(1)
+        guard let format = Format(rawValue: UInt8(try reader.take(1))) else { throw bad("unknown archive format") }
+        _ = try reader.take(1)
         let identity = Identity(
-            size: Int64(bitPattern: reader.take(8)), modificationSeconds: Int64(bitPattern: reader.take(8)),
-            modificationNanoseconds: Int32(bitPattern: UInt32(reader.take(4))), sampleCRC: UInt32(reader.take(4)))
-        let end = bytes.count - 4
-        let count = reader.take(8)
+            size: Int64(bitPattern: try reader.take(8)), modificationSeconds: Int64(bitPattern: try reader.take(8)),
+            modificationNanoseconds: Int32(bitPattern: UInt32(try reader.take(4))),
+            sampleCRC: UInt32(try reader.take(4)))
+        let end = length - 4
+        let count = try reader.take(8)
         guard identity.size >= 0, count <= UInt64((end - reader.position) / Self.memberRecordSize) else {
-            throw bad("it claims \(count) members, more than its \(bytes.count) bytes can hold")
+            throw bad("it claims \(count) members, more than its \(length) bytes can hold")
         }
         var members: [Member] = []
         members.reserveCapacity(Int(count))
         for k in 0..<Int(count) {
             guard end - reader.position >= Self.memberRecordSize else { throw bad("member \(k) is cut short") }
-            let typeCode = UInt8(reader.take(1))
+            let typeCode = UInt8(try reader.take(1))
             guard let type = Self.type(typeCode) else { throw bad("member \(k) has an unknown type \(typeCode)") }
-            let flags = UInt8(reader.take(1))
-            let mode = UInt32(reader.take(4))
-            let seconds = Int64(bitPattern: reader.take(8))
-            let nanos = Int32(bitPattern: UInt32(reader.take(4)))
-            let size = Int64(bitPattern: reader.take(8))
-            let header = Int64(bitPattern: reader.take(8))
-            let dataOffset = Int64(bitPattern: reader.take(8))
-            let crc = UInt32(reader.take(4))
-            let method = UInt16(reader.take(2))
-            let compressed = Int64(bitPattern: reader.take(8))
-            let seek = Int64(bitPattern: reader.take(8))
-            let nameLength = Int(reader.take(4))
+            let flags = UInt8(try reader.take(1))
+            let mode = UInt32(try reader.take(4))
+            let seconds = Int64(bitPattern: try reader.take(8))
+            let nanos = Int32(bitPattern: UInt32(try reader.take(4)))
+            let size = Int64(bitPattern: try reader.take(8))
+            let header = Int64(bitPattern: try reader.take(8))
+            let dataOffset = Int64(bitPattern: try reader.take(8))
+            let crc = UInt32(try reader.take(4))
+            let method = UInt16(try reader.take(2))
+            let compressed = Int64(bitPattern: try reader.take(8))
+            let seek = Int64(bitPattern: try reader.take(8))
+            let nameLength = Int(try reader.take(4))
             guard nameLength <= end - reader.position - 4 else { throw bad("member \(k)'s name runs past the end") }
-            let nameBytes = reader.bytes(nameLength)
-            let linkLength = Int(reader.take(4))
+            let nameBytes = try reader.bytes(nameLength)
+            let linkLength = Int(try reader.take(4))
             guard linkLength <= end - reader.position else { throw bad("member \(k)'s link runs past the end") }
-            let link = reader.bytes(linkLength)
+            let link = try reader.bytes(linkLength)
             let storedSize = flags & 4 != 0 ? compressed : size
             // A tar.gz's offsets are in the inflated bytes: checked against the gzip index below.
             let bound = format == .tarGzip ? Int64.max : identity.size
@@ -155,13 +166,9 @@ extension ArchiveIndex {
         var gzipIndex: GzipIndex?
         if format == .tarGzip {
             guard end - reader.position >= 8 else { throw bad("the gzip index is missing") }
-            let length = reader.take(8)
-            guard length <= UInt64(end - reader.position) else { throw bad("the gzip index runs past the end") }
-            let gzipBytes = reader.bytes(Int(length))
-            let position = reader.position
-            reader = ByteReader(bytes: [], position: position)
-            bytes = [] // the index file's bytes are no longer needed
-            let gzip = try GzipIndex(serialized: gzipBytes, name: "the gzip index in '\(name)'")
+            let gzipLength = try reader.take(8)
+            guard gzipLength <= UInt64(end - reader.position) else { throw bad("the gzip index runs past the end") }
+            let gzip = try reader.gzipIndex(length: Int(gzipLength), name: "the gzip index in '\(name)'")
             guard gzip.hasChunkCRC32s, gzip.compressedSize == identity.size else {
                 throw bad("its gzip index lacks chunk CRC-32s or is for another size")
             }
@@ -200,23 +207,5 @@ extension ArchiveIndex {
             .file, .directory, .symbolicLink, .hardLink, .characterDevice, .blockDevice, .fifo, .socket, .unknown,
         ]
         return (1...9).contains(code) ? all[Int(code) - 1] : nil
-    }
-}
-
-/// Little-endian reads from bytes whose length the caller checked.
-private struct ByteReader {
-    let bytes: [UInt8]
-    var position: Int
-
-    mutating func take(_ count: Int) -> UInt64 {
-        var value: UInt64 = 0
-        for i in 0..<count { value |= UInt64(bytes[position + i]) << (8 * UInt64(i)) }
-        position += count
-        return value
-    }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        defer { position += count }
-        return Array(bytes[position..<(position + count)])
     }
 }

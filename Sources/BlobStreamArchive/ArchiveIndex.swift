@@ -271,41 +271,23 @@ public struct ArchiveIndex: Sendable, Equatable {
 
     /// Reads the index file at `path`.
     ///
+    /// The file is checked whole (its CRC-32) through a small buffer and never held in
+    /// memory; a tar.gz's gzip seek points leave their windows in the file, each read when a
+    /// read through the index needs it (the index keeps the file open).
+    ///
     /// - Throws: `BlobStreamError` naming the file: `.notFound` (no file), `.corrupt`
     ///   (truncated, altered, not an index), `.unsupported` (a version this library does
     ///   not read).
     public static func read(from path: String) throws -> ArchiveIndex {
-        var bytes: [UInt8]
-        do {
-            bytes = try readWhole(path)
-        } catch {
-            let missing = !FileManager.default.fileExists(atPath: path)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
             throw BlobStreamError(
-                missing ? .notFound : .ioFailed, "cannot read archive index '\(path)'", cause: error)
+                code == ENOENT ? .notFound : code == EACCES ? .permissionDenied : .ioFailed,
+                "cannot read archive index '\(path)': \(String(cString: strerror(code)))",
+                cause: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO))
         }
-        return try ArchiveIndex(decodingBytes: &bytes, name: path)
-    }
-
-    /// The file's bytes, read straight into an array (no second copy: a tar.gz's index holds
-    /// megabytes of gzip windows).
-    private static func readWhole(_ path: String) throws -> [UInt8] {
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        let size = Int(try handle.seekToEnd())
-        try handle.seek(toOffset: 0)
-        var failure: (any Error)?
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            while count < size {
-                let n = Glibc.read(handle.fileDescriptor, buffer.baseAddress! + count, size - count)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    failure = n < 0 ? POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) : nil
-                    break
-                }
-                count += n
-            }
-        }
-        if let failure { throw failure }
-        return bytes
+        defer { close(descriptor) }
+        return try ArchiveIndex(decodingFile: IndexFileReader(descriptor: descriptor, path: path), name: path)
     }
 }

@@ -71,7 +71,7 @@ extension GzipDataSource {
                 decoder.target = offset
                 return nil
             } catch {
-                return decoder.errors.refusedOffset(offset, error.message)
+                return decoder.errors.failedJump(to: offset, error)
             }
         }
         do {
@@ -79,7 +79,7 @@ extension GzipDataSource {
             decoder.target = offset
             return nil
         } catch {
-            return decoder.errors.refusedOffset(offset, error.message)
+            return decoder.errors.failedJump(to: offset, error)
         }
     }
 }

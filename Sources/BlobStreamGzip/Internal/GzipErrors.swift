@@ -76,4 +76,11 @@ struct GzipErrors {
     func refusedOffset(_ offset: Int64, _ why: String) -> BlobStreamError {
         BlobStreamError(.invalidOffset, "\(name): cannot move to offset \(offset): \(why)")
     }
+
+    /// A jump to a seek point that failed: a damaged or unreadable index (a window that can
+    /// no longer be read from its file) keeps its code; anything else refuses the offset.
+    func failedJump(to offset: Int64, _ error: BlobStreamError) -> BlobStreamError {
+        guard error.code == .corrupt || error.code == .ioFailed else { return refusedOffset(offset, error.message) }
+        return BlobStreamError(error.code, "\(name): cannot move to offset \(offset): \(error.message)", cause: error)
+    }
 }
