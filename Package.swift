@@ -55,10 +55,15 @@ let package = Package(
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib", "CBlobStreamIsal"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        // liblzma: a tar.xz member read through its index decodes from the xz block before it.
+        .systemLibrary(name: "CBlobStreamLzma", pkgConfig: "liblzma", providers: [.apt(["liblzma-dev"])]),
         // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
         .target(
             name: "BlobStreamArchive",
-            dependencies: ["BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib"]),
+            dependencies: [
+                "BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib",
+                "CBlobStreamLzma",
+            ]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).

@@ -4,7 +4,7 @@ import Foundation
 
 // The index file: a compact versioned binary format of this library, little-endian.
 //
-//     magic "BLOBIDX\0" (8) | version u16 (1) | format u8 (1 tar, 2 zip) | reserved u8 (0)
+//     magic "BLOBIDX\0" (8) | version u16 (1) | format u8 (1 tar, 2 zip, 3 tar.gz, 4 tar.xz) | reserved u8 (0)
 //     identity: size i64 | mtime seconds i64 | mtime nanoseconds i32 | sample CRC-32 u32
 //     member count u64
 //     per member: type u8 | flags u8 (1 CRC, 2 encrypted, 4 zip fields, 8 seek point)
@@ -149,7 +149,7 @@ extension ArchiveIndex {
             let link = try reader.bytes(linkLength)
             let storedSize = flags & 4 != 0 ? compressed : size
             // A tar.gz's offsets are in the inflated bytes: checked against the gzip index below.
-            let bound = format == .tarGzip ? Int64.max : identity.size
+            let bound = format == .tarGzip || format == .tarXz ? Int64.max : identity.size
             guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= bound,
                 storedSize <= bound - dataOffset
             else {

@@ -55,6 +55,14 @@ public struct ArchiveIndex: Sendable, Equatable {
         /// A tar compressed with gzip (one or more gzip members): member offsets are in the
         /// inflated tar; the index carries the gzip seek points (`gzipIndex`).
         case tarGzip = 3
+        /// A tar compressed with xz: member offsets are in the decompressed tar; a member is
+        /// read from the xz block that holds its data (the file's own xz index lists the
+        /// blocks). A file written as one block (`xz` with one thread) is then decoded from
+        /// its start: `xz -T0` or `--block-size` write many. liblzma verifies each block's
+        /// check at the block's end and the member's CRC-32 is checked at its end, so a damaged
+        /// block fails the member (`.corrupt`); bytes of that block may have been delivered
+        /// before the error, but the read never ends cleanly.
+        case tarXz = 4
     }
 
     /// What the index was made from: checked before the index is used.
@@ -196,7 +204,7 @@ public struct ArchiveIndex: Sendable, Equatable {
         }
     }
 
-    /// Indexes the archive at `path` (an uncompressed tar, a zip, or a tar.gz).
+    /// Indexes the archive at `path` (an uncompressed tar, a zip, a tar.gz or a tar.xz).
     ///
     /// - Parameters:
     ///   - path: the archive file.
@@ -227,6 +235,11 @@ public struct ArchiveIndex: Sendable, Equatable {
         {
             return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing, engine: engine)
         }
+        if archive.length >= 6, (try? reader.seek(to: 0)) != nil,
+            case .bytes(let magic) = reader.fill(atLeast: 6, waiting: true), magic.starts(with: xzMagic)
+        {
+            return try buildTarXz(path: path, identity: identity)
+        }
         if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
             || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)
         {
@@ -236,7 +249,7 @@ public struct ArchiveIndex: Sendable, Equatable {
             return ArchiveIndex(format: .zip, identity: identity, members: members)
         }
         throw BlobStreamError(
-            .unsupported, "archive '\(path)': only tar, tar.gz and zip archives can be indexed")
+            .unsupported, "archive '\(path)': only tar, tar.gz, tar.xz and zip archives can be indexed")
     }
 
     /// Checks that this index describes the archive at `path` as it is now.

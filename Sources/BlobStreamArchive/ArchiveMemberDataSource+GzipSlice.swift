@@ -8,9 +8,24 @@ import Foundation
 // it decodes whole is checked against the index's CRC-32), and the member's own CRC-32 is
 // checked at its end. Any mismatch or damage is `.corrupt`, naming the member and the archive.
 
+/// The decompressing of a compressed tar's member read through its index (tar.gz: gzip seek
+/// points; tar.xz: xz blocks), and how far into the member it is.
+protocol MemberDecompression: AnyObject {
+    /// Member offset of the next byte `read` delivers (nil: not moved there yet).
+    var position: Int64? { get set }
+    /// Where skipped bytes go (`MemberGzipReading.scratchSize` bytes).
+    var scratch: UnsafeMutablePointer<UInt8> { get }
+    /// Why the last `read` failed.
+    var failure: (any Error)? { get }
+    /// Moves to the member's offset 0 (`start` in the decompressed tar).
+    func restart(at start: Int64) throws(BlobStreamError)
+    /// Up to `maxLength` decompressed bytes; 0 at the end, −1 after a failure.
+    func read(_ out: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int
+}
+
 /// The inflating of a tar.gz member: the gzip source and how far into the member it is.
 /// Not thread-safe: used under the archive source's lock.
-final class MemberGzipReading {
+final class MemberGzipReading: MemberDecompression {
     let source: GzipDataSource
     /// Member offset of the next byte `source` delivers (nil: not moved there yet).
     var position: Int64?
@@ -40,6 +55,10 @@ final class MemberGzipReading {
         }
         position = 0
     }
+
+    func read(_ out: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int { source.read(out, maxLength: maxLength) }
+
+    var failure: (any Error)? { source.error }
 
     deinit {
         source.close()
@@ -90,14 +109,14 @@ extension ArchiveMemberDataSource {
 
     /// Reads up to `count` (> 0) member bytes at `s.hashed` into `out`, hashing them.
     private func take(
-        _ gzip: MemberGzipReading, _ s: inout MemberSlice, into out: UnsafeMutablePointer<UInt8>, _ count: Int
+        _ gzip: any MemberDecompression, _ s: inout MemberSlice, into out: UnsafeMutablePointer<UInt8>, _ count: Int
     )
         -> Result<Int, BlobStreamError>
     {
-        let n = gzip.source.read(out, maxLength: count)
+        let n = gzip.read(out, maxLength: count)
         if n < 0 {
             let error: any Error =
-                gzip.source.error ?? BlobStreamError(.sourceFailed, "the gzip source failed without saying why")
+                gzip.failure ?? BlobStreamError(.sourceFailed, "the decompression failed without saying why")
             return .failure(gzipFailed(error, at: s.start + s.hashed))
         }
         if n == 0 {
@@ -130,7 +149,7 @@ extension ArchiveMemberDataSource {
         if code == .changed { code = .corrupt }
         return makeError(
             code,
-            "inflating the archive through its index failed at inflated offset \(offset): \(own?.message ?? "\(error)")",
+            "decompressing the archive through its index failed at decompressed offset \(offset): \(own?.message ?? "\(error)")",
             cause: error)
     }
 }

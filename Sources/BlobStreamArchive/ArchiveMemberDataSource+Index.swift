@@ -131,6 +131,18 @@ extension ArchiveMemberDataSource {
                     slice?.gzip = MemberGzipReading(
                         reader: reader, index: gzipIndex, name: archiveName, engine: inflateEngine, size: member.size)
                 }
+                if index.format == .tarXz {
+                    guard let path = archivePath ?? (upstream as? PathUpstream)?.path else {
+                        throw makeError(.unsupported, "a tar.xz read through its index needs the archive's path")
+                    }
+                    slice?.mismatchCode = .corrupt
+                    do {
+                        slice?.gzip = try MemberXzReading(path: path)
+                    } catch {
+                        throw makeError(
+                            error.code, "cannot read the blocks of the tar.xz: \(error.message)", cause: error)
+                    }
+                }
                 return true
             }
             links.append(target)

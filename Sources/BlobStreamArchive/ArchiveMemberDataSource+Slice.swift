@@ -21,9 +21,9 @@ struct MemberSlice {
     /// For a zip member compressed with deflate: the inflating (`length` is then the size
     /// of the output, `hashed` becomes `length` once the end was checked).
     var inflation: MemberInflation?
-    /// For a tar.gz member read through an index: the inflating of the archive (`start` and
-    /// `length` are then in the inflated tar).
-    var gzip: MemberGzipReading?
+    /// For a tar.gz or tar.xz member read through an index: the decompressing of the archive
+    /// (`start` and `length` are then in the decompressed tar).
+    var gzip: (any MemberDecompression)?
 }
 
 extension ArchiveMemberDataSource {

@@ -28,6 +28,7 @@ package func writeArchiveIndex(
         case .tar: "tar"
         case .zip: "zip"
         case .tarGzip: "tar.gz"
+        case .tarXz: "tar.xz"
         }
     var lines = ["\(destination)\t\(index.members.count) members (\(format))\t\(fileSize(destination)) bytes"]
     if output == nil, let gzipIndex = index.gzipIndex {

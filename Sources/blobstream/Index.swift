@@ -7,7 +7,7 @@ struct IndexCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index",
         abstract:
-            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar, tar.gz or zip archive (ARCHIVE.blobidx: members).",
+            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar, tar.gz, tar.xz or zip archive (ARCHIVE.blobidx: members).",
         discussion: """
             A gzip file (told by its first bytes) gets a seek-point index: indexed_gzip's GZIDX format \
             (indexed_gzip and rapidgzip read it) followed by BlobStream's record: the file's size, \
@@ -33,7 +33,8 @@ struct IndexCommand: ParsableCommand {
         help: "The least uncompressed distance between seek points (gzip, tar.gz), in bytes (default 4 MiB).")
     var spacing: Int = 4 * 1024 * 1024
 
-    @Argument(help: "The gzip file (a path, file:///… or gzip:file:///…), or a tar, tar.gz or zip archive (a path).")
+    @Argument(
+        help: "The gzip file (a path, file:///… or gzip:file:///…), or a tar, tar.gz, tar.xz or zip archive (a path).")
     var file: String
 
     func validate() throws {

@@ -2,12 +2,22 @@ import BlobStream
 import BlobStreamGzip
 import Foundation
 
-/// The bytes of a tar.gz as one pass inflates them (building the gzip seek-point index on
-/// the way), handed to a `TarHeaderWalker` in increasing order of offset. Bytes the walker
+/// What decompresses a compressed tar in one pass: the gzip index builder (which places the
+/// seek points on the way), or the xz decoder.
+protocol TarByteProducer: AnyObject {
+    /// Up to `capacity` decompressed bytes; 0 at the end.
+    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) throws(BlobStreamError) -> Int
+}
+
+extension GzipIndexStreamingBuilder: TarByteProducer {}
+extension XzSequentialDecoder: TarByteProducer {}
+
+/// The bytes of a compressed tar as one pass decompresses them (a tar.gz's building the gzip
+/// seek-point index on the way), handed to a `TarHeaderWalker` in increasing order of offset. Bytes the walker
 /// moves over (members' bodies and padding) are read and discarded in bounded memory; those
 /// inside `hashedRange` (the current member's body) are added to `crc` as they pass.
 final class InflatedTarInput: TarWalkInput {
-    private let builder: GzipIndexStreamingBuilder
+    private let producer: any TarByteProducer
     private let capacity = 256 * 1024 + TarHeaderWalker.maximumExtensionSize + 1024
     private let buffer: UnsafeMutablePointer<UInt8>
     /// Uncompressed offset of `buffer[0]`; bytes `buffer[head..<count]` are held.
@@ -20,8 +30,8 @@ final class InflatedTarInput: TarWalkInput {
     var hashedRange: Range<Int64> = 0..<0
     var crc: UInt32 = 0
 
-    init(builder: GzipIndexStreamingBuilder) {
-        self.builder = builder
+    init(producer: any TarByteProducer) {
+        self.producer = producer
         buffer = .allocate(capacity: capacity)
     }
 
@@ -88,7 +98,7 @@ final class InflatedTarInput: TarWalkInput {
         while count < wanted && !ended {
             let n: Int
             do {
-                n = try builder.read(into: buffer + count, capacity: capacity - count)
+                n = try producer.read(into: buffer + count, capacity: capacity - count)
             } catch {
                 throw TarWalkError(code: error.code, message: error.message, cause: error.cause)
             }
@@ -119,7 +129,7 @@ extension ArchiveIndex {
             let builder = try? GzipIndexStreamingBuilder(source: PathUpstream(path: path), spacing: 1 << 30, name: path)
         else { return false }
         defer { builder.close() }
-        let input = InflatedTarInput(builder: builder)
+        let input = InflatedTarInput(producer: builder)
         guard let header = try? input.bytes(at: 0, count: 512, what: "the first header") else { return false }
         return header[257..<262].elementsEqual("ustar".utf8)
     }
@@ -134,7 +144,26 @@ extension ArchiveIndex {
         let builder = try GzipIndexStreamingBuilder(
             source: PathUpstream(path: path), spacing: spacing, name: path, engine: engine)
         defer { builder.close() }
-        let input = InflatedTarInput(builder: builder)
+        var members = try walkMembers(InflatedTarInput(producer: builder), path: path, layer: "gzip")
+        guard var gzipIndex = builder.finish() else {
+            throw BlobStreamError(.sourceFailed, "archive '\(path)': the gzip stream did not reach its end")
+        }
+        let after = try GzipIndex.FileIdentity(ofFileAtPath: path)
+        guard before == after, gzipIndex.compressedSize == after.size, identity.size == after.size else {
+            throw BlobStreamError(.changed, "archive '\(path)': the file changed while it was indexed")
+        }
+        gzipIndex.identity = after
+        for i in members.indices {
+            members[i].seekPoint = gzipIndex.pointIndex(atOrBefore: members[i].dataOffset).map(Int64.init)
+        }
+        return ArchiveIndex(format: .tarGzip, identity: identity, members: members, gzipIndex: gzipIndex)
+    }
+
+    /// Walks the tar headers in the decompressed bytes of `input`, each member's CRC-32
+    /// computed on the way; `layer` names the compression in messages ("gzip", "xz").
+    static func walkMembers(_ input: InflatedTarInput, path: String, layer: String) throws(BlobStreamError)
+        -> [Member]
+    {
         var members: [Member] = []
         func failed(_ error: TarWalkError) -> BlobStreamError {
             BlobStreamError(
@@ -145,7 +174,7 @@ extension ArchiveIndex {
             guard first[257..<262].elementsEqual("ustar".utf8) else {
                 throw BlobStreamError(
                     .unsupported,
-                    "archive '\(path)': a gzip file whose content is not a tar (no ustar magic in its first header) cannot be member-indexed"
+                    "archive '\(path)': a \(layer) file whose content is not a tar (no ustar magic in its first header) cannot be member-indexed"
                 )
             }
         } catch let error as TarWalkError {
@@ -186,18 +215,7 @@ extension ArchiveIndex {
         } catch {
             throw BlobStreamError(.sourceFailed, "archive '\(path)': \(error)", cause: error)
         }
-        guard var gzipIndex = builder.finish() else {
-            throw BlobStreamError(.sourceFailed, "archive '\(path)': the gzip stream did not reach its end")
-        }
-        let after = try GzipIndex.FileIdentity(ofFileAtPath: path)
-        guard before == after, gzipIndex.compressedSize == after.size, identity.size == after.size else {
-            throw BlobStreamError(.changed, "archive '\(path)': the file changed while it was indexed")
-        }
-        gzipIndex.identity = after
-        for i in members.indices {
-            members[i].seekPoint = gzipIndex.pointIndex(atOrBefore: members[i].dataOffset).map(Int64.init)
-        }
-        return ArchiveIndex(format: .tarGzip, identity: identity, members: members, gzipIndex: gzipIndex)
+        return members
     }
 
     private static func member(_ e: TarWalkEntry, crc: UInt32?) -> Member {
