@@ -27,26 +27,11 @@ private struct IndexedFile {
     var windowsStart: Int { 35 + 18 * built.points.count }
 }
 
-/// Reads `count` bytes at `offset` through a gzip source with `index` and `parallelism`.
+/// Reads `count` bytes at `offset` of `file` through a gzip source with `index`.
 private func read(
     _ file: IndexedFile, index: GzipIndex, at offset: Int, count: Int, parallelism: Int
 ) -> (Data, BlobStreamError?) {
-    let source = GzipDataSource(
-        upstream: FileDataSource(path: file.path), name: file.path, index: index, parallelism: parallelism)
-    defer { source.close() }
-    source.open()
-    do { try source.seek(to: Int64(offset)) } catch { return (Data(), error) }
-    var out = Data()
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while out.count < count {
-        let n = buffer.withUnsafeMutableBufferPointer {
-            source.read($0.baseAddress!, maxLength: min($0.count, count - out.count))
-        }
-        if n < 0 { return (out, source.error as? BlobStreamError) }
-        if n == 0 { break }
-        out.append(contentsOf: buffer[0..<n])
-    }
-    return (out, nil)
+    readIndexed(path: file.path, index: index, at: Int64(offset), count: count, parallelism: parallelism)
 }
 
 @Suite("Gzip index windows left in the index file until a decode needs them")

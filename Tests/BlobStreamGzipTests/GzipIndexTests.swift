@@ -54,9 +54,13 @@ struct MultiMember {
 }
 
 /// Reads `count` bytes (or to the end) at `offset` from a gzip source over the file at
-/// `path` with `index`; the bytes and the error, if any.
-func readIndexed(path: String, index: GzipIndex, at offset: Int64, count: Int = .max) -> (Data, BlobStreamError?) {
-    let source = GzipDataSource(upstream: FileDataSource(path: path), name: path, index: index)
+/// `path` with `index` (decoding on `parallelism` threads); the bytes and the error, if any.
+func readIndexed(
+    path: String, index: GzipIndex, at offset: Int64, count: Int = .max,
+    parallelism: Int = GzipDataSource.defaultParallelism
+) -> (Data, BlobStreamError?) {
+    let source = GzipDataSource(
+        upstream: FileDataSource(path: path), name: path, index: index, parallelism: parallelism)
     defer { source.close() }
     source.open()
     do { try source.seek(to: offset) } catch { return (Data(), error) }

@@ -81,6 +81,14 @@ private final class LzmaStream {
 
     init() { stream.initialize(to: lzma_stream()) }
 
+    /// Reads up to `count` (≤ `inputSize`) bytes of `file` at `offset` as the next input; how many.
+    func refill(from file: XzFile, at offset: Int64, count: Int = LzmaStream.inputSize) throws(BlobStreamError) -> Int {
+        let n = try file.read(into: input, count: min(count, LzmaStream.inputSize), at: offset)
+        stream.pointee.next_in = UnsafePointer(input)
+        stream.pointee.avail_in = n
+        return n
+    }
+
     deinit {
         lzma_end(stream)
         stream.deallocate()
@@ -110,11 +118,9 @@ final class XzSequentialDecoder {
         s.pointee.avail_out = capacity
         while s.pointee.avail_out == capacity {
             if s.pointee.avail_in == 0 && !inputEnded {
-                let n = try file.read(into: lzma.input, count: LzmaStream.inputSize, at: inputOffset)
+                let n = try lzma.refill(from: file, at: inputOffset)
                 inputOffset += Int64(n)
                 inputEnded = n == 0
-                s.pointee.next_in = UnsafePointer(lzma.input)
-                s.pointee.avail_in = n
             }
             let result = lzma_code(s, inputEnded ? LZMA_FINISH : LZMA_RUN)
             if result == LZMA_STREAM_END {
@@ -147,11 +153,9 @@ final class XzBlockMap {
         var ended = false
         while true {
             if s.pointee.avail_in == 0 && !ended {
-                let n = try file.read(into: lzma.input, count: LzmaStream.inputSize, at: position)
+                let n = try lzma.refill(from: file, at: position)
                 position += Int64(n)
                 ended = n == 0
-                s.pointee.next_in = UnsafePointer(lzma.input)
-                s.pointee.avail_in = n
             }
             result = lzma_code(s, ended ? LZMA_FINISH : LZMA_RUN)
             if result == LZMA_STREAM_END { break }
@@ -303,14 +307,12 @@ final class XzRandomAccessDecoder {
             }
             if s.pointee.avail_in == 0 && blockInputLeft > 0 {
                 let wanted = Int(min(Int64(LzmaStream.inputSize), blockInputLeft))
-                let n = try file.read(into: lzma.input, count: wanted, at: inputOffset)
+                let n = try lzma.refill(from: file, at: inputOffset, count: wanted)
                 guard n == wanted else {
                     throw file.failure(LZMA_BUF_ERROR, "the file ends at compressed offset \(inputOffset + Int64(n))")
                 }
                 inputOffset += Int64(n)
                 blockInputLeft -= Int64(n)
-                s.pointee.next_in = UnsafePointer(lzma.input)
-                s.pointee.avail_in = n
             }
             let result = lzma_code(s, blockInputLeft == 0 ? LZMA_FINISH : LZMA_RUN)
             if result == LZMA_STREAM_END {
