@@ -82,6 +82,9 @@ struct IndexFileReader: IndexReading {
     /// Exactly `count` bytes at `offset` (the file is `length` bytes: a shorter read means it
     /// was cut while it was read).
     private func read(count: Int, at offset: Int) throws -> [UInt8] {
+        // Nothing to read: no `unsafeUninitializedCapacity` (it would write into the shared
+        // empty-array singleton).
+        guard count > 0 else { return [] }
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { out, done in
             done = 0

@@ -55,6 +55,9 @@ final class GzipIndexWindowFile: Sendable {
     ///   loaded, or is damaged), naming the file and the offset; `.ioFailed` with the
     ///   system's error.
     func read(count: Int, at offset: Int64) throws(BlobStreamError) -> [UInt8] {
+        // Not through `unsafeUninitializedCapacity` for nothing: that writes the count into the
+        // empty-array singleton every thread shares (ThreadSanitizer reports it).
+        guard count > 0 else { return [] }
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, done in
             done = 0
