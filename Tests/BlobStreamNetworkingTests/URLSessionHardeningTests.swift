@@ -32,8 +32,11 @@ final class URLSessionHardeningTests {
     func redirect(status: Int) async throws {
         let bytes = sampleBytes(3 * 1024 * 1024 + 5, seed: UInt64(status))
         let log = ProgressLog()
+        // The default connect timeout (10 s), scaled under ThreadSanitizer: there, with the whole
+        // suite on 2 cores, URLSession once took longer than 10 s to connect to the redirect.
         let response = try await URLSessionUpload.upload(
-            body(bytes), to: URL(string: "\(server.baseURL)/redirect-\(status)/r\(status).bin")!, progress: log.add)
+            body(bytes), to: URL(string: "\(server.baseURL)/redirect-\(status)/r\(status).bin")!,
+            options: UploadOptions(connectTimeout: TestTiming.scaled(.seconds(10))), progress: log.add)
         #expect(response.statusCode == 201 || response.statusCode == 204)
         #expect(server.stored("r\(status).bin").map(sha256) == sha256(bytes))
         #expect(log.all.last == UploadProgress(sent: Int64(bytes.count), total: Int64(bytes.count), isFinished: true))
