@@ -56,6 +56,34 @@ struct GzipIndexLazyWindowTests {
         }
     }
 
+    @Test("hasWindow, loadWindow() and window agree on every point, built in memory and read back from the file")
+    func windowAccessorsAgree() throws {
+        let file = try IndexedFile()
+        let loaded = try GzipIndex.read(fromPath: file.indexPath)
+        #expect(loaded.points.count == file.built.points.count)
+        for (built, read) in zip(file.built.points, loaded.points) {
+            for point in [built, read] {
+                let window = point.window
+                let loadedWindow = try point.loadWindow()
+                #expect(point.hasWindow == (window != nil), "point at \(point.uncompressedOffset)")
+                #expect(loadedWindow == window, "point at \(point.uncompressedOffset)")
+                if let window { #expect(window.count == 32 * 1024, "point at \(point.uncompressedOffset)") }
+            }
+            #expect(read.hasWindow == built.hasWindow && read.window == built.window)
+        }
+        // A point with no window is the one that starts the stream (nothing before it to refer to).
+        #expect(loaded.points.first?.hasWindow == false)
+        // A window set by hand is what the three accessors report from then on.
+        var edited = try #require(loaded.points.last { $0.hasWindow })
+        let replacement = [UInt8](repeating: 7, count: 32 * 1024)
+        edited.window = replacement
+        let loadedReplacement = try edited.loadWindow()
+        #expect(edited.hasWindow && edited.window == replacement && loadedReplacement == replacement)
+        edited.window = nil
+        let loadedNone = try edited.loadWindow()
+        #expect(!edited.hasWindow && edited.window == nil && loadedNone == nil)
+    }
+
     @Test("the index file cut after loading: a read that needs a lost window fails naming the index, never wrong bytes")
     func cutAfterLoading() throws {
         let file = try IndexedFile()
