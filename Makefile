@@ -50,7 +50,8 @@ tsan: deps
 	SWIFT="$(SWIFT)" scripts/tsan
 
 ## lint: the module graph (scripts/check-module-graph: what each module may import), and the
-## committed .swift-format, strictly (plain `swift format lint` exits 0 on findings).
+## committed .swift-format, strictly (plain `swift format lint` exits 0 on findings); its rules
+## include AllPublicDeclarationsHaveDocumentation: every public declaration has a doc comment.
 lint:
 	scripts/check-module-graph --self-test
 	scripts/check-module-graph
@@ -104,6 +105,9 @@ man:
 	mkdir -p .build/man
 	find .build/plugins -path '*GenerateManual*/outputs/blobstream/blobstream.1' -exec cp {} .build/man/ \;
 	test -s .build/man/blobstream.1
+	@for c in cat checksum info ls index upload demo; do \
+	  grep -q "^\.It Em $$c" .build/man/blobstream.1 || { echo "man: blobstream.1 has no section for '$$c'" >&2; exit 1; }; \
+	done
 
 clean:
 	rm -rf .build .build-tsan

@@ -21,6 +21,7 @@ import Synchronization
 /// stream's `BlobStreamError` after the chunks read before it; the end of the bytes ends
 /// the sequence.
 public struct BlobChunks: AsyncSequence, Sendable {
+    /// A chunk of bytes, in source order.
     public typealias Element = Data
 
     /// The size a block aims at: a whole number of chunks, at least one. (Measured on 1 GiB
@@ -57,6 +58,8 @@ public struct BlobChunks: AsyncSequence, Sendable {
         self.init(stream: BlobInputStream(dataSource: dataSource, mode: .synchronous), chunkSize: chunkSize)
     }
 
+    /// The iterator: the stream is opened on the first `next()` and closed at the end, on an
+    /// error or on cancellation.
     public func makeAsyncIterator() -> Iterator { Iterator(inner: blocks.makeAsyncIterator()) }
 
     /// Hands out the chunks of the current block, then reads the next block on the
@@ -66,6 +69,8 @@ public struct BlobChunks: AsyncSequence, Sendable {
         var pending: [Data] = []
         var index = 0
 
+        /// The next chunk, or nil at the end of the bytes; throws the stream's error or
+        /// `CancellationError`.
         public mutating func next() async throws -> Data? {
             if index < pending.count {
                 try Task.checkCancellation()
@@ -96,6 +101,7 @@ public struct BlobChunks: AsyncSequence, Sendable {
 ///
 /// Reading, read-ahead, cancellation and errors work as for `BlobChunks`.
 public struct BlobChunkBuffers<Chunk: Sendable>: AsyncSequence, Sendable {
+    /// A chunk of bytes, in source order.
     public typealias Element = Chunk
 
     /// Reads the next bytes into the buffer it is given (at most `chunkSize` of them) and
@@ -123,6 +129,8 @@ public struct BlobChunkBuffers<Chunk: Sendable>: AsyncSequence, Sendable {
         self.chunkSize = chunkSize
     }
 
+    /// The iterator: the stream is opened on the first `next()` and closed at the end, on an
+    /// error or on cancellation.
     public func makeAsyncIterator() -> Iterator { Iterator(box: box, chunkSize: chunkSize) }
 
     /// Reads the next chunk on the sequence's own queue.
@@ -130,6 +138,8 @@ public struct BlobChunkBuffers<Chunk: Sendable>: AsyncSequence, Sendable {
         let box: StreamBox<Chunk>
         let chunkSize: Int
 
+        /// The next chunk, or nil at the end of the bytes; throws the stream's error or
+        /// `CancellationError`.
         public mutating func next() async throws -> Chunk? {
             try Task.checkCancellation()
             let box = self.box

@@ -10,6 +10,7 @@ public enum BlobOffsetCapability: Sendable, Equatable, CustomStringConvertible {
     /// Not at all: setting an offset is refused.
     case none
 
+    /// The capability's name, as messages print it.
     public var description: String {
         switch self {
         case .seek: "seek"

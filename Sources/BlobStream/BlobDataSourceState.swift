@@ -20,7 +20,9 @@ public struct BlobDataSourceStatus: Sendable {
 
 /// Which of the values of `BlobDataSourceStatus` to hand to an observer.
 public struct BlobObservationOptions: OptionSet, Sendable {
+    /// The options as bits.
     public let rawValue: Int
+    /// Makes options from their bits.
     public init(rawValue: Int) { self.rawValue = rawValue }
     /// Call the handler once at registration with the current value (as `newValue`).
     public static let initial = BlobObservationOptions(rawValue: 1)

@@ -116,6 +116,7 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
+    /// Reads up to `maxLength` bytes of the slice from the upstream source; never past the slice's end.
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         if state.error != nil { return -1 }
         var wanted = maxLength

@@ -12,6 +12,7 @@ public struct BlobStreamError: Error, CustomStringConvertible, Sendable {
         public let name: String
         /// Makes a code; modules define theirs as static constants.
         public init(_ name: String) { self.name = name }
+        /// The code's name, as messages and logs print it.
         public var description: String { name }
 
         /// The data source reported an error; `cause` holds it.

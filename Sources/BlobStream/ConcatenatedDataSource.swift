@@ -71,6 +71,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         return .custom { contexts.contains { $0.isCurrent } }
     }
 
+    /// Opens the first part; the others are opened as reading reaches them.
     public func open() {
         guard !opened else { return }
         opened = true
@@ -108,6 +109,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
+    /// Reads from the current part, moving to the next one at its end; a part's error ends the whole.
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         while skip > 0 {
             if scratch == nil { scratch = .allocate(capacity: 64 * 1024) }

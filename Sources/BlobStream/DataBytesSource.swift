@@ -17,6 +17,7 @@ public final class DataBytesSource: BlobDataSource {
     /// `.seek`.
     public var offsetCapability: BlobOffsetCapability { .seek }
 
+    /// Opens at once: the bytes are in memory.
     public func open() {
         state.isOpenCompleted = true
         announce()
@@ -31,6 +32,7 @@ public final class DataBytesSource: BlobDataSource {
         }
     }
 
+    /// Copies up to `maxLength` bytes from the current offset.
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         let n = min(maxLength, data.count - position)
         guard n > 0 else {
@@ -57,5 +59,6 @@ public final class DataBytesSource: BlobDataSource {
         if state.isOpenCompleted { announce() }
     }
 
+    /// Nothing to release: the bytes stay in memory until the source is dropped.
     public func close() {}
 }

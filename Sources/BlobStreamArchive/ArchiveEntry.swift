@@ -24,6 +24,7 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
         /// A type the archive names that none of the others is.
         case unknown
 
+        /// The kind's name, as `ls --json` prints it.
         public var description: String {
             switch self {
             case .file: "file"

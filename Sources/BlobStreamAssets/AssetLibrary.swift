@@ -8,6 +8,7 @@ public enum AssetRendition: String, Sendable, Equatable, CustomStringConvertible
     /// The file as it was captured.
     case original
 
+    /// The raw value, as URLs and messages spell it.
     public var description: String { rawValue }
 }
 
@@ -18,6 +19,7 @@ public enum AssetRenditionChoice: String, Sendable, Equatable, CustomStringConve
     /// Always the original, even when an edited rendition exists.
     case original
 
+    /// The raw value, as URLs and messages spell it.
     public var description: String { rawValue }
 }
 

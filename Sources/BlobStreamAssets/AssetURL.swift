@@ -62,5 +62,6 @@ public struct AssetURL: Sendable, Equatable, CustomStringConvertible {
     /// The URL as a string: `assets-library://asset/asset.EXT?id=ID&ext=EXT`.
     public var string: String { "\(Self.scheme)://asset/asset.\(ext)?id=\(id)&ext=\(ext)" }
 
+    /// The URL as a string (`assets-library://asset/asset.EXT?id=ID&ext=EXT`).
     public var description: String { string }
 }

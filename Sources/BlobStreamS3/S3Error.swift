@@ -10,6 +10,7 @@ public struct S3Error: Error, CustomStringConvertible, Sendable {
         public let name: String
         /// Makes a code.
         public init(_ name: String) { self.name = name }
+        /// The code as S3 spells it, such as `NoSuchKey`.
         public var description: String { name }
 
         /// No credentials were found (environment, profile files).

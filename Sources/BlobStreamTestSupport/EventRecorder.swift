@@ -37,6 +37,7 @@ public final class EventRecorder: NSObject, StreamDelegate, @unchecked Sendable 
         }
     }
 
+    /// Records `eventCode` (the `StreamDelegate` callback); called by the stream on its run loop.
     public func stream(_ aStream: Stream, handle eventCode: Stream.Event) {
         lock.withLock {
             _events.append(eventCode)

@@ -70,14 +70,20 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     /// How many times `read` was called.
     public var readCount: Int { lock.withLock { cursor.reads } }
 
+    /// The number of bytes the source holds.
     public var length: Int64? { Int64(data.count) }
+    /// `.seek`: any offset is reached at once.
     public var offsetCapability: BlobOffsetCapability { .seek }
+    /// Where the source announces its state: the queue of an asynchronous open or of refills,
+    /// else the caller's thread.
     public var completionContext: BlobCompletionContext {
         if case .async(let queue, _) = openBehavior { return .queue(queue) }
         if let refill { return .queue(refill.queue) }
         return .caller
     }
 
+    /// Opens the source, at once or after the configured delay; `failAtOpen` ends it with its
+    /// error instead.
     public func open() {
         switch openBehavior {
         case .immediate:
@@ -111,6 +117,8 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
+    /// Copies up to `maxLength` bytes (at most `chunkSize`) from the current offset; fails with
+    /// `failAt`'s error at its offset, and returns -1 once closed.
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         enum Outcome {
             case closed, failed, end
@@ -179,5 +187,6 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
+    /// Closes the source: later reads return -1.
     public func close() { lock.withLock { cursor.closed = true } }
 }

@@ -20,6 +20,7 @@ public enum SourceConformance {
         public let check: String
         /// What was wrong.
         public let message: String
+        /// The check and what was wrong: `[check] message`.
         public var description: String { "[\(check)] \(message)" }
     }
 
@@ -27,6 +28,7 @@ public enum SourceConformance {
     public struct Failure: Error, CustomStringConvertible {
         /// Every finding.
         public let findings: [Finding]
+        /// Every finding, one per line.
         public var description: String {
             "data source breaks the contract:\n" + findings.map { "  \($0)" }.joined(separator: "\n")
         }

@@ -7,13 +7,16 @@ import Glibc
 /// further connection is never completed (its SYNs are dropped): connecting hangs.
 public final class StallingPeer: @unchecked Sendable {
     // Unchecked Sendable: the descriptors are set in `init` and only closed by `stop()`.
+    /// The port it listens on (127.0.0.1).
     public let port: Int
     private let fd: Int32
     private var fillers: [Int32] = []
     private let once = StopOnce()
 
+    /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// Starts listening on a free port; with `fillBacklog`, fills the accept queue first.
     public init(fillBacklog: Bool = false) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
@@ -64,10 +67,12 @@ public final class StallingPeer: @unchecked Sendable {
 /// connection) or closes the connection at once. It records nothing.
 public final class EarlyAnswerPeer: @unchecked Sendable {
     // Unchecked Sendable: set in `init`, the process is only killed by `stop()`.
+    /// The port it listens on (127.0.0.1).
     public let port: Int
     private let pid: pid_t
     private let once = StopOnce()
 
+    /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     static let script = #"""

@@ -5,6 +5,7 @@ import Glibc
 /// reports through a file, killed by `stop()`.
 public final class PythonPeer: @unchecked Sendable {
     // Unchecked Sendable: set in `init`, the process is only killed by `stop()`.
+    /// The port it listens on (127.0.0.1).
     public let port: Int
     /// A folder of the peer's own (its script, and what it records), removed by `stop()`.
     public let folder: URL

@@ -11,9 +11,13 @@ import Glibc
 ///   whole file).
 public final class StaticFileServer: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
+    /// The plain-HTTP port (127.0.0.1).
     public let port: Int
+    /// The HTTPS port (127.0.0.1).
     public let tlsPort: Int
+    /// nginx's folder (configuration, logs, `root/` with the files served), removed by `stop()`.
     public let folder: URL
+    /// The CA a client must trust, and the server's certificate and key.
     public let certificates: TestCertificates
     private let pid: pid_t
     private let once = StopOnce()
@@ -125,6 +129,7 @@ public struct TestCertificates: Sendable {
     public let caCertificate: URL
     /// The server's certificate (PEM) and key.
     public let serverCertificate: URL
+    /// The server's private key (PEM).
     public let serverKey: URL
 
     /// Makes the CA and the server certificate.

@@ -8,8 +8,11 @@ import Glibc
 /// `127.0.0.1:TLSPORT` still verifies), bodies streamed both ways.
 public final class TLSReverseProxy: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
+    /// The HTTPS port (127.0.0.1).
     public let port: Int
+    /// nginx's folder (configuration, logs, certificates), removed by `stop()`.
     public let folder: URL
+    /// The CA a client must trust, and the server's certificate and key.
     public let certificates: TestCertificates
     private let pid: pid_t
     private let once = StopOnce()

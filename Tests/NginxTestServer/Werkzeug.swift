@@ -16,21 +16,30 @@ let werkzeugParser = #"""
     }, sort_keys=True))
     """#
 
+/// A multipart body as Werkzeug parsed it: its fields and its files.
 public struct ParsedForm: Decodable, Sendable {
+    /// One file part: its name, its content type and the SHA-256 of its bytes.
     public struct File: Decodable, Equatable, Sendable {
+        /// The part's `filename`.
         public let filename: String
+        /// The part's content type.
         public let type: String
+        /// The SHA-256 of the part's bytes, in lowercase hex.
         public let sha256: String
+        /// A file part, as a test expects it.
         public init(filename: String, type: String, sha256: String) {
             self.filename = filename
             self.type = type
             self.sha256 = sha256
         }
     }
+    /// The plain fields, by name (a name may repeat).
     public let fields: [String: [String]]
+    /// The file parts, by field name.
     public let files: [String: [File]]
 }
 
+/// Parses `body` (a multipart body with `contentType`'s boundary) with Werkzeug in a Python process.
 public func parseWithWerkzeug(_ body: Data, contentType: String) throws -> ParsedForm {
     let folder = FileManager.default.temporaryDirectory
     let bodyFile = folder.appendingPathComponent("multipart-\(UUID().uuidString)")

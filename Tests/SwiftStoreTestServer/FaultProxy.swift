@@ -44,10 +44,15 @@ public final class FaultProxy: Sendable {
     /// query); the rule acts on the `nth` such request and the `times - 1` after it (`times`
     /// 0: all from the `nth` on). The first rule that acts on a request wins.
     public struct Rule: Sendable, Equatable {
+        /// The request method to match (nil: any).
         public var method: String?
+        /// A regular expression to find in the request target (nil: any).
         public var path: String?
+        /// The first matching request to act on (1: the first).
         public var nth: Int
+        /// How many matching requests to act on from the `nth` (0: all).
         public var times: Int
+        /// What to do to them.
         public var action: Action
 
         /// A rule; see the type's description.

@@ -42,6 +42,7 @@ public final class SwiftStoreTestServer: Sendable {
 
     /// The failure to start or use the store, with the script's message and the servers' logs.
     public struct Failure: Error, CustomStringConvertible {
+        /// What failed, with the script's message and the servers' logs.
         public let description: String
     }
 
