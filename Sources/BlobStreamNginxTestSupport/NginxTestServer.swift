@@ -23,11 +23,11 @@ import Glibc
 public final class NginxTestServer: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
     /// The port nginx listens on, on 127.0.0.1.
-    public let port: Int
+    public var port: Int { process.ports[0] }
     /// The temporary folder holding nginx's configuration, logs and the stored files;
     /// removed by `stop()`.
-    public let folder: URL
-    private let pid: pid_t
+    public var folder: URL { process.folder }
+    private let process: NginxProcess
     private let once = StopOnce()
 
     /// The stored files' root.
@@ -58,42 +58,15 @@ public final class NginxTestServer: @unchecked Sendable {
 
     /// Starts nginx; retries with another port if the one chosen was taken meanwhile.
     public init() throws {
-        let nginx = try Self.binary()
-        var lastError = ""
-        for _ in 0..<5 {
-            let port = try Self.freePort()
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
-            for sub in ["www/files", "tmp", "logs"] {
-                try FileManager.default.createDirectory(
-                    at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
-            }
-            let conf = folder.appendingPathComponent("nginx.conf")
-            try Self.config(folder: folder.path, port: port).write(to: conf, atomically: true, encoding: .utf8)
-            // posix_spawn and waitpid rather than Foundation's Process, whose
-            // waitUntilExit can hang when called from a test's deinit.
-            let pid = try Self.spawn(
-                nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
-            if Self.waitForPort(port, pid: pid) {
-                self.port = port
-                self.folder = folder
-                self.pid = pid
-                return
-            }
-            Self.killAndReap(pid)
-            lastError =
-                (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
-            try? FileManager.default.removeItem(at: folder)
-        }
-        throw Failure(description: "nginx did not start: \(lastError)")
+        process = try NginxProcess.start(
+            name: "nginx", folderPrefix: "nginx", subfolders: ["www/files"]
+        ) { folder, ports in Self.config(folder: folder.path, port: ports[0]) }
     }
 
     /// Stops nginx and removes its folder.
     public func stop() {
         guard once.first() else { return }
-        // Every answer has been received by now, so the files are complete: no need for a
-        // graceful exit (which nginx without a master process is slow to make).
-        Self.killAndReap(pid)
-        try? FileManager.default.removeItem(at: folder)
+        process.stop()
     }
 
     package static func spawn(_ path: String, _ argv: [String]) throws -> pid_t {
@@ -127,39 +100,28 @@ public final class NginxTestServer: @unchecked Sendable {
         FileManager.default.contents(atPath: root.appendingPathComponent("files/" + path).path)
     }
 
-    package static func config(folder: String, port: Int) -> String {
-        """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(folder)/nginx.pid;
-        error_log \(folder)/logs/error.log warn;
-        events { worker_connections 64; }
-        http {
-            access_log off;
-            client_body_temp_path \(folder)/tmp/body;
-            proxy_temp_path \(folder)/tmp/proxy;
-            fastcgi_temp_path \(folder)/tmp/fastcgi;
-            uwsgi_temp_path \(folder)/tmp/uwsgi;
-            scgi_temp_path \(folder)/tmp/scgi;
-            client_max_body_size 0;
-            server {
-                listen 127.0.0.1:\(port);
-                root \(folder)/www;
-                location /files/ {
-                    dav_methods PUT DELETE;
-                    create_full_put_path on;
-                    dav_access user:rw group:r all:r;
+    /// The configuration: WebDAV PUT under `/files/`, and the misbehaving locations above.
+    static func config(folder: String, port: Int) -> String {
+        NginxProcess.configuration(
+            folder: folder,
+            http: """
+                client_max_body_size 0;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(folder)/www;
+                    location /files/ {
+                        dav_methods PUT DELETE;
+                        create_full_put_path on;
+                        dav_access user:rw group:r all:r;
+                    }
+                    location /deny/ { return 403; }
+                    location /slow-close/ { return 444; }
+                    location ~ ^/redirect-307/(.*)$ { return 307 http://127.0.0.1:\(port)/files/$1; }
+                    location ~ ^/redirect-308/(.*)$ { return 308 http://127.0.0.1:\(port)/files/$1; }
+                    location ~ ^/redirect-303/(.*)$ { return 303 http://127.0.0.1:\(port)/files/$1; }
+                    location ~ ^/loop/(.*)$ { return 307 http://127.0.0.1:\(port)/loop/$1; }
                 }
-                location /deny/ { return 403; }
-                location /slow-close/ { return 444; }
-                location ~ ^/redirect-307/(.*)$ { return 307 http://127.0.0.1:\(port)/files/$1; }
-                location ~ ^/redirect-308/(.*)$ { return 308 http://127.0.0.1:\(port)/files/$1; }
-                location ~ ^/redirect-303/(.*)$ { return 303 http://127.0.0.1:\(port)/files/$1; }
-                location ~ ^/loop/(.*)$ { return 307 http://127.0.0.1:\(port)/loop/$1; }
-            }
-        }
-        """
+                """)
     }
 
     /// The address 127.0.0.1:`port` (0: any free port, for `bind`).

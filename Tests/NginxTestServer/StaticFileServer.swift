@@ -12,14 +12,14 @@ import Glibc
 public final class StaticFileServer: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
     /// The plain-HTTP port (127.0.0.1).
-    public let port: Int
+    public var port: Int { process.ports[0] }
     /// The HTTPS port (127.0.0.1).
-    public let tlsPort: Int
-    /// nginx's folder (configuration, logs, `root/` with the files served), removed by `stop()`.
-    public let folder: URL
+    public var tlsPort: Int { process.ports[1] }
+    /// nginx's folder (configuration, logs, `www/` with the files served), removed by `stop()`.
+    public var folder: URL { process.folder }
     /// The CA a client must trust, and the server's certificate and key.
     public let certificates: TestCertificates
-    private let pid: pid_t
+    private let process: NginxProcess
     private let once = StopOnce()
 
     /// The served files' folder.
@@ -31,37 +31,15 @@ public final class StaticFileServer: @unchecked Sendable {
 
     /// Starts nginx (and makes the CA and the server certificate with openssl).
     public init() throws {
-        let nginx = try NginxTestServer.binary()
-        var lastError = ""
-        for _ in 0..<5 {
-            let (port, tlsPort) = (try NginxTestServer.freePort(), try NginxTestServer.freePort())
-            guard port != tlsPort else { continue }
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "nginx-static-\(UUID().uuidString)")
-            for sub in ["www", "tmp", "logs", "tls"] {
-                try FileManager.default.createDirectory(
-                    at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
-            }
-            let certificates = try TestCertificates(folder: folder.appendingPathComponent("tls"))
-            let conf = folder.appendingPathComponent("nginx.conf")
-            try Self.config(folder: folder.path, port: port, tlsPort: tlsPort, certificates: certificates)
-                .write(to: conf, atomically: true, encoding: .utf8)
-            let pid = try NginxTestServer.spawn(
-                nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
-            if NginxTestServer.waitForPort(port, pid: pid), NginxTestServer.waitForPort(tlsPort, pid: pid) {
-                self.port = port
-                self.tlsPort = tlsPort
-                self.folder = folder
-                self.certificates = certificates
-                self.pid = pid
-                return
-            }
-            NginxTestServer.killAndReap(pid)
-            lastError =
-                (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
-            try? FileManager.default.removeItem(at: folder)
+        var certificates: TestCertificates?
+        process = try NginxProcess.start(
+            name: "nginx (static files)", folderPrefix: "nginx-static", subfolders: ["www", "tls"], portCount: 2
+        ) { folder, ports in
+            let made = try TestCertificates(folder: folder.appendingPathComponent("tls"))
+            certificates = made
+            return Self.config(folder: folder.path, port: ports[0], tlsPort: ports[1], certificates: made)
         }
-        throw NginxTestServer.Failure(description: "nginx (static files) did not start: \(lastError)")
+        self.certificates = certificates!
     }
 
     /// Writes `bytes` as the served file `path` (replacing it at once, by a rename, when it
@@ -82,43 +60,30 @@ public final class StaticFileServer: @unchecked Sendable {
     /// Stops nginx and removes its folder.
     public func stop() {
         guard once.first() else { return }
-        NginxTestServer.killAndReap(pid)
-        try? FileManager.default.removeItem(at: folder)
+        process.stop()
     }
 
     deinit { stop() }
 
     static func config(folder: String, port: Int, tlsPort: Int, certificates: TestCertificates) -> String {
-        """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(folder)/nginx.pid;
-        error_log \(folder)/logs/error.log warn;
-        events { worker_connections 64; }
-        http {
-            access_log off;
-            client_body_temp_path \(folder)/tmp/body;
-            proxy_temp_path \(folder)/tmp/proxy;
-            fastcgi_temp_path \(folder)/tmp/fastcgi;
-            uwsgi_temp_path \(folder)/tmp/uwsgi;
-            scgi_temp_path \(folder)/tmp/scgi;
-            server {
-                listen 127.0.0.1:\(port);
-                listen 127.0.0.1:\(tlsPort) ssl;
-                ssl_certificate \(certificates.serverCertificate.path);
-                ssl_certificate_key \(certificates.serverKey.path);
-                client_max_body_size 0;
-                location /files/ {
-                    alias \(folder)/www/;
-                    dav_methods PUT;
-                    create_full_put_path on;
-                    dav_access user:rw group:r all:r;
+        NginxProcess.configuration(
+            folder: folder,
+            http: """
+                server {
+                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(tlsPort) ssl;
+                    ssl_certificate \(certificates.serverCertificate.path);
+                    ssl_certificate_key \(certificates.serverKey.path);
+                    client_max_body_size 0;
+                    location /files/ {
+                        alias \(folder)/www/;
+                        dav_methods PUT;
+                        create_full_put_path on;
+                        dav_access user:rw group:r all:r;
+                    }
+                    location /norange/ { alias \(folder)/www/; max_ranges 0; }
                 }
-                location /norange/ { alias \(folder)/www/; max_ranges 0; }
-            }
-        }
-        """
+                """)
     }
 }
 

@@ -9,12 +9,12 @@ import Glibc
 public final class TLSReverseProxy: @unchecked Sendable {
     // Unchecked Sendable: every stored property is set in `init` and only read after.
     /// The HTTPS port (127.0.0.1).
-    public let port: Int
+    public var port: Int { process.ports[0] }
     /// nginx's folder (configuration, logs, certificates), removed by `stop()`.
-    public let folder: URL
+    public var folder: URL { process.folder }
     /// The CA a client must trust, and the server's certificate and key.
     public let certificates: TestCertificates
-    private let pid: pid_t
+    private let process: NginxProcess
     private let once = StopOnce()
 
     /// `https://127.0.0.1:PORT`.
@@ -22,35 +22,15 @@ public final class TLSReverseProxy: @unchecked Sendable {
 
     /// Starts nginx in front of `upstreamPort` (on 127.0.0.1).
     public init(upstreamPort: Int) throws {
-        let nginx = try NginxTestServer.binary()
-        var lastError = ""
-        for _ in 0..<5 {
-            let port = try NginxTestServer.freePort()
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "nginx-tls-proxy-\(UUID().uuidString)")
-            for sub in ["tmp", "logs", "tls"] {
-                try FileManager.default.createDirectory(
-                    at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
-            }
-            let certificates = try TestCertificates(folder: folder.appendingPathComponent("tls"))
-            let conf = folder.appendingPathComponent("nginx.conf")
-            try Self.config(folder: folder.path, port: port, upstreamPort: upstreamPort, certificates: certificates)
-                .write(to: conf, atomically: true, encoding: .utf8)
-            let pid = try NginxTestServer.spawn(
-                nginx, ["nginx", "-e", folder.path + "/logs/error.log", "-p", folder.path, "-c", conf.path])
-            if NginxTestServer.waitForPort(port, pid: pid) {
-                self.port = port
-                self.folder = folder
-                self.certificates = certificates
-                self.pid = pid
-                return
-            }
-            NginxTestServer.killAndReap(pid)
-            lastError =
-                (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
-            try? FileManager.default.removeItem(at: folder)
+        var certificates: TestCertificates?
+        process = try NginxProcess.start(
+            name: "nginx (TLS reverse proxy)", folderPrefix: "nginx-tls-proxy", subfolders: ["tls"]
+        ) { folder, ports in
+            let made = try TestCertificates(folder: folder.appendingPathComponent("tls"))
+            certificates = made
+            return Self.config(folder: folder.path, port: ports[0], upstreamPort: upstreamPort, certificates: made)
         }
-        throw NginxTestServer.Failure(description: "nginx (TLS reverse proxy) did not start: \(lastError)")
+        self.certificates = certificates!
     }
 
     /// The lines of nginx's access log (`METHOD URI STATUS`), one per request it passed on.
@@ -62,44 +42,34 @@ public final class TLSReverseProxy: @unchecked Sendable {
     /// Stops nginx and removes its folder.
     public func stop() {
         guard once.first() else { return }
-        NginxTestServer.killAndReap(pid)
-        try? FileManager.default.removeItem(at: folder)
+        process.stop()
     }
 
     deinit { stop() }
 
     static func config(folder: String, port: Int, upstreamPort: Int, certificates: TestCertificates) -> String {
-        """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(folder)/nginx.pid;
-        error_log \(folder)/logs/error.log warn;
-        events { worker_connections 64; }
-        http {
-            log_format line '$request_method $request_uri $status';
-            access_log \(folder)/logs/access.log line;
-            client_body_temp_path \(folder)/tmp/body;
-            proxy_temp_path \(folder)/tmp/proxy;
-            fastcgi_temp_path \(folder)/tmp/fastcgi;
-            uwsgi_temp_path \(folder)/tmp/uwsgi;
-            scgi_temp_path \(folder)/tmp/scgi;
-            server {
-                listen 127.0.0.1:\(port) ssl;
-                ssl_certificate \(certificates.serverCertificate.path);
-                ssl_certificate_key \(certificates.serverKey.path);
-                client_max_body_size 0;
-                location / {
-                    proxy_pass http://127.0.0.1:\(upstreamPort);
-                    proxy_http_version 1.1;
-                    proxy_set_header Host $http_host;
-                    proxy_set_header Connection "";
-                    proxy_request_buffering off;
-                    proxy_buffering off;
-                    proxy_read_timeout 120s;
+        NginxProcess.configuration(
+            folder: folder,
+            accessLog: """
+                log_format line '$request_method $request_uri $status';
+                access_log \(folder)/logs/access.log line;
+                """,
+            http: """
+                server {
+                    listen 127.0.0.1:\(port) ssl;
+                    ssl_certificate \(certificates.serverCertificate.path);
+                    ssl_certificate_key \(certificates.serverKey.path);
+                    client_max_body_size 0;
+                    location / {
+                        proxy_pass http://127.0.0.1:\(upstreamPort);
+                        proxy_http_version 1.1;
+                        proxy_set_header Host $http_host;
+                        proxy_set_header Connection "";
+                        proxy_request_buffering off;
+                        proxy_buffering off;
+                        proxy_read_timeout 120s;
+                    }
                 }
-            }
-        }
-        """
+                """)
     }
 }
