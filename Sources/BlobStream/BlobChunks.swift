@@ -271,7 +271,10 @@ final class ChunkMemoryPool: Sendable {
         if size == capacity, let address = free.withLock({ $0.popLast() }) {
             return UnsafeMutableRawPointer(bitPattern: address)!
         }
-        return .allocate(byteCount: size, alignment: 16)
+        // 64-byte aligned: the kernel's copy into a block (a file's pread) ran at a fifth of
+        // its speed into malloc's 16-byte-aligned large blocks on an x86-64 measured (1 GiB
+        // from the page cache: 0.69 s against 0.13 s at 32 or 64).
+        return .allocate(byteCount: size, alignment: 64)
     }
 
     /// Takes back a block `take` made (freed when the pool is full).

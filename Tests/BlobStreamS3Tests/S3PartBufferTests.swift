@@ -30,9 +30,23 @@ struct PartBufferPoolTests {
         pool.recycle(buffer)
         var next = pool.take(capacity: 4096)
         next.writeString("part two")
-        #expect(held.getString(at: 0, length: 8) == "part one")
+        #expect(held.getString(at: held.readerIndex, length: 8) == "part one")
         #expect(next.withVeryUnsafeBytes { $0.baseAddress } != held.withVeryUnsafeBytes { $0.baseAddress })
         #expect(pool.made == 1 && pool.renewed == 1)
+    }
+
+    @Test("every buffer taken starts on a 64-byte boundary, new or used again, and holds what it was asked for")
+    func alignedStart() {
+        let pool = PartBufferPool()
+        for capacity in [1, 4096, 1 << 20, 8 << 20, 1 << 20] {
+            var buffer = pool.take(capacity: capacity)
+            #expect(buffer.readableBytes == 0 && buffer.writableBytes >= capacity)
+            let start = buffer.withUnsafeMutableWritableBytes { Int(bitPattern: $0.baseAddress) }
+            #expect(start % 64 == 0, "capacity \(capacity): start at \(start % 64) past a 64-byte boundary")
+            buffer.writeBytes([UInt8](repeating: 3, count: capacity))
+            #expect(buffer.readableBytesView.allSatisfy { $0 == 3 } && buffer.readableBytes == capacity)
+            pool.recycle(buffer)
+        }
     }
 
     @Test("a larger part than the kept buffer holds gets the room it needs")

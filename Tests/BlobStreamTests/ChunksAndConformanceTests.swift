@@ -16,6 +16,19 @@ struct ChunksAndConformanceTests {
         #expect(out == bytes)
     }
 
+    @Test("chunks of a multiple of 64 bytes start on 64-byte boundaries (the kernel fills such memory at full speed)")
+    func chunksAligned() async throws {
+        let bytes = sampleBytes(5_000_000)
+        var out = Data()
+        var misaligned = 0
+        for try await chunk in BlobChunks(dataSource: InMemoryDataSource(data: bytes), chunkSize: 65_536) {
+            if chunk.withUnsafeBytes({ Int(bitPattern: $0.baseAddress) % 64 }) != 0 { misaligned += 1 }
+            out.append(chunk)
+        }
+        #expect(misaligned == 0)
+        #expect(out == bytes)
+    }
+
     @Test("chunk buffers of the caller's type are filled in place: every byte, then an error as an error")
     func chunkBuffers() async throws {
         let bytes = sampleBytes(300_000)

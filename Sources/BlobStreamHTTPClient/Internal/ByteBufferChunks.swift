@@ -53,11 +53,12 @@ final class BufferRing: @unchecked Sendable {
     /// A buffer of at least `capacity` bytes filled by `fill`.
     func fill(capacity: Int, _ fill: BlobChunkBuffers<ByteBuffer>.Fill) -> ByteBuffer {
         if buffers.count < count {
-            buffers.append(allocator.buffer(capacity: capacity))
+            buffers.append(allocator.buffer(capacity: capacity + ByteBuffer.alignmentSlack))
         }
         let i = next
         next = (next + 1) % count
         buffers[i].clear()
+        buffers[i].alignStartForKernelCopies()
         buffers[i].writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { fill($0) }
         return buffers[i]
     }

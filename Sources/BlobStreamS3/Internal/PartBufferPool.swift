@@ -37,11 +37,20 @@ final class PartBufferPool: Sendable {
     /// How many kept buffers got new storage when taken, because something still held theirs.
     var renewed: Int { state.withLockedValue { $0.renewed } }
 
-    /// An empty buffer with room for `capacity` bytes: one sent before when there is one.
+    /// An empty buffer with room for `capacity` bytes, its start on a 64-byte boundary (so
+    /// the kernel fills it at full speed: `alignStartForKernelCopies`): one sent before when
+    /// there is one.
     ///
     /// Blocks for up to ~20 ms (on the reader's thread) while every kept buffer is still
     /// held elsewhere: the HTTP client lets go of a request's body just after its answer.
     func take(capacity: Int) -> ByteBuffer {
+        var buffer = takeCleared(capacity: capacity + ByteBuffer.alignmentSlack)
+        buffer.alignStartForKernelCopies()
+        return buffer
+    }
+
+    /// `take`'s buffer before its start is aligned.
+    private func takeCleared(capacity: Int) -> ByteBuffer {
         for attempt in 0...20 {
             // A kept buffer nothing else holds (cleared), or none kept (nil, false), or all
             // still held (nil, true).

@@ -52,7 +52,7 @@ final class PartReader: @unchecked Sendable {
     /// when given (read straight into it: no copy on the way).
     func read(upTo count: Int, buffers: PartBufferPool? = nil) async throws -> ByteBuffer {
         try await run { [self] () throws(S3Error) -> ByteBuffer in
-            var buffer = buffers?.take(capacity: count) ?? ByteBufferAllocator().buffer(capacity: count)
+            var buffer = (buffers ?? PartBufferPool()).take(capacity: count)
             var total = 0
             while total < count {
                 let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { raw -> Int in
