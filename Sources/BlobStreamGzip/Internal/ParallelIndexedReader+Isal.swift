@@ -46,7 +46,7 @@ extension ParallelIndexedReader {
         let start = point.uncompressedOffset
         let end = index.chunkEnd(q - 1)
         let inputStart = Int(point.compressedOffset - job.compressedStart)
-        let prior = point.bitOffset > 0 ? job.compressed[inputStart - 1] : 0
+        let prior = point.bitOffset > 0 ? job.compressed.buffer[inputStart - 1] : 0
         let window = try point.loadWindow() ?? []
         let result = job.compressed.withUnsafeBufferPointer { input in
             window.withUnsafeBufferPointer { window in
@@ -83,7 +83,7 @@ extension ParallelIndexedReader {
                 .truncated, "\(name): truncated gzip stream at compressed offset \(trailerOffset): no member trailer")
         }
         if !point.hasWindow {
-            let bytes = job.compressed
+            let bytes = job.compressed.buffer
             let crc = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[trailer + $1]) << (8 * $1) }
             let size = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[trailer + 4 + $1]) << (8 * $1) }
             let actual = bs_isal_crc32(0, job.output + Int(start - job.start), UInt64(end - start))
@@ -100,7 +100,7 @@ extension ParallelIndexedReader {
     /// After a member's trailer: the next member's header up to point `q`, or at the file's
     /// end nothing but zero padding.
     private func checkGap(_ job: Job, after position: Int, beforePoint q: Int) throws(BlobStreamError) {
-        let bytes = job.compressed
+        let bytes = job.compressed.buffer
         let offset = job.compressedStart + Int64(position)
         if q < index.points.count {
             let next = Int(index.points[q].compressedOffset - job.compressedStart)
