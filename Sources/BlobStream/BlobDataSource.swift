@@ -142,6 +142,14 @@ public protocol BlobDataSource: AnyObject {
     /// Where the source announces changes it makes outside of the owner's calls.
     var completionContext: BlobCompletionContext { get }
 
+    /// What the source's own checks vouch for among the bytes it read: `.nothingToCheck`
+    /// (the default: a plain file), or `.checked(upTo:)` the offset before which every byte
+    /// was covered by a check that passed (a CRC-32 at a gzip member's end, say). A reader
+    /// that stops before the end reads on to the next check point before it reports
+    /// success (`BlobInputStream.readOnToCheckPoint()`, `BlobSliceDataSource`): a source
+    /// with checks must say so here, or such a reader hands out bytes nothing checked.
+    var verifiedPrefix: BlobVerifiedPrefix { get }
+
     /// Starts opening. May complete at once or later on `completionContext`; completion
     /// sets `state.isOpenCompleted` (or `state.error`).
     func open()
@@ -186,6 +194,8 @@ extension BlobDataSource {
     public var offsetCapability: BlobOffsetCapability { .none }
     /// `.caller` by default: the source announces changes only inside the owner's calls.
     public var completionContext: BlobCompletionContext { .caller }
+    /// `.nothingToCheck` by default: the source checks nothing over its bytes.
+    public var verifiedPrefix: BlobVerifiedPrefix { .nothingToCheck }
     /// `false`: no buffer to lend, ever (`BlobLending.never`: the stream stops asking).
     public func getBuffer(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>

@@ -18,6 +18,14 @@ import Foundation
 ///   upstream does; its `completionContext` is the upstream's.
 /// - Ownership: the slice owns its upstream: `open()` opens it, `close()` closes it.
 /// - Errors: the upstream's own error is handed on as it is.
+/// - Verification: a range that stops before the upstream's end ends only once every byte
+///   it delivered is covered by a check of the upstream that passed: over a gzip stream or
+///   an archive member (`verifiedPrefix` says `.checked(upTo:)`) the slice reads on,
+///   without delivering, to the upstream's next check point (a gzip member's end, an index
+///   chunk's end, a member's CRC-32) and fails if the check does. Over a source with
+///   nothing to check (a file: `.nothingToCheck`) it ends at the range's end and reads
+///   nothing more. `verification: .unverified` ends at the range's end whatever the
+///   upstream checks: the bytes may then be wrong with a clean end.
 public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
     // Unchecked Sendable: `position`, `opened` and `upstream`'s reading are the owner's
     // (one call at a time); the upstream's observers touch only `state` (thread-safe) and
@@ -31,6 +39,18 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
     public let rangeLength: Int64?
     /// How errors name the slice.
     public let name: String
+    /// Whether the range's end waits for the upstream's next check point.
+    public let verification: Verification
+
+    /// Whether a slice that stops before the upstream's end reads on to the upstream's next
+    /// check point before it ends (see "Verification").
+    public enum Verification: Sendable, Equatable {
+        /// Read on, without delivering, until every byte delivered is covered by a check
+        /// that passed (nothing more over a source with nothing to check).
+        case checkedPrefix
+        /// End at the range's end: the bytes are not verified by the upstream's checks.
+        case unverified
+    }
 
     private let upstream: BlobUpstream
     /// The offset within the range of the next byte.
@@ -44,7 +64,13 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
     ///   - offset: where the range starts in the upstream (≥ 0).
     ///   - length: how many bytes (≥ 0); nil for every byte to the upstream's end.
     ///   - name: how errors name the slice; by default the range and the upstream's type.
-    public init(upstream: any BlobDataSource, offset: Int64, length: Int64?, name: String? = nil) {
+    ///   - verification: `.checkedPrefix` (the default) reads on to the upstream's next check
+    ///     point before the range's end is announced; `.unverified` does not.
+    public init(
+        upstream: any BlobDataSource, offset: Int64, length: Int64?, name: String? = nil,
+        verification: Verification = .checkedPrefix
+    ) {
+        self.verification = verification
         precondition(offset >= 0, "offset must not be negative")
         precondition((length ?? 0) >= 0, "length must not be negative")
         self.start = offset
@@ -70,6 +96,22 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
 
     /// The upstream's.
     public var completionContext: BlobCompletionContext { upstream.completionContext }
+
+    /// The upstream's, in the range's offsets: `.nothingToCheck` when it checks nothing (or
+    /// the slice is `.unverified`), else how much of the range its checks covered.
+    public var verifiedPrefix: BlobVerifiedPrefix {
+        guard verification == .checkedPrefix, case .checked(let upTo) = upstream.source.verifiedPrefix else {
+            return .nothingToCheck
+        }
+        let covered = max(0, upTo - start)
+        return .checked(upTo: rangeLength.map { min($0, covered) } ?? covered)
+    }
+
+    /// Every byte of the range up to `position` is covered by a check that passed, or
+    /// there is nothing to read on to.
+    private var isPositionVerified: Bool {
+        verification == .unverified || upstream.source.verifiedPrefix.covers(start + position)
+    }
 
     /// The offset within the range of the next byte.
     public var readOffset: Int64? { position }
@@ -122,16 +164,13 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
         var wanted = maxLength
         if let rangeLength {
             let remaining = rangeLength - position
-            if remaining <= 0 {
-                state.isAtEnd = true
-                return 0
-            }
+            if remaining <= 0 { return readOnToCheckPoint() }
             wanted = Int(min(Int64(maxLength), remaining))
         }
         switch upstream.read(into: buffer, maxLength: wanted) {
         case .bytes(let n):
             position += Int64(n)
-            if let rangeLength, position == rangeLength { state.isAtEnd = true }
+            if let rangeLength, position == rangeLength, isPositionVerified { state.isAtEnd = true }
             return n
         case .end:
             let reached = upstream.offset
@@ -158,6 +197,35 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
             state.error = error
             return -1
         }
+    }
+
+    /// At the range's end: reads the upstream on, discarding, until its checks cover the
+    /// range (`verifiedPrefix`) or it ends cleanly; 0 at the end, −1 when a check fails.
+    private func readOnToCheckPoint() -> Int {
+        guard !isPositionVerified else {
+            state.isAtEnd = true
+            return 0
+        }
+        let size = 64 * 1024
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+        defer { scratch.deallocate() }
+        while !isPositionVerified {
+            switch upstream.read(into: scratch, maxLength: size) {
+            case .bytes: continue
+            case .end:
+                state.isAtEnd = true
+                return 0
+            case .starved:
+                state.hasBytesAvailable = false
+                announceReadiness()
+                return 0
+            case .failed(let error):
+                state.error = error
+                return -1
+            }
+        }
+        state.isAtEnd = true
+        return 0
     }
 
     /// Passes the interruption on to the upstream.

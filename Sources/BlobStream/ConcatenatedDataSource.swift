@@ -40,6 +40,8 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
     private var opened = false
     private var skip: Int64 = 0
     private var position: Int64 = 0
+    /// The offset of the current part's first byte.
+    private var partStart: Int64 = 0
     private var scratch: UnsafeMutablePointer<UInt8>?
 
     /// How much one read of a part asks for when the caller asks for less (larger reads go
@@ -82,6 +84,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
     /// Opens the current part (or announces the end) and mirrors its state.
     private func startPart() {
         current = nil
+        partStart = position
         guard index < parts.count else {
             state.isAtEnd = true
             return
@@ -152,6 +155,16 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         }
         state.isAtEnd = true
         return 0
+    }
+
+    /// `.nothingToCheck` when no part checks anything; otherwise the parts before the current
+    /// one are covered (each ended cleanly) and the current part's checks say how far it is.
+    public var verifiedPrefix: BlobVerifiedPrefix {
+        if parts.allSatisfy({ $0.source.verifiedPrefix == .nothingToCheck }) { return .nothingToCheck }
+        guard let current, case .checked(let upTo) = current.source.verifiedPrefix else {
+            return .checked(upTo: position)
+        }
+        return .checked(upTo: partStart + upTo)
     }
 
     /// The offset of the next byte (including a forward move not read yet).

@@ -214,3 +214,35 @@ extension ArchiveMemberDataSource {
         state.error = failure
     }
 }
+
+extension ArchiveMemberDataSource {
+    /// What the checks of this member vouch for (see `BlobVerifiedPrefix`): every byte once
+    /// the member ended cleanly (its checks passed), none before. `.nothingToCheck` where
+    /// nothing checks a member's bytes: an uncompressed tar, cpio, ar or ISO 9660 member
+    /// read without an index (over an upstream with checks of its own, a gzip source, those
+    /// come at the archive's end in `.wholeArchive` mode), and one of a compressed one read in
+    /// `.memberOnly` mode (its filter's checks come after the member). A zip or 7z member's CRC-32, an indexed
+    /// member's CRC-32 and a filter's checks in `.wholeArchive` mode come at the member's
+    /// end: a reader that stops early reads on to it.
+    public var verifiedPrefix: BlobVerifiedPrefix {
+        lock.lock()
+        defer { lock.unlock() }
+        if state.isAtEnd && failure == nil && pending == nil && state.error == nil {
+            return .checked(upTo: memberLength ?? produced)
+        }
+        if let slice {
+            let checked = slice.expectedCRC != nil || slice.inflation != nil || slice.gzip != nil
+            return checked ? .checked(upTo: 0) : .nothingToCheck
+        }
+        guard let handle else { return .checked(upTo: 0) } // not located yet: assume checks
+        if handle.formatChecksMembers { return .checked(upTo: 0) } // zip, 7z, …: a CRC per member
+        // `.wholeArchive` reads the rest of the archive where `verifyRest` does: through a
+        // filter, or over an upstream that cannot seek and checks something itself (a gzip
+        // source's trailers come at its end).
+        let upstreamChecks = reader.source.verifiedPrefix != .nothingToCheck
+        if verification == .wholeArchive && (handle.hasFilter || (!handle.input.canSeek && upstreamChecks)) {
+            return .checked(upTo: 0)
+        }
+        return .nothingToCheck
+    }
+}

@@ -27,9 +27,11 @@ extension SourceOptions {
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
     /// that pumps its bytes to a consumer, with a progress line on a terminal. `s3:` sources
-    /// read from where `s3` says. With `length`, each source gives at most that many bytes.
+    /// read from where `s3` says. With `length`, each source gives at most that many bytes,
+    /// checked as `pump` checks them (not with `unverifiedPrefix`).
     package func forEachStream(
         _ sources: [String], s3: S3SourceSettings = S3SourceSettings(), length: Int64? = nil,
+        unverifiedPrefix: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         let registry = makeRegistry(
@@ -41,7 +43,11 @@ extension SourceOptions {
             let remaining = stream.dataSource.length.map { max($0 - (offset ?? 0), 0) }
             let total = length.map { limit in remaining.map { min($0, limit) } ?? limit } ?? remaining
             let progress = ProgressLine(label: source, total: total)
-            try body(source) { consume in try pump(stream, name: source, progress: progress, limit: length, consume) }
+            try body(source) { consume in
+                try pump(
+                    stream, name: source, progress: progress, limit: length, unverifiedPrefix: unverifiedPrefix, consume
+                )
+            }
         }
     }
 }

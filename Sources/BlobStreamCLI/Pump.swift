@@ -5,10 +5,12 @@ import Foundation
 
 /// Reads a stream to its end in large chunks, handing each to `body`; throws the stream's
 /// error (never ends quietly on a failure). With `limit`, stops after that many bytes
-/// (fewer when the stream ends first, as `head -c` does).
+/// (fewer when the stream ends first, as `head -c` does), then reads on to the source's
+/// next check point (`readOnToCheckPoint()`) so that every byte handed to `body` is covered
+/// by a check that passed, unless `unverifiedPrefix`.
 package func pump(
     _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil, limit: Int64? = nil,
-    _ body: (UnsafeRawBufferPointer) throws -> Void
+    unverifiedPrefix: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> Void
 ) throws {
     let size = 128 * 1024
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
@@ -36,6 +38,14 @@ package func pump(
         try body(UnsafeRawBufferPointer(start: buffer, count: n))
         total += Int64(n)
         progress?.update(total)
+    }
+    if let limit, total == limit, !unverifiedPrefix {
+        do {
+            try stream.readOnToCheckPoint()
+        } catch {
+            progress?.finish()
+            throw failure(name, error)
+        }
     }
     progress?.finish(summary: true)
 }

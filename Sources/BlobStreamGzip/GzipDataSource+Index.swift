@@ -18,6 +18,17 @@ extension GzipDataSource {
         if parallelActive, let parallel { return parallel.position }
         return indexed?.produced ?? decoder.inflated
     }
+    /// What the engine in use has checked (see `BlobVerifiedPrefix`): the parallel reader
+    /// hands out only checked chunks; the indexed walker checks chunks and members; the
+    /// decoder checks member trailers.
+    public var verifiedPrefix: BlobVerifiedPrefix {
+        lock.lock()
+        defer { lock.unlock() }
+        if parallelActive { return .checked(upTo: decoder.target) }
+        if let indexed { return .checked(upTo: indexed.verified) }
+        return .checked(upTo: decoder.verified)
+    }
+
     /// The last member ended at the upstream's end.
     var isFinished: Bool {
         if parallelActive, let parallel { return parallel.isFinished }
@@ -31,10 +42,15 @@ extension GzipDataSource {
         if parallel != nil, !parallelActive, indexed == nil, decoder.failure == nil, decoder.inflated > 0,
             !decoder.isFinished
         {
-            if let error = jump(to: decoder.target) {
+            // The parallel reader starts at the decoder's last check (a member's trailer, or
+            // the start), so that the chunks holding the bytes the decoder handed out are
+            // decoded again and checked against the index before any further byte goes out.
+            let wanted = decoder.target
+            if let error = jump(to: decoder.verified) {
                 decoder.record(error)
                 return .failed
             }
+            decoder.target = wanted
         }
         if parallelActive, let parallel {
             if decoder.failure != nil { return .failed }

@@ -9,7 +9,11 @@ struct Cat: ParsableCommand {
         abstract: "Write the bytes of each SOURCE to standard output, one after another.",
         discussion: """
             --offset N --length M writes bytes N to N+M-1 of each SOURCE, as \
-            'tail -c +N+1 | head -c M' would: fewer than M when the SOURCE ends first (not an error).
+            'tail -c +N+1 | head -c M' would: fewer than M when the SOURCE ends first (not an error). \
+            Bytes that a check covers (a gzip member's CRC-32, a zip or indexed member's CRC-32, an index \
+            chunk's CRC-32, a compressed archive's end) are written with exit 0 only once that check passed: \
+            the SOURCE is read on, without writing, to its next check point (for a .gz without an index, the \
+            member's end: build an index with 'blobstream index'). --unverified-prefix skips that: UNVERIFIED.
             On a terminal, a SOURCE that takes more than half a second shows a progress line on stderr, \
             then a summary line (bytes, seconds, rate); never when stderr is not a terminal, or with --quiet.
             """)
@@ -19,6 +23,14 @@ struct Cat: ParsableCommand {
 
     @Option(name: .long, help: "Write at most this many bytes of each source (after --offset).")
     var length: Int64?
+
+    @Flag(
+        name: .long,
+        help: """
+            With --length: stop there, without reading on to the source's next check point. \
+            UNVERIFIED: the bytes written may be wrong with exit 0.
+            """)
+    var unverifiedPrefix = false
 
     @Flag(name: [.short, .long], help: "No progress line and no summary on a terminal.")
     var quiet = false
@@ -32,7 +44,8 @@ struct Cat: ParsableCommand {
 
     func run() throws {
         if quiet { Console.beQuiet() }
-        try options.forEachStream(sources, s3: s3.settings, length: length) { _, pumpBytes in
+        try options.forEachStream(sources, s3: s3.settings, length: length, unverifiedPrefix: unverifiedPrefix) {
+            _, pumpBytes in
             try pumpBytes { try Console.writeOut($0) }
         }
     }

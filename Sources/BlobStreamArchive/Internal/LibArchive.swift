@@ -164,6 +164,13 @@ final class ArchiveHandle {
         }
     }
 
+    /// The format keeps a check of each member's bytes (zip, 7z, …: a CRC-32), or might:
+    /// every format except those known to check only headers (tar, cpio, ar, ISO 9660).
+    var formatChecksMembers: Bool {
+        let family = format & ARCHIVE_FORMAT_BASE_MASK
+        return ![ARCHIVE_FORMAT_TAR, ARCHIVE_FORMAT_CPIO, ARCHIVE_FORMAT_AR, ARCHIVE_FORMAT_ISO9660].contains(family)
+    }
+
     /// The format being read (`ARCHIVE_FORMAT_*`), 0 before the first header.
     var format: Int32 {
         guard let a = archive else { return 0 }

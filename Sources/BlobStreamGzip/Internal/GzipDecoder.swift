@@ -48,6 +48,9 @@ final class GzipDecoder {
 
     /// Decompressed bytes produced by zlib so far (delivered, looked ahead or discarded).
     private(set) var inflated: Int64 = 0
+    /// Every decompressed byte before this offset is covered by a member trailer (CRC-32
+    /// and ISIZE) that passed.
+    private(set) var verified: Int64 = 0
     /// The decompressed offset of the next byte to write out; bytes before it are
     /// discarded. The owner moves it forward as it hands bytes out.
     var target: Int64 = 0
@@ -108,6 +111,7 @@ final class GzipDecoder {
         memberIndex = 0
         memberStart = 0
         inflated = 0
+        verified = 0
         return true
     }
 
@@ -153,6 +157,8 @@ final class GzipDecoder {
                     }
                     if let stop = refill(n) { return stop }
                 case .memberEnd:
+                    // The inflater checked the member's CRC-32 and ISIZE.
+                    verified = inflated
                     phase = .between
                 case .failed(let failure):
                     return fail(

@@ -27,6 +27,10 @@ final class GzipIndexWalker {
     private(set) var produced: Int64 = 0
     /// The next byte handed out; bytes before it are inflated and discarded.
     var target: Int64 = 0
+    /// Every byte decoded since the start (or the seek point started at) and before this
+    /// offset is covered by a check that passed: a chunk's CRC-32 from the index, or a
+    /// member's trailer for a member decoded from its start.
+    private(set) var verified: Int64 = 0
 
     private var memberIndex = 0
     private var memberStart: Int64 = 0
@@ -108,6 +112,7 @@ final class GzipIndexWalker {
             throw corrupt("cannot resume at seek point \(i) (compressed offset \(point.compressedOffset))", error)
         }
         produced = point.uncompressedOffset
+        verified = produced
         target = max(target, produced)
         memberFromStart = !point.hasWindow
         memberCRC = 0
@@ -256,11 +261,14 @@ final class GzipIndexWalker {
         while chunk < index.points.count && produced == index.chunkEnd(chunk)
             && (produced < index.uncompressedSize || phase == .finished)
         {
-            if chunkFromStart, let expected = index.points[chunk].chunkCRC32, expected != chunkCRC {
-                throw BlobStreamError(
-                    .changed,
-                    "\(name): the uncompressed bytes \(index.points[chunk].uncompressedOffset)..<\(produced) (chunk \(chunk + 1) of the index) do not match the index's CRC-32 (the file changed since it was indexed, or is corrupt)"
-                )
+            if chunkFromStart, let expected = index.points[chunk].chunkCRC32 {
+                if expected != chunkCRC {
+                    throw BlobStreamError(
+                        .changed,
+                        "\(name): the uncompressed bytes \(index.points[chunk].uncompressedOffset)..<\(produced) (chunk \(chunk + 1) of the index) do not match the index's CRC-32 (the file changed since it was indexed, or is corrupt)"
+                    )
+                }
+                if verified >= index.points[chunk].uncompressedOffset { verified = produced }
             }
             chunk += 1
             chunkCRC = 0
@@ -317,6 +325,7 @@ final class GzipIndexWalker {
                 "\(name): member \(memberIndex + 1) (which starts at compressed offset \(memberStart)) fails its \(crc != memberCRC ? "CRC-32" : "ISIZE") check"
             )
         }
+        if memberFromStart && produced - memberBytes <= verified { verified = produced }
         phase = .between
     }
 
