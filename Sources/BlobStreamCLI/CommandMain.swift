@@ -154,10 +154,17 @@ package struct SourceOptions: ParsableArguments {
     )
     package var index: String?
 
+    @Flag(
+        name: .long,
+        help:
+            "With --index: use a foreign GZIDX (indexed_gzip's, rapidgzip's: no chunk CRC-32s) as it is. UNVERIFIED: a wrong seek point or a changed file gives wrong bytes with exit 0. Without it such an index is refused: adopt it with `blobstream index --from INDEX FILE.gz`."
+    )
+    package var unverifiedIndex = false
+
     /// How `gzip:` sources over files find a seek-point index: the one named, or with
     /// `--offset` the matching sidecar beside the file.
     package var gzipIndexes: GzipIndexUse {
-        if let index { return .named(index) }
+        if let index { return .named(index, acceptsUnchecked: unverifiedIndex) }
         return (offset ?? 0) > 0 ? .implicit : .none
     }
 

@@ -12,8 +12,9 @@ package enum GzipIndexUse: Sendable {
     /// `FILE.gz.gzidx` beside the file, when it carries BlobStream's identity and matches
     /// the file; otherwise none (a stale or foreign sidecar is never used).
     case implicit
-    /// The index at this path; an error when it cannot be read or does not match.
-    case named(String)
+    /// The index at this path; an error when it cannot be read or does not match, or when
+    /// it is foreign (no chunk CRC-32s) and not `acceptsUnchecked` (`--unverified-index`).
+    case named(String, acceptsUnchecked: Bool)
 }
 
 /// Registers `gzip:` again so that, over a `file:` URL, it reads with the index `use` picks.
@@ -32,27 +33,42 @@ func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, e
             case .none: break
             case .implicit:
                 if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path) { index = found }
-            case .named(let indexPath):
+            case .named(let indexPath, let acceptsUnchecked):
                 if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) {
+                    if !found.hasChunkCRC32s && !acceptsUnchecked {
+                        throw BlobStreamError(
+                            .unsupported,
+                            "\(indexPath) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; adopt it (blobstream index --from \(indexPath) \(path)) and use the index that writes, or name --unverified-index to read through it UNVERIFIED"
+                        )
+                    }
                     index = found
                 }
             }
-        } else if case .named(let indexPath) = use {
+        } else if case .named(let indexPath, _) = use {
             throw BlobStreamError(
                 .unsupported, "\(inner): --index \(indexPath) applies to gzip: sources over files only")
         }
-        return GzipDataSource(upstream: upstream, name: inner, index: index, engine: engine)
+        // Only a foreign index the user accepted by name gets here without chunk CRC-32s.
+        return GzipDataSource(
+            upstream: upstream, name: inner, index: index, engine: engine,
+            acceptsUncheckedIndex: index.map { !$0.hasChunkCRC32s } ?? false)
     }
 }
 
-/// `blobstream index`: builds the seek-point index of a gzip file and writes it.
+/// `blobstream index`: builds the seek-point index of a gzip file and writes it. With
+/// `adopting`, the foreign index at that path is checked against the file and given
+/// BlobStream's record (`GzipIndex.adopt`) instead of building one.
 ///
 /// - Returns: what was written (path, seek points, bytes).
-package func writeGzipIndex(of argument: String, to output: String?, spacing: Int) throws -> String {
+package func writeGzipIndex(of argument: String, to output: String?, spacing: Int, adopting foreign: String? = nil)
+    throws -> String
+{
     var path = argument
     if path.lowercased().hasPrefix("gzip:") { path = BlobURL.removingScheme(path) }
     if BlobURL.scheme(of: path)?.lowercased() == "file" { path = try BlobURL.path(ofFileURL: path) }
-    let index = try GzipIndex.build(fileAtPath: path, spacing: spacing)
+    let index =
+        try foreign.map { try GzipIndex.adopt(GzipIndex.read(fromPath: $0), forFileAtPath: path, name: $0) }
+        ?? GzipIndex.build(fileAtPath: path, spacing: spacing)
     let target = output ?? GzipIndex.sidecarPath(forFileAtPath: path)
     try index.write(toPath: target)
     let size = (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? Int) ?? 0

@@ -108,6 +108,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// the first read after open or a jump starts it (`parallelActive`).
     let parallel: ParallelIndexedReader?
     var parallelActive = false
+    /// An `index` without chunk CRC-32s may be used (unverified reads).
+    let acceptsUncheckedIndex: Bool
     /// Build an index during a whole read from the start, with this spacing (nil: don't).
     let indexSpacing: Int?
     var built: GzipIndex?
@@ -150,16 +152,22 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     ///   - parallelism: with an `index` (over a synchronous upstream that can seek), how many
     ///     threads decode the chunks between seek points at once (see "Parallel decoding");
     ///     by default `GzipDataSource.defaultParallelism`; 1 decodes on the caller's thread.
+    ///   - acceptsUncheckedIndex: use an `index` without chunk CRC-32s (a foreign GZIDX that
+    ///     was not adopted with `GzipIndex.adopt(_:forFileAtPath:)`). Reads through such an
+    ///     index are UNVERIFIED: a chunk decoded from one of its seek points is checked by
+    ///     nothing, so a wrong point or a changed file gives wrong bytes with a clean end.
+    ///     False by default: the source then fails at open with `.unsupported`.
     public convenience init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
         buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing,
-        engine: GzipInflateEngine = .automatic, parallelism: Int = GzipDataSource.defaultParallelism
+        engine: GzipInflateEngine = .automatic, parallelism: Int = GzipDataSource.defaultParallelism,
+        acceptsUncheckedIndex: Bool = false
     ) {
         self.init(
             upstream: upstream, length: length, name: name, inputBufferSize: inputBufferSize, index: index,
             buildsIndex: buildsIndex, indexSpacing: indexSpacing, engine: engine, isal: .system,
-            parallelism: parallelism)
+            parallelism: parallelism, acceptsUncheckedIndex: acceptsUncheckedIndex)
     }
 
     /// The default `parallelism`: the number of active cores, at most 8.
@@ -171,8 +179,10 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
         buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing, engine: GzipInflateEngine,
-        isal: IsalAvailability, parallelism: Int = GzipDataSource.defaultParallelism
+        isal: IsalAvailability, parallelism: Int = GzipDataSource.defaultParallelism,
+        acceptsUncheckedIndex: Bool = false
     ) {
+        self.acceptsUncheckedIndex = acceptsUncheckedIndex
         precondition(indexSpacing > 0, "indexSpacing must be positive")
         precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
@@ -232,6 +242,13 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     private func openLocked() {
         guard !started, !closed else { return }
         started = true
+        if let index, !acceptsUncheckedIndex, index.points.contains(where: { $0.chunkCRC32 == nil }) {
+            return fail(
+                BlobStreamError(
+                    .unsupported,
+                    "\(name): the gzip index has no chunk CRC-32s (a foreign GZIDX): reads through it cannot be checked; adopt it first (blobstream index --from INDEX FILE.gz, or GzipIndex.adopt), or accept unverified reads (--unverified-index, acceptsUncheckedIndex)"
+                ))
+        }
         guard decoder.start() else {
             fail()
             return

@@ -33,6 +33,13 @@ struct IndexCommand: ParsableCommand {
         help: "The least uncompressed distance between seek points (gzip, tar.gz), in bytes (default 4 MiB).")
     var spacing: Int = 4 * 1024 * 1024
 
+    @Option(
+        name: .long,
+        help:
+            "Adopt this foreign GZIDX (indexed_gzip's, rapidgzip's) for the gzip FILE: every seek point is checked against the file (two inflates) and the index is written with BlobStream's record (identity, chunk CRC-32s), so reads through it are checked."
+    )
+    var from: String?
+
     @Argument(
         help: "The gzip file (a path, file:///… or gzip:file:///…), or a tar, tar.gz, tar.xz or zip archive (a path).")
     var file: String
@@ -42,6 +49,14 @@ struct IndexCommand: ParsableCommand {
     }
 
     func run() throws {
+        if let from {
+            guard try isGzipFile(file) else {
+                throw ToolFailure(message: "\(file): --from \(from) adopts a gzip index, and this is not a gzip file")
+            }
+            let written = try writeGzipIndex(of: file, to: output, spacing: spacing, adopting: from)
+            try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
+            return
+        }
         let written =
             try isGzipFile(file) && !isTarGzipFile(file)
             ? writeGzipIndex(of: file, to: output, spacing: spacing)

@@ -82,8 +82,12 @@ enum IndexedGzip {
         #expect(index.identity == nil)
         #expect(index.points.count > 6)
         #expect(index.uncompressedSize == Int64(input.plain.count))
+        // Refused as it is: nothing could check a read through it.
+        let (none, refusal) = readIndexed(path: path, index: index, at: 1000, count: 10)
+        #expect(none.isEmpty && refusal?.message.contains("no chunk CRC-32s") == true, "\(String(describing: refusal))")
         for (offset, count) in ranges {
-            let (bytes, error) = readIndexed(path: path, index: index, at: Int64(offset), count: count)
+            let (bytes, error) = readIndexed(
+                path: path, index: index, at: Int64(offset), count: count, acceptsUncheckedIndex: true)
             #expect(error == nil, "offset \(offset): \(String(describing: error))")
             #expect(sha256(bytes) == sha256(input.plain[offset..<min(input.plain.count, offset + count)]))
         }
@@ -92,6 +96,62 @@ enum IndexedGzip {
         guard case .unusable = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("a foreign sidecar must not be used implicitly")
             return
+        }
+    }
+
+    @Test("indexed_gzip's index adopted: checked against the file, then reads through it are checked")
+    func adoptTheirs() throws {
+        let folder = try IndexTestFolder()
+        let path = try folder.write("m.gz", input.gz)
+        let exported = folder.path("theirs.gzidx")
+        _ = try IndexedGzip.helper(["export", path, String(512 << 10), exported])
+        let foreign = try GzipIndex.read(fromPath: exported)
+        let adopted = try GzipIndex.adopt(foreign, forFileAtPath: path, name: exported)
+        #expect(adopted.hasChunkCRC32s && adopted.identity != nil)
+        #expect(adopted.points.map(\.uncompressedOffset) == foreign.points.map(\.uncompressedOffset))
+        for (offset, count) in ranges {
+            let (bytes, error) = readIndexed(path: path, index: adopted, at: Int64(offset), count: count)
+            #expect(error == nil, "offset \(offset): \(String(describing: error))")
+            #expect(sha256(bytes) == sha256(input.plain[offset..<min(input.plain.count, offset + count)]))
+        }
+        // Written and read back, it is an index of BlobStream's own: found beside the file.
+        try adopted.write(toPath: GzipIndex.sidecarPath(forFileAtPath: path))
+        guard case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path) else {
+            Issue.record("an adopted index written beside the file should be found")
+            return
+        }
+        #expect(found.hasChunkCRC32s)
+    }
+
+    @Test(
+        "a foreign index with a wrong seek point is refused at adoption, naming the point",
+        arguments: ["compressed offset", "bit offset", "window", "uncompressed offset", "size"])
+    func adoptRefusesWrongPoints(what: String) throws {
+        let folder = try IndexTestFolder()
+        let path = try folder.write("m.gz", input.gz)
+        let exported = folder.path("theirs.gzidx")
+        _ = try IndexedGzip.helper(["export", path, String(512 << 10), exported])
+        var index = try GzipIndex.read(fromPath: exported)
+        // A point inside the first member (text), with a window.
+        guard let k = index.points.indices.first(where: { index.points[$0].hasWindow && $0 >= 2 }) else {
+            Issue.record("the exported index has no point with a window")
+            return
+        }
+        switch what {
+        case "compressed offset": index.points[k].compressedOffset += 1
+        case "bit offset": index.points[k].bitOffset = (index.points[k].bitOffset + 3) % 8
+        case "window":
+            var window = try index.points[k].loadWindow() ?? []
+            for i in stride(from: window.count - 4096, to: window.count, by: 7) { window[i] ^= 0x20 }
+            index.points[k].window = window
+        case "uncompressed offset": index.points[k].uncompressedOffset += 1
+        default: index.uncompressedSize += 1
+        }
+        #expect(throws: BlobStreamError.self) { try GzipIndex.adopt(index, forFileAtPath: path, name: exported) }
+        do {
+            _ = try GzipIndex.adopt(index, forFileAtPath: path, name: exported)
+        } catch {
+            #expect(error.code == .changed && error.message.contains(exported) && error.message.contains(path))
         }
     }
 }

@@ -54,13 +54,15 @@ struct MultiMember {
 }
 
 /// Reads `count` bytes (or to the end) at `offset` from a gzip source over the file at
-/// `path` with `index` (decoding on `parallelism` threads); the bytes and the error, if any.
+/// `path` with `index` (decoding on `parallelism` threads; a foreign index only with
+/// `acceptsUncheckedIndex`); the bytes and the error, if any.
 func readIndexed(
     path: String, index: GzipIndex, at offset: Int64, count: Int = .max,
-    parallelism: Int = GzipDataSource.defaultParallelism
+    parallelism: Int = GzipDataSource.defaultParallelism, acceptsUncheckedIndex: Bool = false
 ) -> (Data, BlobStreamError?) {
     let source = GzipDataSource(
-        upstream: FileDataSource(path: path), name: path, index: index, parallelism: parallelism)
+        upstream: FileDataSource(path: path), name: path, index: index, parallelism: parallelism,
+        acceptsUncheckedIndex: acceptsUncheckedIndex)
     defer { source.close() }
     source.open()
     do { try source.seek(to: offset) } catch { return (Data(), error) }
