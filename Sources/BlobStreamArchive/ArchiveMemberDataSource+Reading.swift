@@ -221,7 +221,8 @@ extension ArchiveMemberDataSource {
     /// nothing checks a member's bytes: an uncompressed tar, cpio, ar or ISO 9660 member
     /// read without an index (over an upstream with checks of its own, a gzip source, those
     /// come at the archive's end in `.wholeArchive` mode), and one of a compressed one read in
-    /// `.memberOnly` mode (its filter's checks come after the member). A zip or 7z member's CRC-32, an indexed
+    /// `.memberOnly` mode (its filter's checks come after the member), and a tar.zst whose
+    /// zstd frame has no content checksum. A zip or 7z member's CRC-32, an indexed
     /// member's CRC-32 and a filter's checks in `.wholeArchive` mode come at the member's
     /// end: a reader that stops early reads on to it.
     public var verifiedPrefix: BlobVerifiedPrefix {
@@ -240,6 +241,7 @@ extension ArchiveMemberDataSource {
         // filter, or over an upstream that cannot seek and checks something itself (a gzip
         // source's trailers come at its end).
         let upstreamChecks = reader.source.verifiedPrefix != .nothingToCheck
+        if handle.input.startsWithUncheckedZstdFrame { return .nothingToCheck }
         if verification == .wholeArchive && (handle.hasFilter || (!handle.input.canSeek && upstreamChecks)) {
             return .checked(upTo: 0)
         }

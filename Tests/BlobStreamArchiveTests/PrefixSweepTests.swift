@@ -192,4 +192,35 @@ struct PrefixSweepTests {
         let end = shape.length.map { min(data.count, shape.offset + $0) } ?? data.count
         return data.subdata(in: shape.offset..<end)
     }
+
+    @Test("what a member says it checks: nothing in a plain tar or a tar.zst without checksums; the rest at its end")
+    func whatMembersCheck() throws {
+        let dir = try makeTemporaryDirectory("prefix-kinds")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try write(Self.text, to: dir + "/tree/" + Self.member)
+        let tree = dir + "/tree"
+        try run("bsdtar", ["--format", "ustar", "-cf", dir + "/a.tar", "-C", tree, "."])
+        try run("bsdtar", ["--zstd", "-cf", dir + "/nocheck.tar.zst", "-C", tree, "."])
+        try run("zstd", ["-q", "-f", "--check", dir + "/a.tar", "-o", dir + "/check.tar.zst"])
+        try run("bsdtar", ["-czf", dir + "/a.tar.gz", "-C", tree, "."])
+        try run("bsdtar", ["--format", "zip", "-cf", dir + "/a.zip", "-C", tree, "."])
+        let expected: [(String, ArchiveVerification, BlobVerifiedPrefix)] = [
+            ("a.tar", .wholeArchive, .nothingToCheck),
+            ("nocheck.tar.zst", .wholeArchive, .nothingToCheck),
+            ("check.tar.zst", .wholeArchive, .checked(upTo: 0)),
+            ("a.tar.gz", .wholeArchive, .checked(upTo: 0)),
+            ("a.tar.gz", .memberOnly, .nothingToCheck),
+            ("a.zip", .memberOnly, .checked(upTo: 0)),
+        ]
+        for (file, verification, prefix) in expected {
+            let source = ArchiveMemberDataSource(
+                archive: dir + "/" + file, member: Self.member, verification: verification, index: .none)
+            let stream = BlobInputStream(dataSource: source, mode: .synchronous)
+            stream.open()
+            var byte: UInt8 = 0
+            #expect(stream.read(&byte, maxLength: 1) == 1)
+            #expect(source.verifiedPrefix == prefix, "\(file) \(verification)")
+            stream.close()
+        }
+    }
 }

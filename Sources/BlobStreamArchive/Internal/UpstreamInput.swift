@@ -92,9 +92,22 @@ final class UpstreamInput {
     /// The next bytes for libarchive, lent through `bytes` (decompressed when inflating a
     /// gzip layer; valid until the next call): the count, 0 at the end, −1 after recording
     /// `failure`.
+    /// The upstream's first bytes (up to 6), as handed to libarchive from offset 0.
+    private(set) var leadingBytes: [UInt8] = []
+
+    /// The upstream starts with a zstd frame written without its content checksum (as
+    /// libarchive 3.6's writer and `bsdtar --zstd` write it): nothing checks its bytes.
+    var startsWithUncheckedZstdFrame: Bool {
+        leadingBytes.count >= 5 && leadingBytes[0..<4].elementsEqual([0x28, 0xB5, 0x2F, 0xFD])
+            && leadingBytes[4] & 0x04 == 0
+    }
+
     func read(lending bytes: inout UnsafeRawPointer?) -> Int {
         if failure != nil { return -1 }
         if let gzip { return inflate(gzip, lending: &bytes) }
+        if reader.offset == 0, leadingBytes.isEmpty, let head = fillUpstream(atLeast: 6) {
+            leadingBytes = Array(head.prefix(6))
+        }
         guard let filled = fillUpstream(atLeast: 1) else { return -1 }
         reader.consume(filled.count)
         bytes = filled.baseAddress
