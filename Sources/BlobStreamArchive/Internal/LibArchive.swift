@@ -230,7 +230,10 @@ final class ArchiveHandle {
             path: path, size: size, type: type, mtime: mtime,
             linkTarget: type == .hardLink ? hardlink : (type == .symbolicLink ? symlink : nil),
             isEncrypted: archive_entry_is_encrypted(e) != 0, pathBytes: bytes,
-            permissions: UInt32(archive_entry_perm(e)) & 0o7777, ownership: ownership(e))
+            permissions: UInt32(archive_entry_perm(e)) & 0o7777, ownership: ownership(e),
+            device: type == .characterDevice || type == .blockDevice
+                ? ArchiveEntry.DeviceNumber(
+                    major: UInt64(archive_entry_rdevmajor(e)), minor: UInt64(archive_entry_rdevminor(e))) : nil)
         return Header(pathBytes: bytes, entry: entry, isSparse: archive_entry_sparse_count(e) > 0)
     }
 }
