@@ -49,6 +49,8 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     /// zip with its UTF-8 flag; the header's bytes for ustar, GNU tar, cpio and ar).
     public var pathBytes: [UInt8]
     /// The size the header gives, when it gives one (zip entries written to a pipe may not).
+    /// A tar directory's is its header's size field when listed with `readingTarHeaders`
+    /// (GNU tar shows it; no data follows), 0 otherwise.
     public var size: Int64?
     /// What the entry is.
     public var type: EntryType
@@ -64,6 +66,28 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     /// The owner's and group's numeric ids and names, as the header stores them (nil
     /// when not known: a name is nil when the header has none).
     public var ownership: Ownership?
+    /// A device node's major and minor numbers (character and block devices), when the
+    /// header stores them.
+    public var device: DeviceNumber?
+    /// The type flag of the entry's tar header (`UInt8(ascii: "7")` for a contiguous file,
+    /// which is otherwise a `.file`), when the listing read the tar headers themselves
+    /// (`ArchiveListing.entries(of:name:readingTarHeaders:)` on an uncompressed tar that can
+    /// seek); nil otherwise.
+    public var tarTypeFlag: UInt8?
+
+    /// A device node's numbers.
+    public struct DeviceNumber: Sendable, Equatable {
+        /// The major number (the driver).
+        public var major: UInt64
+        /// The minor number (the device the driver serves).
+        public var minor: UInt64
+
+        /// Makes one.
+        public init(major: UInt64, minor: UInt64) {
+            self.major = major
+            self.minor = minor
+        }
+    }
 
     /// The owner and group of an entry as its header stores them.
     public struct Ownership: Sendable, Equatable {
@@ -88,7 +112,8 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
     /// Makes an entry; `pathBytes` defaults to `path`'s UTF-8.
     public init(
         path: String, size: Int64?, type: EntryType, mtime: Date?, linkTarget: String? = nil, isEncrypted: Bool = false,
-        pathBytes: [UInt8]? = nil, permissions: UInt32? = nil, ownership: Ownership? = nil
+        pathBytes: [UInt8]? = nil, permissions: UInt32? = nil, ownership: Ownership? = nil,
+        device: DeviceNumber? = nil, tarTypeFlag: UInt8? = nil
     ) {
         self.path = path
         self.pathBytes = pathBytes ?? Array(path.utf8)
@@ -99,6 +124,8 @@ public struct ArchiveEntry: Sendable, Equatable, CustomStringConvertible {
         self.isEncrypted = isEncrypted
         self.permissions = permissions
         self.ownership = ownership
+        self.device = device
+        self.tarTypeFlag = tarTypeFlag
     }
 
     /// The name in the spelling an `archive:` URL's member (and `blobstream ls`) uses:

@@ -55,7 +55,13 @@ public enum ArchiveListing {
     /// - Parameters:
     ///   - upstream: the archive's bytes, not opened yet.
     ///   - name: how errors name the archive; by default a description of the upstream.
-    public static func entries(of upstream: any BlobDataSource, name: String? = nil) throws -> [ArchiveEntry] {
+    ///   - readingTarHeaders: for an uncompressed tar over an upstream that can seek, also
+    ///     walk its headers (one more pass over them) for what libarchive does not give and
+    ///     GNU tar shows (`tar -tv`): each entry's `tarTypeFlag`, a directory's size field,
+    ///     and the owner and group that pax records set, a global header's included.
+    public static func entries(
+        of upstream: any BlobDataSource, name: String? = nil, readingTarHeaders: Bool = false
+    ) throws -> [ArchiveEntry] {
         let prefix = "archive '\(name ?? ArchiveMemberDataSource.describe(upstream))'"
         let reader = UpstreamInput.makeReader(upstream)
         defer { reader.close() }
@@ -69,13 +75,21 @@ public enum ArchiveListing {
             let own = error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(error)")
             throw BlobStreamError(own.code, "\(prefix): listing: \(own.message)", cause: own.cause)
         }
+        var details: [Int64: TarHeaderDetails] = [:]
+        if readingTarHeaders, UpstreamInput.canSeek(upstream), let length = upstream.length {
+            details = TarHeaderDetails.read(from: reader, length: length)
+        }
         let input = UpstreamInput(reader: reader)
         var entries: [ArchiveEntry] = []
         do {
             let handle = try ArchiveHandle(input: input)
             defer { handle.free() }
             while let header = try handle.nextHeader() {
-                entries.append(header.entry)
+                if !details.isEmpty, handle.isUncompressedTar, let found = details[handle.headerPosition] {
+                    entries.append(found.applied(to: header.entry))
+                } else {
+                    entries.append(header.entry)
+                }
             }
         } catch {
             throw ArchiveErrors.translate(

@@ -76,7 +76,8 @@ struct List: ParsableCommand {
         var members: [JSONListedEntry] = []
         try forEachSource(archives) { archive in
             let url = try checkedSourceURL(archive, registry: registry)
-            let entries = try ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
+            let entries = try ArchiveListing.entries(
+                of: try registry.makeSource(url: url), name: archive, readingTarHeaders: true)
             if json {
                 members += entries.map { JSONListedEntry(archive: archive, $0) }
                 return

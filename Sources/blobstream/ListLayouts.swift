@@ -5,8 +5,10 @@ import BlobStreamArchive
 import Foundation
 
 /// Writes entries as `tar -tv` does: `MODE OWNER/GROUP SIZE YYYY-MM-DD HH:MM NAME`, the
-/// owner and group by name when the header has one (else by id), the size right-aligned in
-/// a column that widens as GNU tar's does, the time in the local time zone (`TZ`), and the
+/// type letter from the tar header's type flag when the listing read it (`C` for a
+/// contiguous file, `?` for a type GNU tar does not know), the owner and group by name when
+/// the header has one (else by id), the size right-aligned in a column that widens as GNU
+/// tar's does (`MAJOR,MINOR` for a device), the time in the local time zone (`TZ`), and the
 /// name spelled as GNU tar spells it in a UTF-8 locale (`--quoting-style=escape`: `\\`,
 /// `\n`, `\t`, …, and `\ooo` for other control bytes and bytes that are not UTF-8);
 /// ` -> TARGET` after a symbolic link, ` link to TARGET` after a hard link.
@@ -25,13 +27,13 @@ struct TarStyleListing {
     mutating func line(_ entry: ArchiveEntry) -> String {
         let owner = entry.ownership.map { $0.owner ?? String($0.uid) } ?? "?"
         let group = entry.ownership.map { $0.group ?? String($0.gid) } ?? "?"
-        let size = String(entry.size ?? 0)
+        let size = entry.device.map { "\($0.major),\($0.minor)" } ?? String(entry.size ?? 0)
         let used = owner.utf8.count + 1 + group.utf8.count + 1 + size.utf8.count
         ownerSizeWidth = max(ownerSizeWidth, used)
         let padding = String(repeating: " ", count: ownerSizeWidth - used)
         let date = entry.mtime.map { dateFormatter.string(from: $0) } ?? "????-??-?? ??:??"
         var text =
-            "\(Self.modeString(entry.type, entry.permissions)) \(owner)/\(group) \(padding)\(size) \(date) "
+            "\(Self.modeString(entry.type, entry.permissions, tarTypeFlag: entry.tarTypeFlag)) \(owner)/\(group) \(padding)\(size) \(date) "
             + Self.quoted(entry.pathBytes)
         if let target = entry.linkTarget {
             let quotedTarget = Self.quoted(Array(target.utf8))
@@ -41,21 +43,12 @@ struct TarStyleListing {
         return text + "\n"
     }
 
-    /// `-rw-r--r--`: the type letter GNU tar uses, then rwx for owner, group and others with
-    /// setuid, setgid and sticky as `s`/`S`, `s`/`S`, `t`/`T`.
-    static func modeString(_ type: ArchiveEntry.EntryType, _ permissions: UInt32?) -> String {
-        let letter: Character =
-            switch type {
-            case .file: "-"
-            case .directory: "d"
-            case .symbolicLink: "l"
-            case .hardLink: "h"
-            case .characterDevice: "c"
-            case .blockDevice: "b"
-            case .fifo: "p"
-            case .socket: "s"
-            case .unknown: "?"
-            }
+    /// `-rw-r--r--`: the type letter GNU tar uses (from the tar header's type flag when
+    /// known), then rwx for owner, group and others with setuid, setgid and sticky as
+    /// `s`/`S`, `s`/`S`, `t`/`T`.
+    static func modeString(_ type: ArchiveEntry.EntryType, _ permissions: UInt32?, tarTypeFlag: UInt8? = nil) -> String
+    {
+        let letter = tarTypeFlag.map { tarLetter($0, type) } ?? typeLetter(type)
         guard let p = permissions else { return String(letter) + "?????????" }
         func triple(_ shift: UInt32, special: UInt32, on: Character, off: Character) -> String {
             let r: Character = p & (0o4 << shift) != 0 ? "r" : "-"
@@ -66,6 +59,39 @@ struct TarStyleListing {
         }
         return String(letter) + triple(6, special: 0o4000, on: "s", off: "S")
             + triple(3, special: 0o2000, on: "s", off: "S") + triple(0, special: 0o1000, on: "t", off: "T")
+    }
+
+    /// The letter for an entry's type when no tar type flag is known.
+    private static func typeLetter(_ type: ArchiveEntry.EntryType) -> Character {
+        switch type {
+        case .file: "-"
+        case .directory: "d"
+        case .symbolicLink: "l"
+        case .hardLink: "h"
+        case .characterDevice: "c"
+        case .blockDevice: "b"
+        case .fifo: "p"
+        case .socket: "s"
+        case .unknown: "?"
+        }
+    }
+
+    /// GNU tar's letter for a header's type flag (`list.c`): a regular file's is `d` when
+    /// its name ends with `/` (the entry is then a directory).
+    private static func tarLetter(_ flag: UInt8, _ type: ArchiveEntry.EntryType) -> Character {
+        switch flag {
+        case 0, UInt8(ascii: "0"), UInt8(ascii: "S"): type == .directory ? "d" : "-"
+        case UInt8(ascii: "1"): "h"
+        case UInt8(ascii: "2"): "l"
+        case UInt8(ascii: "3"): "c"
+        case UInt8(ascii: "4"): "b"
+        case UInt8(ascii: "5"), UInt8(ascii: "D"): "d"
+        case UInt8(ascii: "6"): "p"
+        case UInt8(ascii: "7"): "C"
+        case UInt8(ascii: "V"): "V"
+        case UInt8(ascii: "M"): "M"
+        default: "?"
+        }
     }
 
     /// A name as GNU tar's default quoting (`escape`) spells it in a UTF-8 locale.
@@ -142,7 +168,7 @@ struct JSONListedEntry: Encodable {
             let digits = String(p, radix: 8)
             return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
         }
-        modeString = e.permissions.map { TarStyleListing.modeString(e.type, $0) }
+        modeString = e.permissions.map { TarStyleListing.modeString(e.type, $0, tarTypeFlag: e.tarTypeFlag) }
         mtime = e.mtime.map(List.iso)
         uid = e.ownership?.uid
         gid = e.ownership?.gid

@@ -6,9 +6,47 @@ import Testing
 struct ListLongTests {
     static var tool: String { Tool.binDirectory.appendingPathComponent("blobstream").path }
 
+    /// Header types libarchive reads differently from GNU tar, written by Python's tarfile:
+    /// `types.tar` (a contiguous file, a directory whose header gives a size, block and
+    /// character devices, a FIFO) and `pax-global.tar` (owner and group from a pax global
+    /// header, which libarchive ignores, overridden by one member's own pax header).
+    static let pythonTars = #"""
+        import io, tarfile
+
+        def info(name, kind=tarfile.REGTYPE, size=0, mode=0o644, **fields):
+            t = tarfile.TarInfo(name)
+            t.type, t.size, t.mode, t.mtime = kind, size, mode, 1614834367
+            t.uid, t.gid, t.uname, t.gname = 1234, 99, "alice", "staff"
+            for key, value in fields.items():
+                setattr(t, key, value)
+            return t
+
+        with tarfile.open("types.tar", "w", format=tarfile.GNU_FORMAT) as tar:
+            tar.addfile(info("contiguous.bin", tarfile.CONTTYPE, 5), io.BytesIO(b"hello"))
+            tar.addfile(info("sized-dir/", tarfile.DIRTYPE, 1024, 0o755))
+            tar.addfile(info("after-dir.txt", size=3), io.BytesIO(b"abc"))
+            tar.addfile(info("disk", tarfile.BLKTYPE, mode=0o660, devmajor=3, devminor=0))
+            tar.addfile(info("tty", tarfile.CHRTYPE, mode=0o620, devmajor=4, devminor=64))
+            tar.addfile(info("big-numbers", tarfile.CHRTYPE, devmajor=259, devminor=123456))
+            tar.addfile(info("pipe", tarfile.FIFOTYPE))
+        with tarfile.open("pax-global.tar", "w", format=tarfile.PAX_FORMAT,
+                          pax_headers={"uname": "globalowner", "gname": "globalgroup"}) as tar:
+            tar.addfile(info("global.txt", size=3), io.BytesIO(b"abc"))
+            own = {"uname": "ownowner", "gname": "owngroup"}
+            tar.addfile(info("own.txt", size=3, pax_headers=own), io.BytesIO(b"abc"))
+            tar.addfile(info("naïve.txt", size=3, uname="ünïcode", gname="grüp"), io.BytesIO(b"abc"))
+        """#
+
+    /// Lines `tar -tvf` prints for each archive of `makeTars`.
+    static let lineCounts = [
+        "names.tar": 17, "numeric.tar": 17, "owners.tar": 17, "names.tar.gz": 17, "types.tar": 7,
+        "pax-global.tar": 3,
+    ]
+
     /// A folder with a tree of odd names, modes and links, and tars of it made by GNU tar:
     /// `names.tar` (owners by name), `numeric.tar` (`--numeric-owner`: ids only),
-    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`.
+    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`; and the
+    /// tars of `pythonTars`.
     static func makeTars() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-ls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -35,15 +73,17 @@ struct ListLongTests {
             tar -cf numeric.tar "$M" --numeric-owner --owner=1234 --group=99 -C t .
             tar -cf owners.tar "$M" --owner=averyveryverylongownername:7 --group=somelonggroupname:8 -C t .
             gzip -k names.tar
+            python3 -c "$2"
             """#
-        let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path])
+        let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path, pythonTars])
         #expect(r.status == 0, "\(r.stderrText)")
         return dir
     }
 
     @Test(
-        "ls -l prints what tar -tvf prints (TZ and owners as tar shows them)",
-        arguments: ["names.tar", "numeric.tar", "owners.tar", "names.tar.gz"], ["UTC", "Asia/Kolkata"])
+        "ls -l prints what tar -tvf prints (TZ and owners as tar shows them; contiguous files, sized directories, devices, pax global owners)",
+        arguments: ["names.tar", "numeric.tar", "owners.tar", "names.tar.gz", "types.tar", "pax-global.tar"],
+        ["UTC", "Asia/Kolkata"])
     func sameAsTar(archive: String, zone: String) throws {
         let dir = try Self.makeTars()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -55,7 +95,9 @@ struct ListLongTests {
             ours.stdout == tar.stdout,
             "ours:\n\(String(decoding: ours.stdout, as: UTF8.self))\ntar:\n\(String(decoding: tar.stdout, as: UTF8.self))"
         )
-        #expect(ours.stdout.split(separator: UInt8(ascii: "\n")).count == 17, "one line per entry, no header")
+        #expect(
+            ours.stdout.split(separator: UInt8(ascii: "\n")).count == Self.lineCounts[archive],
+            "one line per entry, no header")
     }
 
     @Test("ls --json: one document holding each member's facts")

@@ -64,6 +64,23 @@ final class ToolRemoteTests {
         #expect(ours.stdout.isEmpty && curlMissing.stdout.isEmpty)
     }
 
+    @Test("a remote zip's backslash name: ls prints it as stored, and cat of it reads the member")
+    func remoteZipName() throws {
+        let dir = try ZipBackslashNameTests.makeZip()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = try server.serve(
+            Array(try Data(contentsOf: dir.appendingPathComponent("A.zip"))), as: "names/A.zip")
+        let listed = try Tool.run(blobstream, ["ls", url], environment: plain)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let names = listed.text.split(separator: "\n").dropFirst()
+            .map { String($0.split(separator: "\t", omittingEmptySubsequences: false)[0]) }
+        #expect(names == ZipBackslashNameTests.members.map(\.name))
+        for (name, member) in zip(names, ZipBackslashNameTests.members) {
+            let r = try Tool.run(blobstream, ["cat", "archive:\(url)!/\(name)"], environment: plain)
+            #expect(r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content), "\(name): \(r.stderr)")
+        }
+    }
+
     @Test("a missing remote file: status 1, one line naming the URL and the status")
     func missing() throws {
         let url = server.baseURL + "/files/nope.bin"

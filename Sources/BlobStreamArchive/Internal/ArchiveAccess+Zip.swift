@@ -10,6 +10,21 @@ extension ArchiveAccess {
     /// The members of a zip; nil when the bytes end with no zip end-of-central-directory
     /// record.
     func zipMembers() throws(BlobStreamError) -> [ArchiveIndex.Member]? {
+        guard let directory = try zipCentralDirectory() else { return nil }
+        var members: [ArchiveIndex.Member] = []
+        var p = 0
+        for _ in 0..<directory.count {
+            guard p + 46 <= directory.bytes.count, Self.u32(directory.bytes, p) == 0x0201_4b50 else {
+                throw corrupt("a central directory entry is damaged", directory.offset + Int64(p))
+            }
+            members.append(try zipMember(directory.bytes, &p, at: directory.offset))
+        }
+        return members
+    }
+
+    /// A zip's central directory: its bytes, where it starts, and how many entries the end
+    /// record counts; nil when the bytes end with no end-of-central-directory record.
+    func zipCentralDirectory() throws(BlobStreamError) -> (bytes: [UInt8], offset: Int64, count: Int64)? {
         let tailLength = Int(min(length, 22 + 65_535))
         guard tailLength >= 22 else { return nil }
         let tail = Array(try bytes(at: length - Int64(tailLength), count: tailLength, what: "the end of the archive"))
@@ -53,15 +68,7 @@ extension ArchiveAccess {
             directory += try bytes(at: at, count: n, what: "the central directory")
             at += Int64(n)
         }
-        var members: [ArchiveIndex.Member] = []
-        var p = 0
-        for _ in 0..<count {
-            guard p + 46 <= directory.count, Self.u32(directory, p) == 0x0201_4b50 else {
-                throw corrupt("a central directory entry is damaged", directoryOffset + Int64(p))
-            }
-            members.append(try zipMember(directory, &p, at: directoryOffset))
-        }
-        return members
+        return (directory, directoryOffset, count)
     }
 
     /// The entry at `p` of the central directory (moves `p` past it).
@@ -138,7 +145,7 @@ extension ArchiveAccess {
             isEncrypted: flags & 1 != 0)
     }
 
-    private func corrupt(_ what: String, _ offset: Int64) -> BlobStreamError {
+    func corrupt(_ what: String, _ offset: Int64) -> BlobStreamError {
         BlobStreamError(.corrupt, "archive '\(name)': \(what) (at offset \(offset))")
     }
 

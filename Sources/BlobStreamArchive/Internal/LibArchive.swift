@@ -41,12 +41,19 @@ final class ArchiveHandle {
 
     private var archive: OpaquePointer?
     let input: UpstreamInput
+    /// A zip's stored names where libarchive rewrites them (see `ZipStoredNames`).
+    private var zipNames: ZipStoredNames?
+    /// The current entry's stored name, when libarchive handed it out rewritten.
+    private var currentStoredName: [UInt8]?
 
     /// Makes a handle and opens it: reads the first bytes to pick the filters and format.
     init(input: UpstreamInput) throws(Failure) {
         self.input = input
         // A gzip layer the input inflates itself must be found before the callbacks are set.
         guard input.prepare() else { throw Failure.input }
+        if input.canSeek, !input.inflatesGzip, let length = input.upstream.length {
+            zipNames = ZipStoredNames.read(from: input.reader, length: length)
+        }
         let a: OpaquePointer? = UTF8Locale.run { archive_read_new() }
         guard let a else {
             throw Failure.library(code: ARCHIVE_FATAL, errno: ENOMEM, message: "archive_read_new failed", format: 0)
@@ -93,6 +100,7 @@ final class ArchiveHandle {
     /// Moves to the next header without copying it out; false at the end of the archive.
     func advance() throws(Failure) -> Bool {
         current = nil
+        currentStoredName = nil
         guard let a = archive else {
             throw Failure.library(code: ARCHIVE_FATAL, errno: 0, message: "closed", format: 0)
         }
@@ -103,18 +111,24 @@ final class ArchiveHandle {
         // member asked for may be the damaged one.
         guard rc == ARCHIVE_OK || rc == ARCHIVE_WARN, let e = entryPointer else { throw failure(rc) }
         current = e
+        if zipNames != nil, ArchiveFormat.isZip(archive_format(a)) {
+            let given = UTF8Locale.run { Self.pathBytes(e) }
+            let stored = zipNames!.storedName(for: given)
+            if stored != given { currentStoredName = stored }
+        }
         return true
     }
 
     /// The current header, copied out (call after `advance()` returned true).
     func currentHeader() -> Header {
-        UTF8Locale.run { Self.header(current!) }
+        UTF8Locale.run { Self.header(current!, storedName: currentStoredName) }
     }
 
     /// Calls `body` with the current header's stored name, without copying it (the bytes
     /// are valid only inside `body`).
     func withCurrentPath<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
-        UTF8Locale.run {
+        if let currentStoredName { return currentStoredName.withUnsafeBufferPointer(body) }
+        return UTF8Locale.run {
             let raw = archive_entry_pathname(current!) ?? archive_entry_pathname_utf8(current!)
             guard let raw else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
             return body(
@@ -184,14 +198,18 @@ final class ArchiveHandle {
         return .library(code: rc, errno: archive_errno(a), message: message, format: archive_format(a))
     }
 
-    private static func header(_ e: OpaquePointer) -> Header {
+    /// The entry's name as libarchive gives it.
+    private static func pathBytes(_ e: OpaquePointer) -> [UInt8] {
         let raw = archive_entry_pathname(e) ?? archive_entry_pathname_utf8(e)
-        let bytes =
-            raw.map {
-                Array(
-                    UnsafeBufferPointer(
-                        start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
-            } ?? []
+        return raw.map {
+            Array(
+                UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
+        } ?? []
+    }
+
+    /// The entry copied out; named `storedName` when given (a zip name libarchive rewrote).
+    private static func header(_ e: OpaquePointer, storedName: [UInt8]?) -> Header {
+        let bytes = storedName ?? pathBytes(e)
         let path = String(decoding: bytes, as: UTF8.self)
         let size: Int64? = archive_entry_size_is_set(e) != 0 ? archive_entry_size(e) : nil
         let hardlink = (archive_entry_hardlink(e) ?? archive_entry_hardlink_utf8(e)).map { String(cString: $0) }
@@ -219,7 +237,10 @@ final class ArchiveHandle {
             path: path, size: size, type: type, mtime: mtime,
             linkTarget: type == .hardLink ? hardlink : (type == .symbolicLink ? symlink : nil),
             isEncrypted: archive_entry_is_encrypted(e) != 0, pathBytes: bytes,
-            permissions: UInt32(archive_entry_perm(e)) & 0o7777, ownership: ownership(e))
+            permissions: UInt32(archive_entry_perm(e)) & 0o7777, ownership: ownership(e),
+            device: type == .characterDevice || type == .blockDevice
+                ? ArchiveEntry.DeviceNumber(
+                    major: UInt64(archive_entry_rdevmajor(e)), minor: UInt64(archive_entry_rdevminor(e))) : nil)
         return Header(pathBytes: bytes, entry: entry, isSparse: archive_entry_sparse_count(e) > 0)
     }
 }

@@ -150,10 +150,12 @@ final class UpstreamInput {
 
     /// Moves forward by up to `request` bytes (never past the upstream's end); returns how
     /// far it moved (0 makes libarchive read instead).
+    ///
+    /// Skip and seek move from the reader's offset, which is libarchive's position: bytes
+    /// the reader holds unconsumed (after `prepare()`, or after a move inside its buffer)
+    /// were never lent to libarchive (each read lends and consumes all it has).
     func skip(_ request: Int64) -> Int64 {
-        guard canSeek, failure == nil, request > 0, let length = upstream.length, reader.bufferedCount == 0 else {
-            return 0
-        }
+        guard canSeek, failure == nil, request > 0, let length = upstream.length else { return 0 }
         let from = position
         let target = min(from + request, length)
         guard target > from, (try? reader.seek(to: target)) != nil else { return 0 }
@@ -162,7 +164,7 @@ final class UpstreamInput {
 
     /// `lseek` semantics; nil when refused.
     func seek(_ offset: Int64, whence: Int32) -> Int64? {
-        guard canSeek, failure == nil, let length = upstream.length, reader.bufferedCount == 0 else { return nil }
+        guard canSeek, failure == nil, let length = upstream.length else { return nil }
         let target: Int64
         switch whence {
         case SEEK_SET: target = offset

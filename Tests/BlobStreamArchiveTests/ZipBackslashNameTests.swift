@@ -1,0 +1,61 @@
+import BlobStream
+import BlobStreamArchive
+import BlobStreamTestSupport
+import Foundation
+import Testing
+
+/// A zip name holding a backslash is listed, indexed and found as stored (as unzip and
+/// Python's zipfile show it): libarchive hands `back\slash.txt` out as `back/slash.txt`,
+/// which a stored `back/slash.txt` may also be.
+@Suite("Zip names with backslashes: one spelling")
+struct ZipBackslashNameTests {
+    /// The members, in the order written: a name libarchive rewrites, a real path it would
+    /// be confused with, a name libarchive keeps (it has a `/`), and a plain one.
+    static let members: [(String, Data)] = [
+        (#"back\slash.txt"#, Data("stored with a backslash\n".utf8)),
+        ("back/slash.txt", Data("stored in a folder\n".utf8)),
+        (#"dir/a\b.txt"#, Data("kept by libarchive\n".utf8)),
+        ("plain.txt", Data("plain\n".utf8)),
+    ]
+
+    /// Writes the zip with Python's zipfile (deflate and stored members) into a new folder.
+    static func makeZip() throws -> String {
+        let dir = try makeTemporaryDirectory("zip-backslash")
+        let script = """
+            import sys, zipfile
+            out, names = sys.argv[1], sys.argv[2:]
+            with zipfile.ZipFile(out, "w") as z:
+                for i, name in enumerate(names):
+                    method = zipfile.ZIP_DEFLATED if i % 2 else zipfile.ZIP_STORED
+                    z.writestr(zipfile.ZipInfo(name), open(out + ".%d" % i, "rb").read(), compress_type=method)
+            """
+        for (i, member) in members.enumerated() { try write(member.1, to: dir + "/A.zip.\(i)") }
+        try run("python3", ["-c", script, dir + "/A.zip"] + members.map(\.0))
+        return dir + "/A.zip"
+    }
+
+    @Test("listed as stored, with and without an index; each listed name reads its member")
+    func storedNames() throws {
+        let archive = try Self.makeZip()
+        defer { try? FileManager.default.removeItem(atPath: (archive as NSString).deletingLastPathComponent) }
+        let index = try ArchiveIndex.build(archiveAt: archive)
+        for option in [ArchiveIndexOption.none, .index(index)] {
+            let listed = try ArchiveListing.entries(ofArchiveAt: archive, index: option)
+            #expect(listed.map(\.path) == Self.members.map(\.0), "\(option)")
+            for (entry, member) in zip(listed, Self.members) {
+                let source = ArchiveMemberDataSource(archive: archive, member: entry.escapedPath, index: option)
+                let read = drain(source)
+                #expect(read.error == nil && read.data == member.1, "\(entry.escapedPath) \(option)")
+            }
+        }
+        // The same over an upstream that is no file (the path a remote archive takes).
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        let listed = try ArchiveListing.entries(of: InMemoryDataSource(data: bytes), name: "A.zip")
+        #expect(listed.map(\.path) == Self.members.map(\.0))
+        for member in Self.members {
+            let source = ArchiveMemberDataSource(
+                archive: InMemoryDataSource(data: bytes), member: member.0, name: "A.zip")
+            #expect(drain(source).data == member.1, "\(member.0)")
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// A zip member stored as `back\slash.txt`: `ls` and `ls --json` print the stored name (as
+/// `unzip -l` and Python's zipfile do; libarchive alone turns it into `back/slash.txt`), and
+/// `cat` of the name as listed gives the member's bytes, without and with the member index.
+@Suite("Zip names with backslashes: one spelling in ls, the index and cat")
+struct ZipBackslashNameTests {
+    static var tool: String { Tool.binDirectory.appendingPathComponent("blobstream").path }
+
+    /// The members in the order written: a name libarchive rewrites, the real path it would
+    /// be taken for, a name libarchive keeps (it holds a `/`).
+    static let members: [(name: String, content: Data)] = [
+        (#"back\slash.txt"#, Data("stored with a backslash\n".utf8) + Data(repeating: 7, count: 5000)),
+        ("back/slash.txt", Data("stored in a folder\n".utf8)),
+        (#"dir/a\b.txt"#, Data("kept as stored\n".utf8)),
+    ]
+
+    /// A folder holding `A.zip`, written by Python's zipfile (the first member deflated).
+    static func makeZip() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "blobstream-zipname-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for (i, member) in members.enumerated() {
+            try member.content.write(to: dir.appendingPathComponent("content.\(i)"))
+        }
+        let script = """
+            import sys, zipfile
+            with zipfile.ZipFile("A.zip", "w") as z:
+                for i, name in enumerate(sys.argv[1:]):
+                    method = zipfile.ZIP_DEFLATED if i == 0 else zipfile.ZIP_STORED
+                    z.writestr(zipfile.ZipInfo(name), open("content.%d" % i, "rb").read(), compress_type=method)
+            """
+        let r = BoundedRun.run(
+            "/usr/bin/env", ["python3", "-c", script] + members.map(\.name), workingDirectory: dir.path)
+        #expect(r.status == 0, "\(r.stderrText)")
+        return dir
+    }
+
+    /// The names `ls` prints (its first column, the header row left out).
+    static func listedNames(_ zip: String) -> [String] {
+        let r = BoundedRun.run(tool, ["ls", zip])
+        #expect(r.status == 0, "\(r.stderrText)")
+        return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").dropFirst()
+            .map { String($0.split(separator: "\t", omittingEmptySubsequences: false)[0]) }
+    }
+
+    @Test("ls prints the stored name, which cat reads back, without and with the index")
+    func storedNameReadsBack() throws {
+        let dir = try Self.makeZip()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let archive = dir.appendingPathComponent("A.zip").path
+        // What Python's zipfile lists (and unzip -l): the stored names.
+        let namelist = "import sys, zipfile; print(*zipfile.ZipFile(sys.argv[1]).namelist(), sep='\\n')"
+        let python = BoundedRun.run("/usr/bin/env", ["python3", "-c", namelist, archive])
+        #expect(python.status == 0)
+        #expect(String(decoding: python.stdout, as: UTF8.self) == Self.members.map { $0.name + "\n" }.joined())
+
+        for indexed in [false, true] {
+            if indexed {
+                let index = BoundedRun.run(Self.tool, ["index", archive])
+                #expect(index.status == 0, "\(index.stderrText)")
+                #expect(FileManager.default.fileExists(atPath: archive + ".blobidx"))
+            }
+            let names = Self.listedNames(archive)
+            #expect(names == Self.members.map(\.name), "indexed: \(indexed)")
+            let json = BoundedRun.run(Self.tool, ["ls", "--json", archive])
+            let rows = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [[String: Any]])
+            #expect(rows.map { $0["path"] as? String } == Self.members.map(\.name))
+            #expect(rows.map { $0["escapedPath"] as? String } == Self.members.map(\.name))
+            for (name, member) in zip(names, Self.members) {
+                for form in ["archive:file://\(archive)!/\(name)", "\(archive)!/\(name)"] {
+                    let r = BoundedRun.run(Self.tool, ["cat", form])
+                    #expect(
+                        r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content),
+                        "\(form), indexed: \(indexed): \(r.stderrText)")
+                }
+            }
+        }
+    }
+}
