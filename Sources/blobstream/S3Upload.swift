@@ -26,13 +26,13 @@ enum S3UploadCommand {
             library: arguments.options.library, skipArchiveVerification: arguments.options.skipArchiveVerification,
             caBundle: arguments.options.caBundle,
             s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
-        let name = arguments.source
         let url: String
         do {
-            url = try checkedSourceURL(name, registry: registry)
+            url = try checkedSourceURL(arguments.source, registry: registry)
         } catch {
-            throw failure(name, error)
+            throw failure(arguments.source, error)
         }
+        let name = arguments.source == "-" ? "standard input" : arguments.source
         let offset = arguments.options.offset
         let source = S3UploadSource(name: name, isRepeatable: UploadArguments.readsOnlyRegularFiles(url)) {
             let source = try registry.makeSource(url: url)
@@ -78,6 +78,9 @@ enum S3UploadCommand {
                 "the parts stored so far are kept: resume with --resume --upload-id "
                     + "\(uploadID.value.withLock { $0 } ?? "") (the same source, --to and --part-size)")
             outcome = .failure(ToolFailure(message: failure.message, alreadyReported: true))
+        } catch let error as S3Error where error.code == .invalidConfiguration {
+            // A part size the source cannot take (a pipe's parts are held in memory).
+            outcome = .failure(UsageError(description: "--part-size \(s3.partSize): \(error.message)"))
         } catch {
             outcome = .failure(error)
         }
@@ -103,6 +106,8 @@ enum S3UploadCommand {
             result = try await upload.result
         } catch let error as S3Error {
             bar?.finish()
+            // The caller words an error that names a setting.
+            if error.code == .invalidConfiguration { throw error }
             if error.code == .sourceFailed, let cause = error.cause { throw failure(name, cause) }
             throw ToolFailure(message: error.description)
         }
