@@ -33,6 +33,12 @@ package struct S3UploadArguments: ParsableArguments {
     @Flag(help: "On failure or interruption, keep the parts stored so far (for --resume) instead of aborting.")
     package var keepParts = false
 
+    @Flag(
+        help:
+            "Abort the unfinished upload --upload-id ID of --to (give no SOURCE): the store drops its parts. For an upload a failure left open; exit 1 when the store does not know the id."
+    )
+    package var abort = false
+
     @Option(help: "The object's Content-Type.")
     package var contentType: String?
 
@@ -68,6 +74,14 @@ package struct S3UploadArguments: ParsableArguments {
                     "--part-size must be 5MiB to 5GiB, S3's smallest and largest part (a number of bytes, or with KiB, MiB or GiB), not \(partSize)"
             )
         }
+        if abort {
+            let extra =
+                [("--resume", resume), ("--keep-parts", keepParts), ("--content-type", contentType != nil)]
+                .filter { $0.1 }.map(\.0) + (metadata.isEmpty ? [] : ["--metadata"])
+            if let first = extra.first {
+                throw UsageError(description: "--abort ends an unfinished upload: \(first) does not apply")
+            }
+        }
         guard (1...64).contains(parallel) else {
             throw UsageError(description: "--parallel must be 1 to 64, not \(parallel)")
         }
@@ -83,7 +97,7 @@ package struct S3UploadArguments: ParsableArguments {
         let given =
             endpointURL != nil || region != nil || profile != nil || partSize != Self.defaultPartSize || parallel != 4
             || resume
-            || uploadId != nil || keepParts || contentType != nil || !metadata.isEmpty
+            || uploadId != nil || keepParts || abort || contentType != nil || !metadata.isEmpty
         if given { throw UsageError(description: "the S3 options need --to s3://bucket/key") }
     }
 

@@ -93,8 +93,12 @@ struct S3MultipartUpload: Sendable {
                     uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!)
             return try await complete(uploadID: uploadID, tally: tally, facts: facts)
         } catch {
-            if options.abortsOnFailure { await abort(uploadID) }
-            throw error
+            var aborted = false
+            if options.abortsOnFailure { aborted = await abort(uploadID) }
+            // The store keeps the upload: the error says which, for the way out.
+            guard !aborted, var failure = error as? S3Error else { throw error }
+            failure.uploadID = uploadID
+            throw failure
         }
     }
 
@@ -205,13 +209,14 @@ struct S3MultipartUpload: Sendable {
         }
     }
 
-    /// Aborts the upload, also when the task is cancelled (in a task of its own); a failure
-    /// to abort is not what the user needs to hear first, so it is dropped.
-    func abort(_ uploadID: String) async {
+    /// Aborts the upload, also when the task is cancelled (in a task of its own); returns
+    /// whether the store took the abort. A failure to abort is not what the user needs to
+    /// hear first: the caller's error names the upload left open instead.
+    func abort(_ uploadID: String) async -> Bool {
         let client = self.client
         let location = self.location
-        _ = await Task.detached {
-            try? await client.abortMultipartUpload(location, uploadID: uploadID)
+        return await Task.detached {
+            (try? await client.abortMultipartUpload(location, uploadID: uploadID)) != nil
         }.value
     }
 

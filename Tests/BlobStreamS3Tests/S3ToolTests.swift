@@ -55,6 +55,26 @@ enum S3Tool {
         process.waitUntilExit()
         return Result(status: process.terminationStatus, stderr: String(decoding: stderr, as: UTF8.self))
     }
+
+    /// Runs `command` as a user would paste it: `/bin/sh -c`, with the built `blobstream`
+    /// first on the `PATH`.
+    static func runShell(_ command: String, environment: [String: String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        var environment = environment
+        let folder = URL(fileURLWithPath: binary).deletingLastPathComponent().path
+        environment["PATH"] = folder + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        process.environment = environment
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stderr: String(decoding: stderr, as: UTF8.self))
+    }
 }
 
 @Suite("blobstream upload --to s3://", .serialized)
