@@ -46,6 +46,9 @@ package enum CommandMain {
         } catch let error as ToolFailure {
             if !error.alreadyReported { Console.error(error.message) }
             Glibc.exit(1)
+        } catch let error as UsageError {
+            // Found only once the work began (an upload's source that cannot seek, say).
+            usageError(error.description, root: root, arguments: arguments)
         } catch is StdoutClosed {
             Glibc.exit(0)
         } catch let error as BlobStreamError {

@@ -16,8 +16,10 @@ package struct S3UploadArguments: ParsableArguments {
     package var profile: String?
 
     @Option(
-        help: "The size of each part: bytes, or with KiB, MiB, GiB (at least 5MiB; raised for at most 10,000 parts).")
-    package var partSize: String = "8MiB"
+        help:
+            "The size of each part: bytes, or with KiB, MiB, GiB (5MiB to 5GiB; raised for at most 10,000 parts; from a pipe, each part is held in memory: at most 4GiB less 65 bytes)."
+    )
+    package var partSize: String = S3UploadArguments.defaultPartSize
 
     @Option(help: "How many parts are sent at once.")
     package var parallel: Int = 4
@@ -31,6 +33,12 @@ package struct S3UploadArguments: ParsableArguments {
     @Flag(help: "On failure or interruption, keep the parts stored so far (for --resume) instead of aborting.")
     package var keepParts = false
 
+    @Flag(
+        help:
+            "Abort the unfinished upload --upload-id ID of --to (give no SOURCE): the store drops its parts. For an upload a failure left open; exit 1 when the store does not know the id."
+    )
+    package var abort = false
+
     @Option(help: "The object's Content-Type.")
     package var contentType: String?
 
@@ -38,6 +46,9 @@ package struct S3UploadArguments: ParsableArguments {
     package var metadata: [String] = []
 
     package init() {}
+
+    /// `--part-size` when not given.
+    package static let defaultPartSize = "8MiB"
 
     /// The part size in bytes.
     package var partSizeBytes: Int { Self.size(partSize) ?? 0 }
@@ -57,9 +68,19 @@ package struct S3UploadArguments: ParsableArguments {
         else {
             throw UsageError(description: "--to \(destination): an S3 destination is s3://bucket/key")
         }
-        guard let size = Self.size(partSize), size >= 5 << 20 else {
+        guard let size = Self.size(partSize), size >= 5 << 20, size <= 5 << 30 else {
             throw UsageError(
-                description: "--part-size must be at least 5MiB (a number with KiB, MiB or GiB), not \(partSize)")
+                description:
+                    "--part-size must be 5MiB to 5GiB, S3's smallest and largest part (a number of bytes, or with KiB, MiB or GiB), not \(partSize)"
+            )
+        }
+        if abort {
+            let extra =
+                [("--resume", resume), ("--keep-parts", keepParts), ("--content-type", contentType != nil)]
+                .filter { $0.1 }.map(\.0) + (metadata.isEmpty ? [] : ["--metadata"])
+            if let first = extra.first {
+                throw UsageError(description: "--abort ends an unfinished upload: \(first) does not apply")
+            }
         }
         guard (1...64).contains(parallel) else {
             throw UsageError(description: "--parallel must be 1 to 64, not \(parallel)")
@@ -74,8 +95,9 @@ package struct S3UploadArguments: ParsableArguments {
     /// Fails when an S3 option is given without an s3:// destination.
     package func checkUnused() throws {
         let given =
-            endpointURL != nil || region != nil || profile != nil || partSize != "8MiB" || parallel != 4 || resume
-            || uploadId != nil || keepParts || contentType != nil || !metadata.isEmpty
+            endpointURL != nil || region != nil || profile != nil || partSize != Self.defaultPartSize || parallel != 4
+            || resume
+            || uploadId != nil || keepParts || abort || contentType != nil || !metadata.isEmpty
         if given { throw UsageError(description: "the S3 options need --to s3://bucket/key") }
     }
 

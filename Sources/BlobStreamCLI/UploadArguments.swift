@@ -15,8 +15,14 @@ package struct UploadArguments: ParsableArguments {
 
     @OptionGroup package var options: SourceOptions
 
-    @Argument(help: "The source: a URL, a path, PATH!/member, or - for standard input.")
-    package var source: String
+    @Argument(
+        help: ArgumentHelp(
+            "The source: a URL, a path, PATH!/member, or - for standard input (none with --abort).",
+            valueName: "source"))
+    package var sourceGiven: String?
+
+    /// The source as given (empty only with `--abort`, which has none).
+    package var source: String { sourceGiven ?? "" }
 
     @Option(help: "Where to send it: an http(s):// URL, or s3://bucket/key for a multipart upload to S3.")
     package var to: String
@@ -51,6 +57,17 @@ package struct UploadArguments: ParsableArguments {
         }
         if isS3 {
             try s3.check(destination: to)
+            if s3.abort {
+                guard sourceGiven == nil else {
+                    throw UsageError(
+                        description: "--abort ends an unfinished upload and takes no source (\(source) given)")
+                }
+                guard s3.uploadId != nil else {
+                    throw UsageError(description: "--abort needs the --upload-id of the upload to end")
+                }
+            } else if sourceGiven == nil {
+                throw UsageError(description: "name the SOURCE to upload (a path, a URL, or - for standard input)")
+            }
             guard client == .asynchttpclient else {
                 throw UsageError(
                     description: "--to s3://… uploads with AsyncHTTPClient only; drop --client \(client.rawValue)")
@@ -63,6 +80,9 @@ package struct UploadArguments: ParsableArguments {
                 throw UsageError(description: "--to: \(error.message)")
             }
             try s3.checkUnused()
+            guard sourceGiven != nil else {
+                throw UsageError(description: "name the SOURCE to upload (a path, a URL, or - for standard input)")
+            }
         }
         for (name, value) in [("--connect-timeout", connectTimeout), ("--idle-timeout", idleTimeout)]
         where !(value.isFinite && value > 0 && value <= 1e9) {

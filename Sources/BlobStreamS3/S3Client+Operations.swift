@@ -38,9 +38,20 @@ extension S3Client {
     public func putObject(
         _ location: S3Location, body: ByteBuffer, contentType: String? = nil, metadata: [(String, String)] = []
     ) async throws -> String {
+        try await putObject(
+            location, payload: .bytes(body), contentMD5: Self.contentMD5(body), contentType: contentType,
+            metadata: metadata)
+    }
+
+    /// `putObject` with a body in memory or streamed (`contentMD5`: its base64 MD5).
+    func putObject(
+        _ location: S3Location, payload: Payload, contentMD5: String, contentType: String?,
+        metadata: [(String, String)]
+    ) async throws -> String {
         var headers = Self.objectHeaders(contentType: contentType, metadata: metadata)
-        headers.append((name: "Content-MD5", value: Self.contentMD5(body)))
-        let response = try await send("PutObject", method: .PUT, location: location, headers: headers, body: body)
+        headers.append((name: "Content-MD5", value: contentMD5))
+        let response = try await send(
+            "PutObject", method: .PUT, location: location, headers: headers, payload: payload)
         return Self.unquoted(response.headers.first(name: "ETag") ?? "")
     }
 
@@ -83,10 +94,18 @@ extension S3Client {
     public func uploadPart(_ location: S3Location, uploadID: String, number: Int, body: ByteBuffer) async throws
         -> String
     {
+        try await uploadPart(
+            location, uploadID: uploadID, number: number, payload: .bytes(body), contentMD5: Self.contentMD5(body))
+    }
+
+    /// `uploadPart` with a body in memory or streamed (`contentMD5`: its base64 MD5).
+    func uploadPart(_ location: S3Location, uploadID: String, number: Int, payload: Payload, contentMD5: String)
+        async throws -> String
+    {
         let response = try await send(
             "UploadPart \(number)", method: .PUT, location: location,
             query: [("partNumber", String(number)), ("uploadId", uploadID)],
-            headers: [(name: "Content-MD5", value: Self.contentMD5(body))], body: body)
+            headers: [(name: "Content-MD5", value: contentMD5)], payload: payload)
         guard let etag = response.headers.first(name: "ETag") else {
             throw S3Error(
                 .invalidResponse, "UploadPart \(number) \(location): no ETag in the answer",

@@ -117,16 +117,38 @@ public struct S3Client: Sendable {
         query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
         body: ByteBuffer? = nil
     ) async throws -> Response {
+        try await send(
+            operation, method: method, location: location, bucket: bucket, query: query, headers: headers,
+            payload: body.map { .bytes($0) } ?? .empty)
+    }
+
+    /// What a request sends: nothing, bytes in memory, or a body streamed from a source
+    /// whose SHA-256 was computed before (a part too large for one buffer).
+    enum Payload: Sendable {
+        case empty
+        case bytes(ByteBuffer)
+        case streamed(StreamedBody)
+    }
+
+    /// `send` with any `Payload`.
+    func send(
+        _ operation: String, method: HTTPMethod, location: S3Location?, bucket: String? = nil,
+        query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
+        payload: Payload
+    ) async throws -> Response {
         let bucketName = location?.bucket ?? bucket
         let target = self.target(bucket: bucketName, key: location?.key)
-        let payloadHash =
-            body.map { buffer in
-                buffer.withUnsafeReadableBytes { bytes in
-                    var hasher = SHA256()
-                    hasher.update(bufferPointer: bytes)
-                    return SigV4Signer.hex(hasher.finalize())
-                }
-            } ?? SigV4Signer.emptyPayloadHash
+        let payloadHash: String
+        switch payload {
+        case .empty: payloadHash = SigV4Signer.emptyPayloadHash
+        case .bytes(let buffer):
+            payloadHash = buffer.withUnsafeReadableBytes { bytes in
+                var hasher = SHA256()
+                hasher.update(bufferPointer: bytes)
+                return SigV4Signer.hex(hasher.finalize())
+            }
+        case .streamed(let streamed): payloadHash = streamed.digest.sha256Hex
+        }
         var unsigned = SigV4Request(method: method.rawValue, path: target.path, query: query, headers: headers)
         unsigned.headers.append((name: "Host", value: target.host))
         let signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
@@ -137,10 +159,10 @@ public struct S3Client: Sendable {
         request.method = method
         for (name, value) in signed.headers { request.headers.add(name: name, value: value) }
         // AsyncHTTPClient sets Content-Length from the body (0 for a PUT or POST without one).
-        if let body {
-            request.body = .bytes(body)
-        } else if method == .PUT || method == .POST {
-            request.body = .bytes(ByteBuffer())
+        switch payload {
+        case .bytes(let body): request.body = .bytes(body)
+        case .streamed(let streamed): request.body = streamed.makeBody()
+        case .empty: if method == .PUT || method == .POST { request.body = .bytes(ByteBuffer()) }
         }
         let what = "\(operation) \(location?.description ?? bucketName.map { "s3://\($0)" } ?? "")"
         let response: HTTPClientResponse
@@ -150,6 +172,9 @@ public struct S3Client: Sendable {
             collected = try await response.body.collect(upTo: 64 << 20)
         } catch is CancellationError {
             throw CancellationError()
+        } catch let error as StreamedBody.SourceFailure {
+            // A streamed body's source failed: the store is not to blame (nor tried again).
+            throw error.error
         } catch let error as HTTPClientError
             where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
         {

@@ -59,6 +59,11 @@ public struct S3Error: Error, CustomStringConvertible, Sendable {
     public var key: String?
     /// The underlying error (connection, source, …).
     public var cause: (any Error)?
+    /// The multipart upload this failure left open on the store, its parts kept: its abort
+    /// failed too (the store was gone), or `abortsOnFailure` was false. Continue it
+    /// (`S3UploadOptions.Resume.uploadID`) or end it (`S3Client.abortMultipartUpload`);
+    /// nil when the store keeps nothing of the upload.
+    public var uploadID: String?
 
     /// Makes an error.
     public init(
@@ -88,7 +93,8 @@ public struct S3Error: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    /// The message, then the status, the request id and the cause when present.
+    /// The message, then the status, the request id and the cause when present, and the
+    /// multipart upload left open on the store, if any.
     public var description: String {
         var text = message
         if let statusCode { text += " (HTTP \(statusCode)" + (requestID.map { ", request id \($0)" } ?? "") + ")" }
@@ -96,6 +102,7 @@ public struct S3Error: Error, CustomStringConvertible, Sendable {
             let causeText = String(describing: cause)
             if !text.contains(causeText) { text += ": \(causeText)" }
         }
+        if let uploadID { text += "; multipart upload \(uploadID) is left open on the store" }
         return text
     }
 }

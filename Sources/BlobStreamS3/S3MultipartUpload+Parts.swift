@@ -57,6 +57,12 @@ extension S3MultipartUpload {
                 let offset = Int64(number - 1) * Int64(partSize)
                 let size = Int(min(Int64(partSize), length - offset))
                 group.addTask {
+                    if size > options.partsInMemoryUpTo {
+                        let (etag, sent) = try await sendStreamedPart(
+                            offset: offset, size: size, number: number, uploadID: uploadID, stored: stored[number],
+                            facts: facts)
+                        return PartOutcome(number: number, etag: etag, sent: sent, size: size)
+                    }
                     let body = try await readPart(offset: offset, size: size, facts: facts)
                     let (etag, sent) = try await sendPart(
                         body, number: number, uploadID: uploadID, stored: stored[number])
@@ -74,17 +80,29 @@ extension S3MultipartUpload {
     /// The `size` bytes at `offset`, from a source of their own, which must have the first
     /// source's identity.
     func readPart(offset: Int64, size: Int, facts: PartReader.Facts) async throws -> ByteBuffer {
-        let reader = PartReader(source: try makeSource(), name: source.name)
+        let reader = try await openPart(at: offset, facts: facts)
         defer { reader.close() }
-        let own = try await reader.open(at: offset)
-        guard own.identity == facts.identity, own.length == facts.length else {
-            throw S3Error(
-                .sourceChanged, "\(source.name) changed during the upload (found at offset \(offset))",
-                bucket: location.bucket, key: location.key)
-        }
         let body = try await reader.read(upTo: size, buffers: buffers)
         try check(body, expected: size, offset: offset)
         return body
+    }
+
+    /// A source of its own, open at `offset`, which has the first source's identity; the
+    /// caller closes it.
+    func openPart(at offset: Int64, facts: PartReader.Facts) async throws -> PartReader {
+        let reader = PartReader(source: try makeSource(), name: source.name)
+        do {
+            let own = try await reader.open(at: offset)
+            guard own.identity == facts.identity, own.length == facts.length else {
+                throw S3Error(
+                    .sourceChanged, "\(source.name) changed during the upload (found at offset \(offset))",
+                    bucket: location.bucket, key: location.key)
+            }
+            return reader
+        } catch {
+            reader.close()
+            throw error
+        }
     }
 
     /// Sends the parts of a source read once from start to end: `head` and `ahead` are its

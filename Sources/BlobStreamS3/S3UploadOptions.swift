@@ -1,6 +1,8 @@
 import BlobStream
+import BlobStreamHTTPClient
 import BlobStreamUpload
 import Foundation
+import NIOCore
 
 /// Where an upload's bytes come from: a factory of fresh sources of the whole bytes.
 ///
@@ -30,8 +32,15 @@ public struct S3UploadSource: Sendable {
 public struct S3UploadOptions: Sendable {
     /// S3's smallest part (but the last): 5 MiB.
     public static let minimumPartSize = 5 << 20
+    /// S3's largest part (and largest single PutObject): 5 GiB.
+    public static let maximumPartSize = 5 << 30
     /// S3's most parts in one upload: 10,000.
     public static let maximumParts = 10_000
+    /// The largest part held in one memory buffer: 4 GiB less 65 bytes (a `ByteBuffer`'s
+    /// capacity is a `UInt32`, and the buffer keeps 64 bytes to align its start). A larger
+    /// part of a source that can seek is hashed, then streamed from the source; a source
+    /// that cannot seek (a pipe) must use parts no larger: each is held in memory until sent.
+    public static let largestPartInMemory = Int(UInt32.max) - ByteBuffer.alignmentSlack
 
     /// Which unfinished upload to continue.
     public enum Resume: Sendable, Equatable {
@@ -44,9 +53,9 @@ public struct S3UploadOptions: Sendable {
         case uploadID(String)
     }
 
-    /// The size of every part but the last (at least 5 MiB; raised for a source of known
+    /// The size of every part but the last (5 MiB to 5 GiB; raised for a source of known
     /// length so that it needs at most 10,000 parts). A source no longer than one part goes
-    /// in a single PutObject.
+    /// in a single PutObject. A source that cannot seek takes at most `largestPartInMemory`.
     public var partSize: Int
     /// How many parts are read and sent at once (at least 1).
     public var parallelism: Int
@@ -70,6 +79,10 @@ public struct S3UploadOptions: Sendable {
     /// part is sent (not for a source that goes in one PutObject): a program can show it, so
     /// that the user can resume with it after a crash.
     public var uploadStarted: (@Sendable (_ uploadID: String) -> Void)?
+
+    /// Parts larger than this are not held in memory but streamed from their source
+    /// (`largestPartInMemory`; tests make it small to reach that path with small parts).
+    package var partsInMemoryUpTo = S3UploadOptions.largestPartInMemory
 
     /// Options with the defaults: 8 MiB parts, 4 in flight, 4 attempts from 250 ms on.
     public init(

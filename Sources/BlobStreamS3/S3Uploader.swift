@@ -59,12 +59,19 @@ struct S3MultipartUpload: Sendable {
         let facts = try await first.open()
         let partSize = options.effectivePartSize(length: facts.length)
         let ranged = source.isRepeatable && facts.capability == .seek && facts.length != nil
+        try checkPartSize(partSize, ranged: ranged)
         progress(UploadProgress(sent: 0, total: facts.length, isFinished: false))
 
         // The first part tells whether one PutObject will do.
         let head: ByteBuffer
         var ahead: ByteBuffer? = nil
-        if let length = facts.length, ranged {
+        if let length = facts.length, ranged, length <= Int64(partSize),
+            length >= Int64(options.partsInMemoryUpTo)
+        {
+            // Too large for one buffer (which also holds a byte more, to see a file that grew).
+            first.close()
+            return try await putSingleStreamed(length: Int(length), facts: facts)
+        } else if let length = facts.length, ranged {
             head = length <= Int64(partSize) ? try await first.read(upTo: Int(length) + 1) : ByteBuffer()
             if length <= Int64(partSize) { try check(head, expected: Int(length), offset: 0) }
         } else {
@@ -86,8 +93,28 @@ struct S3MultipartUpload: Sendable {
                     uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!)
             return try await complete(uploadID: uploadID, tally: tally, facts: facts)
         } catch {
-            if options.abortsOnFailure { await abort(uploadID) }
-            throw error
+            var aborted = false
+            if options.abortsOnFailure { aborted = await abort(uploadID) }
+            // The store keeps the upload: the error says which, for the way out.
+            guard !aborted, var failure = error as? S3Error else { throw error }
+            failure.uploadID = uploadID
+            throw failure
+        }
+    }
+
+    /// The part size is one S3 takes, and one a source that cannot seek can hold in memory.
+    func checkPartSize(_ partSize: Int, ranged: Bool) throws {
+        guard partSize <= S3UploadOptions.maximumPartSize else {
+            throw S3Error(
+                .invalidConfiguration,
+                "a part of \(partSize) bytes is larger than S3's largest part, \(S3UploadOptions.maximumPartSize) bytes (5 GiB)",
+                bucket: location.bucket, key: location.key)
+        }
+        guard ranged || partSize <= options.partsInMemoryUpTo else {
+            throw S3Error(
+                .invalidConfiguration,
+                "\(source.name) cannot seek, so each part is held in memory to be hashed before it is sent, and a part of \(partSize) bytes is larger than one part buffer holds, \(options.partsInMemoryUpTo) bytes; use a smaller part size, or upload from a file",
+                bucket: location.bucket, key: location.key)
         }
     }
 
@@ -116,13 +143,18 @@ struct S3MultipartUpload: Sendable {
             try await client.putObject(
                 location, body: body, contentType: options.contentType, metadata: options.metadata)
         }
+        return try await checkSingle(etag: etag, size: body.readableBytes)
+    }
+
+    /// The object a single PutObject stored has the size sent; the result.
+    func checkSingle(etag: String, size: Int) async throws -> S3UploadResult {
         let info = try await client.headObject(location)
-        guard info.size == Int64(body.readableBytes) else {
+        guard info.size == Int64(size) else {
             throw S3Error(
-                .verificationFailed, "\(location) holds \(info.size) bytes after sending \(body.readableBytes)",
+                .verificationFailed, "\(location) holds \(info.size) bytes after sending \(size)",
                 bucket: location.bucket, key: location.key)
         }
-        progress(UploadProgress(sent: Int64(body.readableBytes), total: Int64(body.readableBytes), isFinished: true))
+        progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
         return S3UploadResult(location: location, etag: etag, size: info.size, parts: 0, partsSent: 0, uploadID: nil)
     }
 
@@ -177,13 +209,14 @@ struct S3MultipartUpload: Sendable {
         }
     }
 
-    /// Aborts the upload, also when the task is cancelled (in a task of its own); a failure
-    /// to abort is not what the user needs to hear first, so it is dropped.
-    func abort(_ uploadID: String) async {
+    /// Aborts the upload, also when the task is cancelled (in a task of its own); returns
+    /// whether the store took the abort. A failure to abort is not what the user needs to
+    /// hear first: the caller's error names the upload left open instead.
+    func abort(_ uploadID: String) async -> Bool {
         let client = self.client
         let location = self.location
-        _ = await Task.detached {
-            try? await client.abortMultipartUpload(location, uploadID: uploadID)
+        return await Task.detached {
+            (try? await client.abortMultipartUpload(location, uploadID: uploadID)) != nil
         }.value
     }
 

@@ -9,7 +9,8 @@ import Synchronization
 /// source no longer than a part), with a progress line on a terminal and a final line on
 /// stderr with bytes, parts, time and rate. HTTPS as for `s3://` reads: `--ca-bundle` (or
 /// `AWS_CA_BUNDLE`, `SSL_CERT_FILE`) adds trust roots, `HTTPS_PROXY`/`HTTP_PROXY` and
-/// `NO_PROXY` choose the proxy.
+/// `NO_PROXY` choose the proxy. A failure that leaves the multipart upload on the store names
+/// it and the commands that resume or end it; `--abort --upload-id ID` ends one.
 enum S3UploadCommand {
     static func run(_ arguments: UploadArguments) async throws {
         let s3 = arguments.s3
@@ -22,17 +23,21 @@ enum S3UploadCommand {
         } catch {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }
+        if s3.abort {
+            return try await abortUpload(
+                s3.uploadId ?? "", of: location, configuration: configuration, arguments: arguments)
+        }
         let registry = makeRegistry(
             library: arguments.options.library, skipArchiveVerification: arguments.options.skipArchiveVerification,
             caBundle: arguments.options.caBundle,
             s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
-        let name = arguments.source
         let url: String
         do {
-            url = try checkedSourceURL(name, registry: registry)
+            url = try checkedSourceURL(arguments.source, registry: registry)
         } catch {
-            throw failure(name, error)
+            throw failure(arguments.source, error)
         }
+        let name = arguments.source == "-" ? "standard input" : arguments.source
         let offset = arguments.options.offset
         let source = S3UploadSource(name: name, isRepeatable: UploadArguments.readsOnlyRegularFiles(url)) {
             let source = try registry.makeSource(url: url)
@@ -71,18 +76,53 @@ enum S3UploadCommand {
         let outcome: Result<Void, any Error>
         do {
             outcome = .success(try await run(source, to: location, options: options, client: client))
-        } catch let failure as ToolFailure where s3.keepParts && uploadID.value.withLock({ $0 }) != nil {
-            // Parts kept (--keep-parts): after the failure's line, one that says how to continue.
-            Console.error(failure.message)
-            Console.error(
-                "the parts stored so far are kept: resume with --resume --upload-id "
-                    + "\(uploadID.value.withLock { $0 } ?? "") (the same source, --to and --part-size)")
-            outcome = .failure(ToolFailure(message: failure.message, alreadyReported: true))
+        } catch let error as S3Error where error.uploadID != nil {
+            // Work left on the store (the abort failed, or --keep-parts): the line names the
+            // upload and both ways out.
+            let id = error.uploadID ?? ""
+            let resume = OpenUploadCommands.resume(arguments, uploadID: id)
+            let abort = OpenUploadCommands.abort(arguments, uploadID: id)
+            outcome = .failure(
+                ToolFailure(message: "\(error.description): resume it with `\(resume)`, or abort it with `\(abort)`"))
+        } catch let error as S3Error where error.code == .invalidConfiguration {
+            // A part size the source cannot take (a pipe's parts are held in memory).
+            outcome = .failure(UsageError(description: "--part-size \(s3.partSize): \(error.message)"))
         } catch {
             outcome = .failure(error)
         }
         try? await client.shutdown()
         try outcome.get()
+    }
+
+    /// `--abort --upload-id ID`: ends the unfinished upload, one line saying so.
+    private static func abortUpload(
+        _ id: String, of location: S3Location, configuration: S3Configuration, arguments: UploadArguments
+    ) async throws {
+        let client: S3Client
+        do {
+            client = try S3Client(
+                configuration: configuration, connection: .fromEnvironment(caBundle: arguments.options.caBundle))
+        } catch {
+            throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
+        }
+        let outcome: Result<Void, any Error>
+        do {
+            try await client.abortMultipartUpload(location, uploadID: id)
+            outcome = .success(())
+        } catch let error as S3Error where error.code == S3Error.Code("NoSuchUpload") {
+            outcome = .failure(
+                ToolFailure(
+                    message:
+                        "no unfinished upload \(id) of \(location) to abort (it was completed or aborted, or the id is wrong): \(error.description)"
+                ))
+        } catch let error as S3Error {
+            outcome = .failure(ToolFailure(message: error.description))
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await client.shutdown()
+        try outcome.get()
+        FileHandle.standardError.write(Data("aborted multipart upload \(id) of \(location): its parts are gone\n".utf8))
     }
 
     /// Runs the upload with `client`, showing its progress, then its final line.
@@ -103,6 +143,8 @@ enum S3UploadCommand {
             result = try await upload.result
         } catch let error as S3Error {
             bar?.finish()
+            // The caller words an error that leaves an upload open or names a setting.
+            if error.uploadID != nil || error.code == .invalidConfiguration { throw error }
             if error.code == .sourceFailed, let cause = error.cause { throw failure(name, cause) }
             throw ToolFailure(message: error.description)
         }

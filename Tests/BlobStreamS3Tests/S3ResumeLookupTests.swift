@@ -117,7 +117,11 @@ struct S3ResumeLookupTests {
         let id = String(started.dropFirst("started multipart upload ".count).prefix { $0 != " " })
         #expect(started.hasSuffix(" of \(to)"))
         #expect(failed.stderr.contains("UploadPart 3"), "\(failed.stderr)")
-        #expect(failed.stderr.contains("resume with --resume --upload-id \(id) "), "\(failed.stderr)")
+        #expect(failed.stderr.contains("multipart upload \(id) is left open on the store"), "\(failed.stderr)")
+        #expect(
+            failed.stderr.contains("resume it with `blobstream upload \(path) --to \(to) --upload-id \(id) "),
+            "\(failed.stderr)")
+        #expect(failed.stderr.contains("or abort it with `blobstream upload --abort --upload-id \(id) --to \(to) "))
 
         let resumed = try S3Tool.run(
             arguments + ["--endpoint-url", store.endpoint, "--upload-id", id], environment: environment)

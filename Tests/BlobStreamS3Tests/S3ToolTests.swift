@@ -55,6 +55,26 @@ enum S3Tool {
         process.waitUntilExit()
         return Result(status: process.terminationStatus, stderr: String(decoding: stderr, as: UTF8.self))
     }
+
+    /// Runs `command` as a user would paste it: `/bin/sh -c`, with the built `blobstream`
+    /// first on the `PATH`.
+    static func runShell(_ command: String, environment: [String: String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        var environment = environment
+        let folder = URL(fileURLWithPath: binary).deletingLastPathComponent().path
+        environment["PATH"] = folder + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        process.environment = environment
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stderr: String(decoding: stderr, as: UTF8.self))
+    }
 }
 
 @Suite("blobstream upload --to s3://", .serialized)
@@ -116,13 +136,63 @@ struct S3ToolTests {
             ["--to", "s3://b/k", "--metadata", "novalue"], ["--to", "http://127.0.0.1:1/x", "--resume"],
         ])
     func usage(_ arguments: [String]) throws {
-        let home = FileManager.default.temporaryDirectory
+        let result = try S3Tool.run(["upload", "/dev/null"] + arguments, environment: Self.offlineEnvironment)
+        #expect(result.status == 2, "\(result.stderr)")
+    }
+
+    /// Credentials of no store, and a HOME of no profile.
+    static var offlineEnvironment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["AWS_ACCESS_KEY_ID"] = "k"
         environment["AWS_SECRET_ACCESS_KEY"] = "s"
-        environment["HOME"] = home.path
-        let result = try S3Tool.run(["upload", "/dev/null"] + arguments, environment: environment)
+        environment["HOME"] = FileManager.default.temporaryDirectory.path
+        return environment
+    }
+
+    @Test(
+        "--part-size outside S3's 5 MiB to 5 GiB: exit 2, one line naming the limits",
+        arguments: ["4MiB", "5368709121", "6GiB"])
+    func partSizeOutsideS3Limits(_ size: String) throws {
+        let result = try S3Tool.run(
+            ["upload", "/dev/null", "--to", "s3://b/k", "--endpoint-url", "http://127.0.0.1:1", "--part-size", size],
+            environment: Self.offlineEnvironment)
         #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("--part-size must be 5MiB to 5GiB"), "\(result.stderr)")
+        #expect(result.stderr.contains("not \(size)"), "\(result.stderr)")
+    }
+
+    @Test(
+        "standard input with a part larger than one buffer holds: exit 2 naming the limit, nothing sent",
+        arguments: ["5GiB", "4GiB"])
+    func pipePartOverMemoryLimit(_ size: String) throws {
+        // The endpoint refuses connections: a request would fail with exit 1, not 2.
+        let result = try S3Tool.run(
+            ["upload", "-", "--to", "s3://b/k", "--endpoint-url", "http://127.0.0.1:1", "--part-size", size],
+            environment: Self.offlineEnvironment, stdin: Data("a few bytes".utf8))
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("blobstream: --part-size \(size): standard input cannot seek"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("one part buffer holds, \(S3UploadOptions.largestPartInMemory) bytes"),
+            "\(result.stderr)")
+    }
+
+    @Test("--part-size 5GiB, S3's largest part, on a small file: one request, the file's bytes")
+    func largestPartSizeSmallFile() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, data) = try fixture.file("small", count: 3 << 20 | 1, seed: 7)
+        let result = try S3Tool.run(
+            [
+                "upload", path, "--to", "s3://\(fixture.bucket)/largest", "--endpoint-url", fixture.store.endpoint,
+                "--part-size", "5GiB",
+            ], environment: S3Tool.environment(fixture.store, home: fixture.folder))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("uploaded \(data.count) bytes"), "\(result.stderr)")
+        #expect(result.stderr.contains("in 1 request"), "\(result.stderr)")
+        #expect(sha256Hex(try await fixture.stored("largest")) == sha256Hex(data))
     }
 
     @Test("a process killed mid-upload: --upload-id continues it, the object is whole")

@@ -1,4 +1,5 @@
 import BlobStream
+import Crypto
 import Foundation
 import NIOCore
 
@@ -72,6 +73,37 @@ final class PartReader: @unchecked Sendable {
                 total += n
             }
             return buffer
+        }
+    }
+
+    /// Reads `count` bytes (fewer only at the source's end) through one buffer, and returns
+    /// their digest and how many there were: the first pass over a part too large for one
+    /// buffer, nothing kept.
+    func digest(count: Int) async throws -> (digest: PartDigest, bytes: Int) {
+        try await run { [self] () throws(S3Error) -> (digest: PartDigest, bytes: Int) in
+            var md5 = Insecure.MD5()
+            var sha256 = SHA256()
+            let chunk = 4 << 20
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
+            defer { buffer.deallocate() }
+            var total = 0
+            while total < count {
+                let got = stream.read(
+                    buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: min(chunk, count - total))
+                if got <= 0 {
+                    if got < 0 || stream.streamStatus == .error || stream.streamStatus == .closed {
+                        throw S3Error(
+                            .sourceFailed, "cannot read \(name) (at byte \(total) of a part)", cause: stream.streamError
+                        )
+                    }
+                    break
+                }
+                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
+                md5.update(bufferPointer: bytes)
+                sha256.update(bufferPointer: bytes)
+                total += got
+            }
+            return (PartDigest(md5: Data(md5.finalize()), sha256Hex: SigV4Signer.hex(sha256.finalize())), total)
         }
     }
 

@@ -1,0 +1,69 @@
+import BlobStream
+import Foundation
+
+/// Parts of a source that can seek too large for one buffer (`S3UploadOptions.largestPartInMemory`):
+/// each is read twice from a source of its own at its offset, first to hash it (`Content-MD5`
+/// and the SHA-256 the signature covers must be sent before the body), then streamed as the
+/// request's body. Bytes that differ on the second read are refused by the store
+/// (`BadDigest`, a SHA-256 mismatch), so an object is never stored from changed bytes.
+extension S3MultipartUpload {
+    /// The digest of the `size` bytes at `offset` (the first pass).
+    func digestPart(offset: Int64, size: Int, facts: PartReader.Facts) async throws -> PartDigest {
+        let reader = try await openPart(at: offset, facts: facts)
+        defer { reader.close() }
+        let (digest, bytes) = try await reader.digest(count: size)
+        guard bytes == size else {
+            throw S3Error(
+                .sourceChanged,
+                "\(source.name) changed during the upload: fewer bytes than \(size) at offset \(offset)",
+                bucket: location.bucket, key: location.key)
+        }
+        return digest
+    }
+
+    /// The `size` bytes at `offset` as a request body with `digest`, from a source opened for
+    /// the request (each attempt gets its own); `send` gets the body and the reader is closed
+    /// after it.
+    func withStreamedBody<T: Sendable>(
+        offset: Int64, size: Int, digest: PartDigest, facts: PartReader.Facts,
+        _ send: (StreamedBody) async throws -> T
+    ) async throws -> T {
+        let reader = try await openPart(at: offset, facts: facts)
+        defer { reader.close() }
+        let name = "bytes \(offset)..<\(offset + Int64(size)) of \(source.name)"
+        return try await send(StreamedBody(digest: digest, chunks: PartChunks(reader: reader, size: size, name: name)))
+    }
+
+    /// Sends part `number`, `size` bytes at `offset`, streamed, unless the same bytes are
+    /// stored already; returns its ETag and whether it was sent.
+    func sendStreamedPart(
+        offset: Int64, size: Int, number: Int, uploadID: String, stored: S3StoredPart?, facts: PartReader.Facts
+    ) async throws -> (etag: String, sent: Bool) {
+        let digest = try await digestPart(offset: offset, size: size, facts: facts)
+        if let stored, stored.size == Int64(size), stored.etag == digest.md5Hex {
+            return (stored.etag, false)
+        }
+        let etag = try await withRetries("UploadPart \(number)") {
+            try await withStreamedBody(offset: offset, size: size, digest: digest, facts: facts) { body in
+                try await client.uploadPart(
+                    location, uploadID: uploadID, number: number, payload: .streamed(body),
+                    contentMD5: digest.contentMD5)
+            }
+        }
+        return (etag, true)
+    }
+
+    /// The whole source, `length` bytes, in one PutObject, streamed.
+    func putSingleStreamed(length: Int, facts: PartReader.Facts) async throws -> S3UploadResult {
+        let digest = try await digestPart(offset: 0, size: length, facts: facts)
+        try await checkIdentity(facts)
+        let etag = try await withRetries("PutObject") {
+            try await withStreamedBody(offset: 0, size: length, digest: digest, facts: facts) { body in
+                try await client.putObject(
+                    location, payload: .streamed(body), contentMD5: digest.contentMD5,
+                    contentType: options.contentType, metadata: options.metadata)
+            }
+        }
+        return try await checkSingle(etag: etag, size: length)
+    }
+}
