@@ -46,6 +46,10 @@ package enum CommandMain {
         } catch let error as ToolFailure {
             if !error.alreadyReported { Console.error(error.message) }
             Glibc.exit(1)
+        } catch let error as UsageError {
+            // Found while running: an argument names something the command may not use
+            // (`--output` onto a FIFO or onto the input).
+            usageError(error.description, root: root, arguments: arguments)
         } catch is StdoutClosed {
             Glibc.exit(0)
         } catch let error as BlobStreamError {

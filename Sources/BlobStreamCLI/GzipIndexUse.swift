@@ -45,16 +45,17 @@ func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, e
     }
 }
 
-/// `blobstream index`: builds the seek-point index of a gzip file and writes it.
+/// `blobstream index`: builds the seek-point index of a gzip file and writes it (see
+/// `OutputFile`: a new path or a regular file that is not the gzip file, checked before the
+/// pass).
 ///
 /// - Returns: what was written (path, seek points, bytes).
 package func writeGzipIndex(of argument: String, to output: String?, spacing: Int) throws -> String {
-    var path = argument
-    if path.lowercased().hasPrefix("gzip:") { path = BlobURL.removingScheme(path) }
-    if BlobURL.scheme(of: path)?.lowercased() == "file" { path = try BlobURL.path(ofFileURL: path) }
+    let path = try indexedFilePath(argument)
+    let destination = try OutputFile(
+        output ?? GzipIndex.sidecarPath(forFileAtPath: path), role: "the gzip index", inputs: [path])
     let index = try GzipIndex.build(fileAtPath: path, spacing: spacing)
-    let target = output ?? GzipIndex.sidecarPath(forFileAtPath: path)
-    try index.write(toPath: target)
-    let size = (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? Int) ?? 0
-    return "\(target)\t\(index.points.count) seek points\t\(size) bytes"
+    let bytes = index.serialized()
+    try destination.write(bytes)
+    return "\(destination.path)\t\(index.points.count) seek points\t\(bytes.count) bytes"
 }
