@@ -158,25 +158,38 @@ struct IndexDestinationTests {
         #expect(!names.contains { $0.contains(".blobstream-") }, "a temporary file was left: \(names)")
     }
 
-    @Test("a run killed while it writes leaves the destination as it was: absent, or the old file whole")
-    func killedWhileWriting() throws {
+    @Test("a run killed before its rename, or whose write fails partway, leaves the destination as it was")
+    func interrupted() throws {
         let folder = try Folder()
         try Data("an old index\n".utf8).write(to: URL(fileURLWithPath: folder["old.idx"]))
+        func unchanged(_ destination: String) throws -> Bool {
+            destination == "old.idx"
+                ? try String(contentsOfFile: folder["old.idx"], encoding: .utf8) == "an old index\n"
+                : Self.entry(folder[destination]) == nil
+        }
         for destination in ["old.idx", "fresh.idx"] {
-            // A file-size limit of 16 KiB: the kernel stops the tool (SIGXFSZ) partway
-            // through writing the index (about 1 MiB of windows).
-            let r = BoundedRun.run(
-                "/bin/bash",
-                [
-                    "-c",
-                    "ulimit -f 16; exec \"$0\" index --spacing 32768 --output \(destination) data.gz", Self.tool,
-                ], limit: 60, workingDirectory: folder.path)
-            #expect(r.status != 0, "the write was not cut short: \(r.stderrText)")
-            if destination == "old.idx" {
-                #expect(try String(contentsOfFile: folder["old.idx"], encoding: .utf8) == "an old index\n")
-            } else {
-                #expect(Self.entry(folder["fresh.idx"]) == nil, "a partial fresh.idx was left")
-            }
+            let index = [Self.tool, "index", "--spacing", "32768", "--output", destination, "data.gz"]
+            // Killed (SIGKILL, injected by strace) at the rename, the index written whole
+            // beside the destination: the destination is as it was.
+            let killed = BoundedRun.run(
+                "/usr/bin/strace",
+                ["-f", "-o", "/dev/null", "-e", "trace=\(Self.renames)", "-e", "inject=\(Self.renames):signal=KILL"]
+                    + index, limit: 60, workingDirectory: folder.path)
+            #expect(killed.status == 128 + SIGKILL, "not killed at the rename: \(killed.stderrText)")
+            #expect(try unchanged(destination), "\(destination) changed")
+            // A write cut short by a file-size limit of 16 KiB (the index is about 1 MiB):
+            // status 1 naming the destination, which is as it was, and no temporary file left.
+            let before = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+            let limited = BoundedRun.run(
+                "/bin/bash", ["-c", "ulimit -f 16; exec \"$@\"", "bash"] + index, limit: 60,
+                workingDirectory: folder.path)
+            #expect(limited.status == 1, "\(limited.stderrText)")
+            #expect(limited.stderrText.contains("'\(destination)'"), "\(limited.stderrText)")
+            #expect(try unchanged(destination), "\(destination) changed")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == before)
         }
     }
+
+    /// The system calls a rename is made with.
+    static let renames = "rename,renameat,renameat2"
 }
