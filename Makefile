@@ -12,7 +12,7 @@ ifeq ($(shell $(SWIFT) --version 2>/dev/null | grep -c 'Swift version'),0)
   override SWIFT := $(SWIFT_NEXT_TO_SWIFTC)
 endif
 # Debian packages the build, the tests and the benchmarks need.
-DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev liblzma-dev libisal-dev libarchive-tools gzip xz-utils zstd tar binutils nginx python3 openssl curl
+DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev liblzma-dev libisal-dev libarchive-tools gzip xz-utils zstd tar binutils nginx python3 openssl curl strace
 BENCH_PACKAGES := pigz isal curl libarchive-tools nginx time
 # OpenStack Swift with its S3 API, the object store of the S3 tests and benches (scripts/swift-store).
 # Not python3-swiftclient: its /usr/bin/swift would shadow the toolchain's `swift`.

@@ -11,18 +11,27 @@ import Foundation
 /// user, tab-separated: the index file, how many members (and the format), its size. For a
 /// tar.gz the member index embeds the gzip seek points; written to its default place, the
 /// seek points also go to `ARCHIVE.gzidx` beside it (a second line), so that `gzip:` sources
-/// and indexed_gzip use them too.
+/// and indexed_gzip use them too. Each file goes where `OutputFile` allows (a new path or a
+/// regular file that is not the archive), checked before anything is written.
 ///
-/// - Throws: what `ArchiveIndex.build(archiveAt:gzipSpacing:)` and `write(to:)` throw (errors
+/// - Throws: `UsageError` for a destination the tool may not write; what
+///   `ArchiveIndex.build(archiveAt:gzipSpacing:)` and `OutputFile.write(_:)` throw (errors
 ///   name the archive or the index file).
 package func writeArchiveIndex(
     path argument: String, output: String? = nil, spacing: Int = GzipIndex.defaultSpacing
 ) throws -> String {
-    let path =
-        BlobURL.scheme(of: argument)?.lowercased() == "file" ? try BlobURL.path(ofFileURL: argument) : argument
+    let path = try indexedFilePath(argument)
+    let destination = try OutputFile(
+        output ?? ArchiveIndex.defaultPath(forArchiveAt: path), role: "the archive index", inputs: [path])
     let index = try ArchiveIndex.build(archiveAt: path, gzipSpacing: spacing)
-    let destination = output ?? ArchiveIndex.defaultPath(forArchiveAt: path)
-    try index.write(to: destination)
+    var sidecar: (file: OutputFile, index: GzipIndex)?
+    if output == nil, let gzipIndex = index.gzipIndex {
+        let file = try OutputFile(
+            GzipIndex.sidecarPath(forFileAtPath: path), role: "the gzip index", inputs: [path, destination.path])
+        sidecar = (file, gzipIndex)
+    }
+    let encoded = index.encoded()
+    try destination.write(encoded)
     let format =
         switch index.format {
         case .tar: "tar"
@@ -30,17 +39,13 @@ package func writeArchiveIndex(
         case .tarGzip: "tar.gz"
         case .tarXz: "tar.xz"
         }
-    var lines = ["\(destination)\t\(index.members.count) members (\(format))\t\(fileSize(destination)) bytes"]
-    if output == nil, let gzipIndex = index.gzipIndex {
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
-        try gzipIndex.write(toPath: sidecar)
-        lines.append("\(sidecar)\t\(gzipIndex.points.count) seek points\t\(fileSize(sidecar)) bytes")
+    var lines = ["\(destination.path)\t\(index.members.count) members (\(format))\t\(encoded.count) bytes"]
+    if let sidecar {
+        let bytes = sidecar.index.serialized()
+        try sidecar.file.write(bytes)
+        lines.append("\(sidecar.file.path)\t\(sidecar.index.points.count) seek points\t\(bytes.count) bytes")
     }
     return lines.joined(separator: "\n")
-}
-
-private func fileSize(_ path: String) -> Int {
-    (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
 }
 
 /// Whether `argument` (a path or `file://…`, not a `gzip:` URL) names a gzip file that holds
@@ -48,17 +53,14 @@ private func fileSize(_ path: String) -> Int {
 /// index with the seek points.
 package func isTarGzipFile(_ argument: String) throws -> Bool {
     if argument.lowercased().hasPrefix("gzip:") { return false }
-    let path =
-        BlobURL.scheme(of: argument)?.lowercased() == "file" ? try BlobURL.path(ofFileURL: argument) : argument
-    return ArchiveIndex.gzipHoldsTar(atPath: path)
+    return ArchiveIndex.gzipHoldsTar(atPath: try indexedFilePath(argument))
 }
 
 /// Whether `argument` (a path, `file://…` or `gzip:…`) names a gzip file: a `gzip:` URL, or a
 /// file whose first two bytes are gzip's magic (1f 8b). Anything else is taken for an archive.
 package func isGzipFile(_ argument: String) throws -> Bool {
+    let path = try indexedFilePath(argument)
     if argument.lowercased().hasPrefix("gzip:") { return true }
-    let path =
-        BlobURL.scheme(of: argument)?.lowercased() == "file" ? try BlobURL.path(ofFileURL: argument) : argument
     guard let handle = FileHandle(forReadingAtPath: path) else {
         throw BlobStreamError(.notFound, "cannot open '\(path)' to index it")
     }

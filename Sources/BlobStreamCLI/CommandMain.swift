@@ -47,7 +47,9 @@ package enum CommandMain {
             if !error.alreadyReported { Console.error(error.message) }
             Glibc.exit(1)
         } catch let error as UsageError {
-            // Found only once the work began (an upload's source that cannot seek, say).
+            // Found only once the work began: an argument names something the command may
+            // not use (`--output` onto a FIFO or onto the input; an upload's source that
+            // cannot seek, say).
             usageError(error.description, root: root, arguments: arguments)
         } catch is StdoutClosed {
             Glibc.exit(0)

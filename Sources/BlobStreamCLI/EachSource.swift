@@ -24,6 +24,15 @@ package func forEachSource(_ sources: [String], _ body: (String) throws -> Void)
 }
 
 extension SourceOptions {
+    /// The registry these options ask for (`--library`, `--skip-archive-verification`,
+    /// `--ca-bundle`, `--inflate`, `--index`), with `s3:` sources read from where `s3` says.
+    /// Make one per run and read every source through it.
+    package func makeRegistry(s3: S3SourceSettings = S3SourceSettings()) -> DataSourceRegistry {
+        BlobStreamCLI.makeRegistry(
+            library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
+            inflate: inflate, gzipIndexes: gzipIndexes, s3: s3)
+    }
+
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
     /// that pumps its bytes to a consumer, with a progress line on a terminal. `s3:` sources
@@ -34,9 +43,17 @@ extension SourceOptions {
         unverifiedPrefix: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
-        let registry = makeRegistry(
-            library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
-            inflate: inflate, gzipIndexes: gzipIndexes, s3: s3)
+        try forEachStream(
+            sources, registry: makeRegistry(s3: s3), length: length, unverifiedPrefix: unverifiedPrefix, body)
+    }
+
+    /// `forEachStream(_:s3:length:_:)` through a registry the caller made once
+    /// (`makeRegistry(s3:)`), for a command that reads many sources one call at a time
+    /// (`checksum --check`).
+    package func forEachStream(
+        _ sources: [String], registry: DataSourceRegistry, length: Int64? = nil, unverifiedPrefix: Bool = false,
+        _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
+    ) throws {
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }

@@ -55,22 +55,23 @@ func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, e
     }
 }
 
-/// `blobstream index`: builds the seek-point index of a gzip file and writes it. With
-/// `adopting`, the foreign index at that path is checked against the file and given
-/// BlobStream's record (`GzipIndex.adopt`) instead of building one.
+/// `blobstream index`: builds the seek-point index of a gzip file and writes it (see
+/// `OutputFile`: a new path or a regular file that is none of the inputs, checked before the
+/// pass). With `adopting`, the foreign index at that path is checked against the file and
+/// given BlobStream's record (`GzipIndex.adopt`) instead of building one.
 ///
 /// - Returns: what was written (path, seek points, bytes).
 package func writeGzipIndex(of argument: String, to output: String?, spacing: Int, adopting foreign: String? = nil)
     throws -> String
 {
-    var path = argument
-    if path.lowercased().hasPrefix("gzip:") { path = BlobURL.removingScheme(path) }
-    if BlobURL.scheme(of: path)?.lowercased() == "file" { path = try BlobURL.path(ofFileURL: path) }
+    let path = try indexedFilePath(argument)
+    let destination = try OutputFile(
+        output ?? GzipIndex.sidecarPath(forFileAtPath: path), role: "the gzip index",
+        inputs: [path] + (foreign.map { [$0] } ?? []))
     let index =
         try foreign.map { try GzipIndex.adopt(GzipIndex.read(fromPath: $0), forFileAtPath: path, name: $0) }
         ?? GzipIndex.build(fileAtPath: path, spacing: spacing)
-    let target = output ?? GzipIndex.sidecarPath(forFileAtPath: path)
-    try index.write(toPath: target)
-    let size = (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? Int) ?? 0
-    return "\(target)\t\(index.points.count) seek points\t\(size) bytes"
+    let bytes = try index.serializedLoadingWindows()
+    try destination.write(bytes)
+    return "\(destination.path)\t\(index.points.count) seek points\t\(bytes.count) bytes"
 }

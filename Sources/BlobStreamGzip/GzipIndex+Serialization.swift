@@ -32,8 +32,9 @@ extension GzipIndex {
         }
     }
 
-    /// The index as bytes, failing when a window left in the index file cannot be read.
-    func serializedLoadingWindows() throws(BlobStreamError) -> [UInt8] {
+    /// The index as bytes, failing when a window left in the index file cannot be read
+    /// (what `write(toPath:)` writes).
+    public func serializedLoadingWindows() throws(BlobStreamError) -> [UInt8] {
         try serialize { point throws(BlobStreamError) in try point.loadWindow() }
     }
 

@@ -16,13 +16,17 @@ extension Checksum {
     /// open or read` on stdout, the reason a file could not be read and the summary
     /// warnings on stderr; fails (status 1) when a file did not match or could not be read,
     /// or a list holds no line in the form.
+    /// One registry serves the whole run (the lists and every file they name): the time per
+    /// line stays the same however long the list.
     func runCheck() throws {
+        let registry = options.makeRegistry(s3: s3.settings)
         var failed = false
         var listReadable = true
+        var separator = ChecksumLine.Separator.undecided
         for list in sources {
             var text = Data()
             do {
-                try options.forEachStream([list], s3: s3.settings) { _, pumpBytes in
+                try options.forEachStream([list], registry: registry) { _, pumpBytes in
                     try pumpBytes { text.append(contentsOf: $0) }
                 }
             } catch let error as ToolFailure where error.alreadyReported {
@@ -36,13 +40,13 @@ extension Checksum {
                 guard
                     let line = ChecksumLine(
                         parsing: Substring(decoding: raw, as: UTF8.self), hexLength: algorithm.hexLength,
-                        tag: algorithm.tag)
+                        tag: algorithm.tag, separator: &separator)
                 else {
                     tally.misformatted += 1
                     continue
                 }
                 formatted += 1
-                try check(line, &tally)
+                try check(line, registry: registry, &tally)
             }
             if formatted == 0 {
                 let name = list == "-" ? "'standard input'" : list
@@ -59,11 +63,13 @@ extension Checksum {
     }
 
     /// Reads the file a line names and reports whether its digest matches.
-    private func check(_ line: ChecksumLine, _ tally: inout CheckTally) throws {
+    private func check(_ line: ChecksumLine, registry: DataSourceRegistry, _ tally: inout CheckTally) throws {
         let name = ChecksumLine.checkedName(line.name)
         var actual: String?
         do {
-            try options.forEachStream([line.name], s3: s3.settings) { _, pumpBytes in actual = try digest(pumpBytes) }
+            try options.forEachStream([line.name], registry: registry) { _, pumpBytes in
+                actual = try digest(pumpBytes)
+            }
         } catch let error as ToolFailure where error.alreadyReported {
             actual = nil // the reason is on stderr already
         }

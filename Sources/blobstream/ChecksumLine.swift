@@ -1,7 +1,8 @@
 // The lines of `sha256sum` and its siblings (GNU coreutils), written and read back.
 
 /// One line of a checksum list in GNU coreutils' format: `HEX␠␠NAME` (`HEX␠*NAME` marks
-/// binary mode, which is the same on POSIX). A name holding a backslash, a newline or a
+/// binary mode, which is the same on POSIX; `HEX␠NAME` is read too, as `sha256sum -c`
+/// reads it). A name holding a backslash, a newline or a
 /// carriage return is escaped (`\\`, `\n`, `\r`) and the line then starts with `\`, so
 /// that each line names one file whatever its name holds; other bytes are written as they
 /// are (a tab, a space, bytes that are not UTF-8).
@@ -36,33 +37,66 @@ struct ChecksumLine: Equatable {
         return out
     }
 
-    /// Reads one line of a list (without its newline), as `sha256sum -c` does: the digest
-    /// of `hexLength` hex digits (either case), a space, a space or `*`, and the name; or
-    /// the BSD form `--tag` writes, `TAG (NAME) = HEX`. Nil when the line is in neither form.
-    init?(parsing line: Substring, hexLength: Int, tag: String) {
+    /// How the untagged lines of a `--check` run separate the digest from the name, as
+    /// `sha256sum -c` settles it: the first such line decides for the rest of the run (every
+    /// list). `HEX␠␠NAME` / `HEX␠*NAME` (a blank, then a mode character) makes the one-blank
+    /// form a misformatted line afterwards; `HEX␠NAME` makes what follows the blank all name,
+    /// so that a name starting with a space or `*` cannot be read two ways.
+    enum Separator {
+        /// No untagged line read yet.
+        case undecided
+        /// A blank (space or tab) and a mode character (space or `*`).
+        case modeCharacter
+        /// One blank.
+        case singleBlank
+    }
+
+    /// Reads one line of a list (without its newline), as `sha256sum -c` does: after any
+    /// leading blanks (and a `\` that marks an escaped name), the digest of `hexLength` hex
+    /// digits (either case), a blank (space or tab), a mode character (space or `*`, binary
+    /// mode, the same on POSIX) or none (`HEX␠NAME`, see `Separator`, which `separator`
+    /// carries from line to line), and the name; or the BSD form `--tag` writes,
+    /// `TAG (NAME) = HEX`. Nil when the line is in neither form.
+    init?(parsing line: Substring, hexLength: Int, tag: String, separator: inout Separator) {
         var line = line
         if line.hasSuffix("\r") { line = line.dropLast() }
+        while line.first == " " || line.first == "\t" { line = line.dropFirst() }
         let escaped = line.hasPrefix("\\")
         if escaped { line = line.dropFirst() }
-        func isHex(_ text: Substring) -> Bool {
-            text.count == hexLength && text.allSatisfy { $0.isASCII && $0.isHexDigit }
+        func isHex(_ text: Substring.UnicodeScalarView) -> Bool {
+            text.count == hexLength && text.allSatisfy { $0.isASCII && Character($0).isHexDigit }
         }
-        let hex: Substring
-        let rawName: Substring
+        let hex: Substring.UnicodeScalarView
+        let rawName: Substring.UnicodeScalarView
         if line.hasPrefix(tag + " ("), let close = line.range(of: ") = ", options: .backwards),
-            isHex(line[close.upperBound...])
+            isHex(line[close.upperBound...].unicodeScalars)
         {
-            hex = line[close.upperBound...]
-            rawName = line[line.index(line.startIndex, offsetBy: tag.count + 2)..<close.lowerBound]
+            hex = line[close.upperBound...].unicodeScalars
+            rawName = line[line.index(line.startIndex, offsetBy: tag.count + 2)..<close.lowerBound].unicodeScalars
         } else {
-            hex = line.prefix(hexLength)
+            let scalars = line.unicodeScalars
+            hex = scalars.prefix(hexLength)
             guard isHex(hex) else { return nil }
-            let rest = line.dropFirst(hexLength)
-            guard rest.first == " ", let mode = rest.dropFirst().first, mode == " " || mode == "*" else { return nil }
-            rawName = rest.dropFirst(2)
+            var rest = scalars.dropFirst(hexLength)
+            guard rest.first == " " || rest.first == "\t" else { return nil }
+            rest = rest.dropFirst()
+            guard !rest.isEmpty else { return nil }
+            if rest.count > 1 && (rest.first == " " || rest.first == "*") {
+                // A mode character, unless the run settled on one blank: then it is the
+                // name's first character.
+                if separator != .singleBlank {
+                    separator = .modeCharacter
+                    rest = rest.dropFirst()
+                }
+            } else {
+                guard separator != .modeCharacter else { return nil }
+                separator = .singleBlank
+            }
+            rawName = rest
         }
-        guard !rawName.isEmpty, let name = escaped ? Self.unescaped(rawName) : String(rawName) else { return nil }
-        self.hex = hex.lowercased()
+        let text = Substring(rawName)
+        guard !text.isEmpty, let name = escaped ? Self.unescaped(text) : String(text) else { return nil }
+        self.hex = String(Substring(hex)).lowercased()
         self.name = name
     }
 

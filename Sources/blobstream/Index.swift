@@ -19,6 +19,9 @@ struct IndexCommand: ParsableCommand {
             pass: ARCHIVE.blobidx holds the members (offsets in the inflated tar, CRC-32s) and embeds the seek \
             points, which also go to ARCHIVE.gzidx; cat then inflates a member from the seek point before it, \
             checking every chunk and the member's CRC-32. An index that does not match its file is never used.
+            Only a regular file is indexed. An index is written only to a new path or over a regular file that \
+            is not FILE (through any link), through a temporary file in the same folder renamed over it; a \
+            FIFO, a device, a directory or FILE itself there is a usage error (status 2).
             """)
 
     @Option(

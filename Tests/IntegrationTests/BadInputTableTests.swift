@@ -164,6 +164,10 @@ struct BadInputTableTests {
         add(["ls", "\(d)/loop1"], 1, "symbolic links")
         add(["cat", "file://\(d)/loop2"], 1, "symbolic links")
         add(["cat", "\(d)/fifo"], 1, "no writer")
+        // index reads only a regular file: a FIFO (no writer) or a directory is refused at once.
+        add(["index", "\(d)/fifo"], 1, "FIFO", "regular file")
+        add(["index", "gzip:file://\(d)/fifo"], 1, "FIFO", "regular file")
+        add(["index", "\(d)/dir"], 1, "directory", "regular file")
         add(["cat", "\(d)/" + String(repeating: "long", count: 1200)], 1, "too long")
         add(["cat", "\(d)/missing\nforged\tline"], 1, "no such file", "missing%0Aforged%09line")
         add(["cat", "\(d)/\u{1B}[31mred"], 1, "no such file", "%1B[31mred")

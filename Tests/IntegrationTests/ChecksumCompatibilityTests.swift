@@ -115,6 +115,66 @@ struct ChecksumCompatibilityTests {
         #expect(md5Check.status == 0 && String(decoding: md5Check.stdout, as: UTF8.self) == "naïve ☃.jpg: OK\n")
     }
 
+    @Test(
+        "--check reads 'HEX NAME' (one blank) and tabs as sha256sum -c does; the first line settles the form for the run"
+    )
+    func oneBlankForm() throws {
+        let dir = try Self.makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let names = Self.names + ["*star", " lead"]
+        for name in names.suffix(2) { try Data("\(name)\n".utf8).write(to: dir.appendingPathComponent(name)) }
+        let sums = BoundedRun.run("/usr/bin/sha256sum", names, workingDirectory: dir.path)
+        try #require(sums.status == 0, "\(sums.stderrText)")
+        let standard = String(decoding: sums.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
+        func oneBlank(_ line: String) -> String {
+            var line = line
+            if let gap = line.range(of: "  ") { line.replaceSubrange(gap, with: " ") }
+            return line
+        }
+        let hex = { (name: String) in String(standard[names.firstIndex(of: name)!].prefix(64)) }
+        let wrong = String(repeating: "0", count: 64)
+        let lists: [(String, [String])] = [
+            ("one blank", standard.map(oneBlank) + ["\(wrong) plain.txt", "\(hex("plain.txt")) missing.txt"]),
+            ("tabs", ["\(hex("plain.txt"))\tplain.txt", "\(hex("*star"))\t*star", "\(hex(" lead"))\t lead"]),
+            ("tab and a mode character", ["\(hex("plain.txt"))\t*plain.txt", "\(hex("plain.txt")) plain.txt"]),
+            ("two blanks, then one", standard.prefix(3) + standard.map(oneBlank)),
+            ("one blank, then two", standard.suffix(2).map(oneBlank) + standard),
+            ("leading blanks", ["  \(standard[0])", "\t\(oneBlank(standard[0]))"]),
+            ("a blank and one character", ["\(hex("plain.txt")) *", "\(hex("plain.txt"))  "]),
+        ]
+        func warnings(_ text: String) -> [String] {
+            text.split(separator: "\n").compactMap { line in
+                line.range(of: "WARNING: ").map { String(line[$0.upperBound...]) }
+            }
+        }
+        for (name, lines) in lists {
+            try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: dir.appendingPathComponent("SUMS"))
+            let ours = BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
+            let gnu = BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
+            #expect(ours.status == gnu.status, "\(name): status \(ours.status), sha256sum \(gnu.status)")
+            #expect(
+                ours.stdout == gnu.stdout,
+                "\(name): \(String(decoding: ours.stdout, as: UTF8.self)) -- sha256sum: \(String(decoding: gnu.stdout, as: UTF8.self))"
+            )
+            #expect(warnings(ours.stderrText) == warnings(gnu.stderrText), "\(name): \(ours.stderrText)")
+        }
+        // The form is settled for the whole run, across lists: after a list of two-blank
+        // lines, a list of one-blank lines has no properly formatted line; the other way
+        // round, the second blank of each line is the name's first character.
+        let plain = standard.prefix(Self.names.count)
+        try Data((plain.map(oneBlank).joined(separator: "\n") + "\n").utf8).write(to: dir.appendingPathComponent("ONE"))
+        try Data((plain.joined(separator: "\n") + "\n").utf8).write(to: dir.appendingPathComponent("TWO"))
+        for order in [["TWO", "ONE"], ["ONE", "TWO"]] {
+            let ours = BoundedRun.run(Self.tool, ["checksum", "--check"] + order, workingDirectory: dir.path)
+            let gnu = BoundedRun.run("/usr/bin/sha256sum", ["-c"] + order, workingDirectory: dir.path)
+            #expect(ours.status == 1 && gnu.status == 1, "\(order): \(ours.stderrText)")
+            #expect(ours.stdout == gnu.stdout, "\(order): \(String(decoding: ours.stdout, as: UTF8.self))")
+            #expect(
+                ours.stderrText.contains("ONE: no properly formatted") == (order[0] == "TWO"),
+                "\(order): \(ours.stderrText)")
+        }
+    }
+
     @Test("--quiet and --status without --check are usage errors")
     func usage() throws {
         let r = BoundedRun.run(Self.tool, ["checksum", "--quiet", "x"])

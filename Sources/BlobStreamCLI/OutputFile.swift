@@ -1,0 +1,165 @@
+// Every file the tool writes (indexes, `--output`): where it may go, and how it is written.
+
+import Foundation
+import Glibc
+
+/// A file the tool writes: an index at its default place or where `--output` says.
+///
+/// It goes only to a new path or over an existing regular file that is none of the
+/// command's inputs, compared by device and inode (`stat`), so through any link: a hard
+/// link, a symbolic link, `/proc/self/fd/N`. Anything else there (a directory, a FIFO, a
+/// device, a socket, a symbolic link to nothing, an input) is refused with a `UsageError`
+/// naming the path and why, before anything is written. The bytes go to a temporary file
+/// in the destination's folder, which is then renamed over the destination (a symbolic
+/// link to a regular file: over its target, so the link stays): an interrupted run leaves
+/// the destination as it was, never a partial file.
+package struct OutputFile {
+    /// The path as given (the user's `--output`, or the default beside the input).
+    package let path: String
+    /// What the file holds, for messages: "the index".
+    package let role: String
+    private let inputs: [FileIdentity]
+
+    /// A file's device and inode, and how the command named it.
+    private struct FileIdentity {
+        var name: String
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// Checks that `path` may receive `role`.
+    ///
+    /// - Parameters:
+    ///   - path: where the file goes.
+    ///   - role: what it holds, for messages ("the index").
+    ///   - inputs: the paths the command reads; one that cannot be examined is left out
+    ///     (the command's read reports it).
+    /// - Throws: `UsageError` naming `path` when it is not a new path or a regular file,
+    ///   or when it is one of `inputs`.
+    package init(_ path: String, role: String, inputs: [String]) throws(UsageError) {
+        self.path = path
+        self.role = role
+        self.inputs = inputs.compactMap { name in
+            var info = stat()
+            guard stat(name, &info) == 0 else { return nil }
+            return FileIdentity(name: name, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        }
+        _ = try destination()
+    }
+
+    /// Writes `bytes` to the file: into a temporary file beside it, flushed to the disk,
+    /// then renamed over it. The destination is checked again just before the rename.
+    ///
+    /// - Throws: `UsageError` when the destination became something the tool may not
+    ///   write over; `ToolFailure` naming the path when a step fails (the temporary file is
+    ///   then removed).
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
+        let target = try destination()
+        let folder = (target as NSString).deletingLastPathComponent
+        let name = (target as NSString).lastPathComponent
+        var existing = stat()
+        let replaces = stat(target, &existing) == 0
+        let (descriptor, temporary) = try createTemporaryFile(in: folder.isEmpty ? "." : folder, beside: name)
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        do {
+            if replaces { _ = fchmod(descriptor, existing.st_mode & 0o7777) }
+            try writeAll(bytes, to: descriptor)
+            guard fsync(descriptor) == 0 else { throw failure("cannot flush '\(temporary)' to the disk", errno) }
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        guard close(descriptor) == 0 else { throw failure("cannot write '\(temporary)'", errno) }
+        guard try destination() == target else {
+            throw failure("'\(path)' changed while the tool wrote it", 0)
+        }
+        guard rename(temporary, target) == 0 else {
+            throw failure("cannot rename '\(temporary)' to '\(target)'", errno)
+        }
+        renamed = true
+    }
+
+    /// Writes the bytes of `data` (see `write(_:)`).
+    package func write(_ data: some ContiguousBytes) throws {
+        try data.withUnsafeBytes { try write($0) }
+    }
+
+    /// Where the bytes go: `path`, or the target of the symbolic link `path` is.
+    ///
+    /// - Throws: `UsageError` when that is not a new path or a regular file, or is an input.
+    private func destination() throws(UsageError) -> String {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            // Nothing there (a new file), or a path the write reports (a missing folder).
+            return path
+        }
+        let isLink = info.st_mode & S_IFMT == S_IFLNK
+        if isLink && stat(path, &info) != 0 {
+            throw refusal("it is a symbolic link that leads to no file (\(String(cString: strerror(errno))))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw refusal("it is \(fileKind(info.st_mode)), not a regular file")
+        }
+        if let input = inputs.first(where: { $0.device == UInt64(info.st_dev) && $0.inode == UInt64(info.st_ino) }) {
+            throw refusal("it is the input '\(input.name)'\(input.name == path ? "" : " (the same file)")")
+        }
+        guard isLink else { return path }
+        guard let resolved = realpath(path, nil) else {
+            throw refusal("it is a symbolic link that cannot be resolved (\(String(cString: strerror(errno))))")
+        }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    private func refusal(_ why: String) -> UsageError {
+        UsageError(
+            description:
+                "cannot write \(role) to '\(path)': \(why); the tool writes only to a new path or over a regular file that is not one of its inputs"
+        )
+    }
+
+    private func failure(_ what: String, _ code: Int32) -> ToolFailure {
+        let reason = code == 0 ? "" : ": " + String(cString: strerror(code))
+        return ToolFailure(message: "cannot write \(role) to '\(path)': \(what)\(reason)")
+    }
+
+    /// Creates a new file (`O_EXCL`, mode 0666 less the umask) in `folder`, named after the
+    /// destination so that one left by a killed run says what it was.
+    private func createTemporaryFile(in folder: String, beside name: String) throws -> (Int32, String) {
+        let stem = name.utf8.count <= 200 ? "." + name : ""
+        for _ in 0..<100 {
+            let candidate = folder + "/" + stem + ".blobstream-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            let descriptor = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            if descriptor >= 0 { return (descriptor, candidate) }
+            if errno != EEXIST { throw failure("cannot create a temporary file in '\(folder)'", errno) }
+        }
+        throw failure("cannot create a temporary file in '\(folder)'", EEXIST)
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw failure("cannot write \(bytes.count) bytes", errno)
+            }
+            done += n
+        }
+    }
+}
+
+/// `a regular file`, `a FIFO`, `a directory`, … for a `stat` mode, for messages.
+func fileKind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFREG: "a regular file"
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a FIFO"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFSOCK: "a socket"
+    case S_IFLNK: "a symbolic link"
+    default: "a file of unknown kind"
+    }
+}
