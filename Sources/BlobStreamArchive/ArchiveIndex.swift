@@ -270,11 +270,12 @@ public struct ArchiveIndex: Sendable, Equatable {
         }
     }
 
-    /// Writes `encoded()` to `path` (replacing a file there, atomically).
+    /// Writes `encoded()` to `path` (replacing a regular file there, atomically).
     ///
     /// - Throws: `BlobStreamError` `.ioFailed` naming the path, with the system's error as
-    ///   the cause.
+    ///   the cause; `.unsupported` when a FIFO, a device, a socket or a folder is there.
     public func write(to path: String) throws {
+        try WriteDestination.check(path, role: "the archive index")
         do {
             try encoded().write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {

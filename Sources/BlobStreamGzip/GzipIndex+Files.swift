@@ -76,11 +76,13 @@ extension GzipIndex {
         return try read(from: file, offset: 0, length: file.size())
     }
 
-    /// Writes the index to `path` (replacing it atomically).
+    /// Writes the index to `path` (replacing a regular file there atomically).
     ///
-    /// - Throws: `.ioFailed` naming `path`; for an index read from a file, the error of a
+    /// - Throws: `.unsupported` when a FIFO, a device, a socket or a folder is there (a
+    ///   new file renamed over it would replace it); `.ioFailed` naming `path`; for an index read from a file, the error of a
     ///   window that can no longer be read there (`SeekPoint.loadWindow()`).
     public func write(toPath path: String) throws(BlobStreamError) {
+        try WriteDestination.check(path, role: "the gzip index")
         let bytes = try serializedLoadingWindows()
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
