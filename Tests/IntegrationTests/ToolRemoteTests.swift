@@ -181,4 +181,45 @@ final class ToolRemoteTests {
         }
         #expect(zips.recorded("requests").count == 1, "\(zips.recorded("requests"))")
     }
+
+    /// The one GET of a file without a strong ETag streams: `checksum` of 64 MiB from it
+    /// peaks within 32 MiB of the memory `checksum` of a tiny file takes (the whole file
+    /// held would be 64 MiB more), from one request.
+    @Test("a file without a strong ETag streams from its one GET: memory bounded, not the file's size")
+    func unvalidatedStreamsBounded() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("streamed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var big = Data(capacity: 64 << 20)
+        let pattern = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) })
+        for block in 0..<64 {
+            big.append(UInt8(block))
+            big.append(pattern.dropFirst())
+        }
+        let (fileA, fileB, tiny) = (
+            folder.appendingPathComponent("a"), folder.appendingPathComponent("b"),
+            folder.appendingPathComponent("tiny")
+        )
+        try big.write(to: fileA)
+        try Data("another version".utf8).write(to: fileB)
+        try Data("tiny".utf8).write(to: tiny)
+        let server = try PythonPeer.changingServer(versionA: fileA, versionB: fileB, validator: .weakETag)
+        defer { server.stop() }
+        /// The checksum line and the peak resident size (KiB) of `blobstream checksum URL`.
+        func checksum(_ url: String) throws -> (line: String, peak: Int) {
+            let result = try Tool.run(
+                "/usr/bin/time", ["-f", "peak %M", blobstream, "checksum", url], environment: plain)
+            #expect(result.status == 0, "\(result.stderr)")
+            let peak = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap {
+                Int($0.dropFirst(5))
+            }
+            return (result.text, peak ?? .max)
+        }
+        let small = try checksum(tiny.path)
+        let url = server.baseURL + "/big.bin"
+        let streamed = try checksum(url)
+        #expect(streamed.line == "\(Tool.sha256(big))  \(url)\n")
+        #expect(streamed.peak < small.peak + 32 * 1024, "peak \(streamed.peak) KiB against \(small.peak) KiB")
+        #expect(server.recorded("requests") == ["bytes=0-|-|-"])
+    }
 }
