@@ -28,6 +28,16 @@ extension HTTPRangeDataSource {
         }
     }
 
+    /// `.blobOffsetLimitKey`: once the first answer came without a strong ETag, why a move
+    /// back fails (the URL, what the server sent); `.fileCurrentOffsetKey`: `readOffset`.
+    public func property(forKey key: Stream.PropertyKey) -> Any? {
+        guard key == .blobOffsetLimitKey else { return offsetProperty(forKey: key) }
+        return shared.lock.withLock { () -> String? in
+            guard case .success(let (object, .streamed))? = shared.opening, object.etag == nil else { return nil }
+            return judge.noStrongETag(object)
+        }
+    }
+
     /// Waits for the first answer's judgement and takes what it brought: the bytes held, the
     /// first block of a 206 with a strong ETag (its request then ends), or the 206 to read as
     /// it comes. The error that fails the read, if any.

@@ -141,6 +141,40 @@ final class UnvalidatedChangeTests {
         #expect(peer.recorded("requests").count == 1)
     }
 
+    @Test(
+        "archive:http…!/member of a 7-Zip archive (its index at the end): an error naming the URL and the validator",
+        arguments: unvalidated)
+    func sevenZipMember(validator: PythonPeer.Validator) throws {
+        let peer = try peer(
+            validator, a: try sevenZip(sampleBytes(200_000, seed: 75)), b: try sevenZip(sampleBytes(200_000, seed: 76)))
+        defer { peer.stop() }
+        let registry = DataSourceRegistry()
+        ArchiveSources.register(in: registry)
+        HTTPSources.register(in: registry, options: options)
+        let url = peer.baseURL + "/photos.7z"
+        let (data, last, error) = try read(try registry.makeSource(url: "archive:" + url + "!/member.bin"))
+        #expect(data.isEmpty && last == -1)
+        #expect(error?.code == .unsupported, "\(String(describing: error))")
+        #expect(error?.message.contains("7-Zip") == true, "\(String(describing: error))")
+        #expect(error?.message.contains(url) == true && error?.message.contains("no strong ETag") == true)
+        #expect(peer.recorded("requests").count == 1)
+    }
+
+    /// A 7-Zip archive holding `member.bin`, made by bsdtar.
+    func sevenZip(_ member: Data) throws -> Data {
+        let tree = folder.appendingPathComponent("tree-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: tree, withIntermediateDirectories: true)
+        try member.write(to: tree.appendingPathComponent("member.bin"))
+        let output = folder.appendingPathComponent("archive-\(UUID().uuidString).7z")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["bsdtar", "--format", "7zip", "-cf", output.path, "-C", tree.path, "member.bin"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return try Data(contentsOf: output)
+    }
+
     /// A zip (stored, no compression: the member's bytes are in the file as they are) holding
     /// `member.bin`.
     func storedZip(_ member: Data) throws -> Data {

@@ -93,14 +93,23 @@ struct RangeJudgement {
     /// Reading at `offset` would need another request, and `object` has no strong ETag to
     /// make sure that request reads the same version.
     func needsSecondRequest(at offset: Int64, of object: RemoteObject) -> BlobStreamError {
-        let sent =
-            object.weakETag.map { "a weak ETag \($0)" }
-            ?? (object.lastModified != nil ? "only Last-Modified" : "neither ETag nor Last-Modified")
-        return BlobStreamError(
+        BlobStreamError(
             .offsetUnsupported,
             "\(url): reading at offset \(offset) needs another request, but the server gave no strong ETag "
-                + "(it sent \(sent)), so the file could change between requests; without one, a remote file is "
-                + "read in one pass, from where reading starts to its end")
+                + "(it sent \(sent(object))), so the file could change between requests; without one, a remote file "
+                + "is read in one pass, from where reading starts to its end")
+    }
+
+    /// Why `object` is read in one pass: a sentence naming the URL and what the server sent.
+    func noStrongETag(_ object: RemoteObject) -> String {
+        "the server of \(url) gave no strong ETag (it sent \(sent(object))), so the file could change between "
+            + "requests and is read in one pass"
+    }
+
+    /// The validators the server sent, as a phrase.
+    private func sent(_ object: RemoteObject) -> String {
+        object.weakETag.map { "a weak ETag \($0)" }
+            ?? (object.lastModified != nil ? "only Last-Modified" : "neither ETag nor Last-Modified")
     }
 
     /// True for a 416 answer to the first GET that does not tell the object's length (no
