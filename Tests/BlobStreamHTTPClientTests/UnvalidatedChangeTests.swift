@@ -146,7 +146,8 @@ final class UnvalidatedChangeTests {
         arguments: unvalidated)
     func sevenZipMember(validator: PythonPeer.Validator) throws {
         let peer = try peer(
-            validator, a: try sevenZip(sampleBytes(200_000, seed: 75)), b: try sevenZip(sampleBytes(200_000, seed: 76)))
+            validator, a: try bsdtar("7zip", sampleBytes(200_000, seed: 75)),
+            b: try bsdtar("7zip", sampleBytes(200_000, seed: 76)))
         defer { peer.stop() }
         let registry = DataSourceRegistry()
         ArchiveSources.register(in: registry)
@@ -160,15 +161,32 @@ final class UnvalidatedChangeTests {
         #expect(peer.recorded("requests").count == 1)
     }
 
-    /// A 7-Zip archive holding `member.bin`, made by bsdtar.
-    func sevenZip(_ member: Data) throws -> Data {
+    @Test(
+        "archive:http…!/member of a tar that changes: A's member, read in one pass from one GET", arguments: unvalidated
+    )
+    func tarMember(validator: PythonPeer.Validator) throws {
+        let (memberA, memberB) = (sampleBytes(300_000, seed: 77), sampleBytes(300_000, seed: 78))
+        let peer = try peer(validator, a: try bsdtar("ustar", memberA), b: try bsdtar("ustar", memberB))
+        defer { peer.stop() }
+        let registry = DataSourceRegistry()
+        ArchiveSources.register(in: registry)
+        HTTPSources.register(in: registry, options: options)
+        let (data, last, error) = try read(
+            try registry.makeSource(url: "archive:" + peer.baseURL + "/photos.tar!/member.bin"))
+        #expect(error == nil && last == 0, "\(String(describing: error))")
+        #expect(sha256(data) == sha256(memberA))
+        #expect(peer.recorded("requests").count == 1)
+    }
+
+    /// An archive in `format` (bsdtar's `--format`) holding `member.bin`.
+    func bsdtar(_ format: String, _ member: Data) throws -> Data {
         let tree = folder.appendingPathComponent("tree-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: tree, withIntermediateDirectories: true)
         try member.write(to: tree.appendingPathComponent("member.bin"))
-        let output = folder.appendingPathComponent("archive-\(UUID().uuidString).7z")
+        let output = folder.appendingPathComponent("archive-\(UUID().uuidString)")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["bsdtar", "--format", "7zip", "-cf", output.path, "-C", tree.path, "member.bin"]
+        process.arguments = ["bsdtar", "--format", format, "-cf", output.path, "-C", tree.path, "member.bin"]
         try process.run()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)

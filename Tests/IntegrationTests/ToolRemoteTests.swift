@@ -153,7 +153,8 @@ final class ToolRemoteTests {
         let sum = try Tool.run(blobstream, ["checksum", url], environment: plain)
         #expect(sum.status == 0, "\(sum.stderr)")
         #expect(sum.text == "\(Tool.sha256(a))  \(url)\n")
-        // A zip member: libarchive reads a zip from its central directory, at the end.
+        // A zip member: from the local headers, in one pass (a zip's central directory, at the
+        // end, would need a move back).
         let zipA = folder.appendingPathComponent("a.zip")
         let zipB = folder.appendingPathComponent("b.zip")
         let (memberA, memberB) = (bytes(6 << 20, 3), bytes(6 << 20, 4))
