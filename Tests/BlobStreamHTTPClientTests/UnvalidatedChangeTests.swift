@@ -103,6 +103,21 @@ final class UnvalidatedChangeTests {
         #expect(peer.recorded("requests").count == 1)
     }
 
+    @Test("SourceConformance: the contract's checks pass for a file read in one pass (a weak ETag)")
+    func conformance() throws {
+        let peer = try peer(.weakETag, a: versionA, b: versionA)
+        defer { peer.stop() }
+        let dropping = try PythonPeer.droppingServer(length: 150_000)
+        defer { dropping.stop() }
+        let options = self.options
+        let (url, failing) = (peer.baseURL + "/file.bin", dropping.baseURL + "/dropped.bin")
+        let findings = SourceConformance.check(
+            expected: versionA, timeout: 30,
+            failing: { HTTPRangeDataSource(url: URL(string: failing)!, options: options) },
+            makeSource: { HTTPRangeDataSource(url: URL(string: url)!, options: options) })
+        #expect(findings.isEmpty, "\(findings)")
+    }
+
     @Test("a strong ETag: several ranged GETs with If-Match, and the change is .changed, never a splice")
     func strongETag() throws {
         let peer = try peer(.strongETag)
