@@ -263,4 +263,10 @@ extension Stream.PropertyKey {
     /// uncompressed tar start). Whoever uses it must still check what it reads: the value
     /// is a hint, not a checksum.
     public static let blobContentIdentityKey = Stream.PropertyKey("BlobStreamContentIdentity")
+
+    /// A key a source may answer with a `String`, a sentence that names the source, saying
+    /// why it cannot move back (why `offsetCapability` is not `.seek`) when that is not
+    /// plain from its kind: an http(s) source whose server sent no strong ETag answers it
+    /// once open. A reader that needed to seek puts it in its error; most sources answer nil.
+    public static let blobOffsetLimitKey = Stream.PropertyKey("BlobStreamOffsetLimit")
 }

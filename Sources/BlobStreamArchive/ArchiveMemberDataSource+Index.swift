@@ -82,7 +82,8 @@ extension ArchiveMemberDataSource {
 
     private func requireMatch(_ index: ArchiveIndex, _ what: String) throws(BlobStreamError) {
         guard UpstreamInput.canSeek(upstream) else {
-            throw makeError(.unsupported, "\(what) cannot be used: the upstream cannot seek")
+            let limit = (upstream.property(forKey: .blobOffsetLimitKey) as? String).map { ": " + $0 } ?? ""
+            throw makeError(.unsupported, "\(what) cannot be used: the upstream cannot seek\(limit)")
         }
         if let mismatch = try indexMismatch(index) {
             throw makeError(.changed, "\(what) does not match the archive: \(mismatch)")

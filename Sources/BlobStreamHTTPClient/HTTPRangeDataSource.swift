@@ -15,18 +15,26 @@ import Synchronization
 /// stream.open()
 /// ```
 ///
-/// - `open()` sends the first GET (`Range: bytes=OFFSET-…`, one block) and returns at once;
-///   its answer gives the length (`Content-Range`), the ETag and Last-Modified, and the
-///   first block. It completes on an event loop of the client (`completionContext` says
-///   so): a stream never waits for it there.
-/// - Reads are served from blocks of `options.blockSize` bytes, one GET each; the blocks
-///   after the one handed out are asked for at once (`options.readAhead` of them, 1 by
-///   default: that many GETs in flight while a block is read). A `read` whose
-///   block has not arrived yet waits for it (bounded by the idle timeout); called on an
-///   event loop of the client, it fails at once with `.wouldDeadlock` instead.
-/// - Every GET after the first carries `If-Match: <ETag>` (or, without a strong ETag,
-///   `If-Unmodified-Since: <Last-Modified>`), and its `Content-Range` and ETag are checked:
-///   an object replaced while read fails with `.changed`, never with spliced bytes.
+/// - `open()` sends the first GET (`Range: bytes=OFFSET-`, to the end) and returns at once;
+///   the head of its answer gives the length (`Content-Range`) and the ETag. It completes
+///   on an event loop of the client (`completionContext` says so): a stream never waits for
+///   it there.
+/// - With a strong ETag, reads are served from blocks of `options.blockSize` bytes: the
+///   first from the first answer (whose request then ends), each later one by a GET that
+///   carries `If-Match: <ETag>` and whose `Content-Range` and ETag are checked (an object
+///   replaced while read fails with `.changed`, never with spliced bytes). The blocks after
+///   the one handed out are asked for at once (`options.readAhead` of them, 1 by default:
+///   that many GETs in flight while a block is read). A `read` whose block has not arrived
+///   yet waits for it (bounded by the idle timeout); called on an event loop of the client,
+///   it fails at once with `.wouldDeadlock` instead.
+/// - Without a strong ETag (a weak one, only Last-Modified, none), no second request could
+///   tell whether the file changed since the first, so every byte comes from the first
+///   answer, read as it arrives (at most `options.blockSize` bytes held), and
+///   `offsetCapability` becomes `.readAndDiscard`: a forward move drops the bytes before
+///   the offset; a move back (or past what the answer holds) fails the next read with
+///   `.offsetUnsupported`, naming the URL and the missing validator. A move before
+///   `open()` is free (the first GET starts there). A reader that stops taking bytes for
+///   longer than the idle timeout ends that answer (`.truncated`).
 /// - A first GET at the object's end answered 416 (an empty object, or a read that starts
 ///   at the length) is a clean end: the length comes from `Content-Range: bytes */TOTAL`,
 ///   or, where the 416 lacks it (S3 on OpenStack Swift), from a HEAD. An offset past the
@@ -38,7 +46,8 @@ import Synchronization
 ///   `.httpFailed` (other statuses), `.truncated` (a body cut short: the offset where it
 ///   ended), `.changed`, `.timedOut` (connect or idle limit), `.ioFailed` (a refused
 ///   connection, TLS), `.invalidOffset` (an offset past the end).
-/// - Offsets: `.seek` (a GET at the new offset), and `length` is known once open.
+/// - Offsets: `.seek` (a GET at the new offset; `.readAndDiscard` without a strong ETag, see
+///   above), and `length` is known once open.
 /// - `close()` and `interrupt()` end a waiting read (`.closed`) and cancel the GETs in
 ///   flight; `close()` also shuts down the client the source made.
 ///
@@ -52,19 +61,22 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// How it reads.
     public let options: HTTPRangeOptions
 
-    private let name: String
-    private let judge: RangeJudgement
-    private let shared: Shared
-    private var client: HTTPClient?
+    let name: String
+    let judge: RangeJudgement
+    let shared: Shared
+    var client: HTTPClient?
     /// The client's event loops (fixed at creation: `completionContext` may be asked from
     /// any thread).
     private var eventLoopGroup: (any EventLoopGroup)?
     private let ownsClient: Bool
-    private var position: Int64 = 0
+    var position: Int64 = 0
     private var opened = false, closed = false
-    private var openFetch: RangeFetch?
-    private var object: RemoteObject?
-    private var current: RangeBlock?
+    /// The first GET, until its answer is judged.
+    var openStream: RangeStream?
+    /// The first answer read as it arrives (no strong ETag): every byte comes from it.
+    var streamed: Streamed?
+    var object: RemoteObject?
+    var current: RangeBlock?
     /// The GETs of the blocks after the current one, in order, contiguous.
     private var aheads: [RangeFetch] = []
     /// Why no client could be made (reported by `open()`).
@@ -72,14 +84,15 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     /// What the event loops and `interrupt()` share with the owner. Unchecked Sendable:
     /// every mutable property is guarded by `lock`.
-    private final class Shared: @unchecked Sendable {
-        let lock = NSLock()
-        var opening: Result<(RemoteObject, RangeBlock?), BlobStreamError>?
+    final class Shared: @unchecked Sendable {
+        /// Signalled when `opening` is set, and by `interrupt()`.
+        let lock = NSCondition()
+        var opening: Result<(RemoteObject, FirstAnswer), BlobStreamError>?
         var interrupted = false
         var fetches: [ObjectIdentifier: RangeFetch] = [:]
+        /// The first GET (cancelled with the others).
+        var stream: RangeStream?
         var length: Int64?
-        /// The HEAD sent after a 416 to the first GET (see `LengthProbe`).
-        var probe: RangeFetch?
     }
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
@@ -120,8 +133,14 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// The object's length, known once open (nil before).
     public var length: Int64? { shared.lock.withLock { shared.length } }
 
-    /// `.seek`: a GET at the offset.
-    public var offsetCapability: BlobOffsetCapability { .seek }
+    /// `.seek` (a GET at the offset), or `.readAndDiscard` once the first answer came
+    /// without a strong ETag (every byte then comes from that answer).
+    public var offsetCapability: BlobOffsetCapability {
+        shared.lock.withLock {
+            guard case .success(let (object, .streamed))? = shared.opening, object.etag == nil else { return .seek }
+            return .readAndDiscard
+        }
+    }
 
     /// The event loops of the client: the first answer is announced there.
     public var completionContext: BlobCompletionContext {
@@ -146,30 +165,33 @@ public final class HTTPRangeDataSource: BlobDataSource {
             fail(configurationError)
             return
         }
-        let range = position...(position + Int64(options.blockSize) - 1)
-        let fetch = RangeFetch(range: range)
-        openFetch = fetch
+        let (offset, blockSize) = (position, options.blockSize)
+        let range = offset...(offset + Int64(blockSize) - 1)
+        let stream = RangeStream(offset: offset, limit: blockSize, wholeLimit: blockSize + 1)
+        openStream = stream
         let (state, shared, judge) = (self.state, self.shared, self.judge)
-        let announce: @Sendable (Result<(RemoteObject, RangeBlock?), BlobStreamError>) -> Void = { judged in
+        let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { judged in
             shared.lock.withLock {
                 shared.opening = judged
                 if case .success(let (object, _)) = judged { shared.length = object.length }
+                shared.lock.broadcast()
             }
             switch judged {
-            case .success(let (_, block)):
+            case .success(let (object, _)):
                 state.isOpenCompleted = true
-                if block == nil { state.isAtEnd = true } else { state.hasBytesAvailable = true }
+                if offset >= object.length { state.isAtEnd = true } else { state.hasBytesAvailable = true }
             case .failure(let error):
                 state.error = error
             }
         }
         let prober = client.map { LengthProbe(client: $0, url: url, name: name, prepare: options.prepare) }
-        start(fetch, object: nil) { result in
+        start(stream) { result in
             // A 416 that does not tell the length (S3 on Swift): a HEAD tells whether this is the end.
-            guard judge.needsLength(result), let prober else { return announce(judge.opening(result, range: range)) }
+            guard judge.needsLength(result), let prober else {
+                return announce(judge.opening(result, offset: offset, blockSize: blockSize))
+            }
             let probe = RangeFetch(range: range)
             let interrupted = shared.lock.withLock {
-                shared.probe = probe
                 shared.fetches[ObjectIdentifier(probe)] = probe
                 return shared.interrupted
             }
@@ -185,29 +207,13 @@ public final class HTTPRangeDataSource: BlobDataSource {
         guard opened, !closed, !shared.lock.withLock({ shared.interrupted }) else {
             return fail(BlobStreamError(closed || opened ? .closed : .notOpen, "\(name): the source is not open"))
         }
-        if object == nil {
-            guard let openFetch else { return fail(BlobStreamError(.notOpen, "\(name): the source is not open")) }
-            if !openFetch.isDone, let error = deadlockCheck() { return fail(error) }
-            _ = openFetch.wait()
-            self.openFetch = nil
-            if let probe = shared.lock.withLock({ shared.probe }) {
-                if !probe.isDone, let error = deadlockCheck() { return fail(error) }
-                _ = probe.wait()
-            }
-            guard case .success(let (object, block))? = shared.lock.withLock({ shared.opening }) else {
-                return fail(
-                    shared.lock.withLock { shared.opening }?.failureValue
-                        ?? BlobStreamError(.closed, "\(name): closed while opening"))
-            }
-            self.object = object
-            current = block
-            if let block { startAhead(after: block.end) }
-        }
+        if object == nil, let error = takeOpening() { return fail(error) }
         guard let object else { return -1 }
         if position >= object.length {
             state.isAtEnd = true
             return 0
         }
+        if streamed != nil { return readStreamed(buffer, maxLength: maxLength, of: object) }
         if current.map({ !($0.start...$0.end - 1).contains(position) }) ?? true {
             switch nextBlock(at: position, of: object) {
             case .success(let block): current = block
@@ -227,6 +233,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// fresh GET (the blocks read ahead are then dropped). Starts the read-ahead of the
     /// blocks after it.
     private func nextBlock(at offset: Int64, of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
+        // Only a strong ETag makes sure another request reads the same version.
+        guard object.etag != nil else { return .failure(judge.needsSecondRequest(at: offset, of: object)) }
         let fetch: RangeFetch
         if let first = aheads.first, first.range.lowerBound == offset {
             fetch = aheads.removeFirst()
@@ -248,7 +256,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     /// Asks for the blocks after `end` (after those already asked for) until
     /// `options.readAhead` are in flight or the object's end is reached.
-    private func startAhead(after end: Int64) {
+    func startAhead(after end: Int64) {
         guard let object else { return }
         var next = aheads.last.map { $0.range.upperBound + 1 } ?? end
         while aheads.count < options.readAhead, next < object.length {
@@ -259,50 +267,42 @@ public final class HTTPRangeDataSource: BlobDataSource {
         }
     }
 
-    /// Prepares and sends one GET (the conditional headers once the object is known).
-    private func start(
-        _ fetch: RangeFetch, object: RemoteObject?,
-        onDone: (@Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void)? = nil
-    ) {
+    /// Prepares and sends the GET of one block, with `If-Match`.
+    private func start(_ fetch: RangeFetch, object: RemoteObject) {
         guard let client else { return fetch.cancel() }
-        var request = HTTPRangeRequest(url: url, range: fetch.range)
-        request.headers.add(name: "Range", value: "bytes=\(fetch.range.lowerBound)-\(fetch.range.upperBound)")
-        if let etag = object?.etag {
-            request.headers.add(name: "If-Match", value: etag)
-        } else if let lastModified = object?.lastModified {
-            request.headers.add(name: "If-Unmodified-Since", value: lastModified)
+        switch request(from: fetch.range.lowerBound, to: fetch.range.upperBound, etag: object.etag) {
+        case .failure(let error):
+            fetch.fail(error)
+        case .success(let prepared):
+            let interrupted = shared.lock.withLock {
+                shared.fetches[ObjectIdentifier(fetch)] = fetch
+                return shared.interrupted
+            }
+            if interrupted { return fetch.cancel() }
+            fetch.start(prepared, client: client, deadline: nil)
         }
-        let prepared: HTTPClient.Request
+    }
+
+    /// A GET of the bytes `first`…`last` (nil: to the end), with `If-Match` when `etag` is
+    /// given, through `options.prepare`.
+    func request(from first: Int64, to last: Int64?, etag: String?) -> Result<
+        HTTPClient.Request, BlobStreamError
+    > {
+        var request = HTTPRangeRequest(url: url, range: first...(last ?? HTTPRangeRequest.toEnd))
+        request.headers.add(name: "Range", value: "bytes=\(first)-" + (last.map { String($0) } ?? ""))
+        if let etag { request.headers.add(name: "If-Match", value: etag) }
         do {
             try options.prepare?(&request)
         } catch {
-            return failFetch(
-                fetch, BlobStreamError(.sourceFailed, "preparing GET \(name) failed: \(error)", cause: error), onDone)
+            return .failure(BlobStreamError(.sourceFailed, "preparing GET \(name) failed: \(error)", cause: error))
         }
         do {
-            prepared = try HTTPClient.Request(
-                url: request.url.absoluteString, method: request.method, headers: request.headers)
+            return .success(
+                try HTTPClient.Request(
+                    url: request.url.absoluteString, method: request.method, headers: request.headers))
         } catch {
-            return failFetch(fetch, BlobStreamError(.malformedURL, "\(name): \(error)", cause: error), onDone)
+            return .failure(BlobStreamError(.malformedURL, "\(name): \(error)", cause: error))
         }
-        let interrupted = shared.lock.withLock {
-            shared.fetches[ObjectIdentifier(fetch)] = fetch
-            return shared.interrupted
-        }
-        if interrupted { return fetch.cancel() }
-        fetch.start(prepared, client: client, deadline: nil, onDone: onDone)
-    }
-
-    /// Ends `fetch` at once with `error` (a request that could not be made).
-    private func failFetch(
-        _ fetch: RangeFetch, _ error: BlobStreamError,
-        _ onDone: (@Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void)?
-    ) {
-        if onDone != nil {
-            shared.lock.withLock { shared.opening = .failure(error) }
-            state.error = error
-        }
-        fetch.fail(error)
     }
 
     private func forget(_ fetch: RangeFetch) {
@@ -311,7 +311,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     /// `.wouldDeadlock` when the calling thread is an event loop of the client, which must
     /// deliver the answer waited for.
-    private func deadlockCheck() -> BlobStreamError? {
+    func deadlockCheck() -> BlobStreamError? {
         guard let group = eventLoopGroup, Self.isEventLoop(of: group) else { return nil }
         return BlobStreamError(
             .wouldDeadlock,
@@ -320,18 +320,23 @@ public final class HTTPRangeDataSource: BlobDataSource {
     }
 
     @discardableResult
-    private func fail(_ error: BlobStreamError) -> Int {
+    func fail(_ error: BlobStreamError) -> Int {
         state.error = error
         cancelAll()
         return -1
     }
 
     private func cancelAll() {
-        let fetches = shared.lock.withLock {
-            defer { shared.fetches = [:] }
-            return Array(shared.fetches.values)
+        let (fetches, stream) = shared.lock.withLock {
+            defer {
+                shared.fetches = [:]
+                shared.stream = nil
+                shared.lock.broadcast()
+            }
+            return (Array(shared.fetches.values), shared.stream)
         }
         for fetch in fetches { fetch.cancel() }
+        stream?.cancel()
     }
 
     /// The offset of the next byte (before `open()`, where reading starts).
@@ -380,17 +385,11 @@ public final class HTTPRangeDataSource: BlobDataSource {
         cancelAll()
         current = nil
         aheads = []
-        openFetch = nil
+        openStream = nil
+        streamed = nil
         if ownsClient, let client {
             _ = client.shutdown()
             self.client = nil
         }
-    }
-}
-
-extension Result {
-    fileprivate var failureValue: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
     }
 }

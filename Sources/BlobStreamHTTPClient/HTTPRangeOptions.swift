@@ -5,8 +5,8 @@ import NIOCore
 import NIOHTTP1
 
 /// One request `HTTPRangeDataSource` is about to send, as the `prepare` hook sees it: the
-/// `Range` header (and `If-Match` or `If-Unmodified-Since` once the object is known) are
-/// already in `headers`.
+/// `Range` header (and `If-Match` once the object's strong ETag is known) are already in
+/// `headers`.
 public struct HTTPRangeRequest: Sendable {
     /// Where the request goes.
     public var url: URL
@@ -14,8 +14,17 @@ public struct HTTPRangeRequest: Sendable {
     public var method: HTTPMethod
     /// The request's headers; a hook adds its own (a SigV4 `Authorization`, say).
     public var headers: HTTPHeaders
-    /// The bytes this request asks for (the `Range` header says the same).
+    /// The bytes this request asks for (the `Range` header says the same). A request to the
+    /// object's end (`Range: bytes=OFFSET-`, the first GET of a source) has `toEnd` as its
+    /// upper bound: see `isToEnd`.
     public let range: ClosedRange<Int64>
+
+    /// The upper bound of `range` for a request to the object's end (`Int64.max - 1`, so
+    /// that `range.count` does not overflow).
+    public static let toEnd = Int64.max - 1
+
+    /// True for a request from `range.lowerBound` to the object's end (`Range: bytes=OFFSET-`).
+    public var isToEnd: Bool { range.upperBound == Self.toEnd }
 
     /// A request as the source makes it; public so that a hook can be tested alone.
     public init(url: URL, method: HTTPMethod = .GET, headers: HTTPHeaders = [:], range: ClosedRange<Int64>) {
@@ -29,7 +38,7 @@ public struct HTTPRangeRequest: Sendable {
 /// How `HTTPRangeDataSource` reads: the block size, the connection (trust roots, proxy,
 /// timeouts), an optional client of the caller's, and the hook that prepares each request.
 public struct HTTPRangeOptions: Sendable {
-    /// Called for every request after its `Range` and conditional headers are set, just
+    /// Called for every request after its `Range` and `If-Match` headers are set, just
     /// before it is sent, on the thread that asks for the bytes (the reading thread), except
     /// for the `HEAD` (no `Range`) that follows a first GET answered 416 without the
     /// object's length, prepared on an event loop of the client: the hook must not block.

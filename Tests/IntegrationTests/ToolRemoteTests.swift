@@ -124,4 +124,120 @@ final class ToolRemoteTests {
         let stored = FileManager.default.contents(atPath: server.root.path + "/uploaded/photos.tar")
         #expect(stored == (try Data(contentsOf: URL(fileURLWithPath: source))))
     }
+
+    /// A file that changes after the first request, from a server without a strong ETag:
+    /// `cat` and `checksum` give version A exactly, from one GET; `cat --offset` too; a zip
+    /// member (which needs the central directory at the end, then a move back) is version
+    /// A's member or a failure naming the URL and the missing validator, never a mix.
+    @Test(
+        "a remote file that changes, served without a strong ETag: version A from one GET, or an error naming the validator",
+        arguments: [PythonPeer.Validator.weakETag, .lastModifiedOnly, .none])
+    func unvalidatedChange(validator: PythonPeer.Validator) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("changing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Blocks of 64 KiB of a pattern, each block's first bytes its number and `seed`.
+        let pattern = Data((0..<65_536).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) })
+        func bytes(_ count: Int, _ seed: UInt8) -> Data {
+            var data = Data(capacity: count)
+            for block in 0..<count / 65_536 {
+                data.append(contentsOf: [UInt8(truncatingIfNeeded: block), UInt8(truncatingIfNeeded: block >> 8), seed])
+                data.append(pattern.dropFirst(3))
+            }
+            return data
+        }
+        func peer(_ a: Data, _ b: Data) throws -> PythonPeer {
+            let (fileA, fileB) = (folder.appendingPathComponent("a"), folder.appendingPathComponent("b"))
+            try a.write(to: fileA)
+            try b.write(to: fileB)
+            return try PythonPeer.changingServer(versionA: fileA, versionB: fileB, validator: validator)
+        }
+        // 9 MiB: more than two of the tool's 4 MiB blocks.
+        let (a, b) = (bytes(9 << 20, 1), bytes(9 << 20, 2))
+        for arguments in [["cat"], ["cat", "--offset", "5000000"]] {
+            let server = try peer(a, b)
+            defer { server.stop() }
+            let url = server.baseURL + "/big.bin"
+            let result = try Tool.run(blobstream, arguments + [url], environment: plain)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            let expected = arguments.count == 1 ? a : a.suffix(from: 5_000_000)
+            #expect(Tool.sha256(result.stdout) == Tool.sha256(expected), "\(arguments)")
+            #expect(server.recorded("requests").count == 1, "\(server.recorded("requests"))")
+        }
+        let server = try peer(a, b)
+        defer { server.stop() }
+        let url = server.baseURL + "/big.bin"
+        let sum = try Tool.run(blobstream, ["checksum", url], environment: plain)
+        #expect(sum.status == 0, "\(sum.stderr)")
+        #expect(sum.text == "\(Tool.sha256(a))  \(url)\n")
+        // A zip member: from the local headers, in one pass (a zip's central directory, at the
+        // end, would need a move back).
+        let zipA = folder.appendingPathComponent("a.zip")
+        let zipB = folder.appendingPathComponent("b.zip")
+        let (memberA, memberB) = (bytes(6 << 20, 3), bytes(6 << 20, 4))
+        for (zip, member) in [(zipA, memberA), (zipB, memberB)] {
+            let input = folder.appendingPathComponent("member.bin")
+            try member.write(to: input)
+            let made = try Tool.run(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z: z.write(sys.argv[2], 'member.bin')",
+                    zip.path, input.path,
+                ])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let zips = try peer(try Data(contentsOf: zipA), try Data(contentsOf: zipB))
+        defer { zips.stop() }
+        let zipURL = zips.baseURL + "/photos.zip"
+        let member = try Tool.run(blobstream, ["cat", "archive:" + zipURL + "!/member.bin"], environment: plain)
+        if member.status == 0 {
+            #expect(Tool.sha256(member.stdout) == Tool.sha256(memberA), "the member as in version A")
+        } else {
+            #expect(member.status == 1)
+            #expect(member.stderr.contains(zipURL) && member.stderr.contains("no strong ETag"), "\(member.stderr)")
+        }
+        #expect(zips.recorded("requests").count == 1, "\(zips.recorded("requests"))")
+    }
+
+    /// The one GET of a file without a strong ETag streams: `checksum` of 64 MiB from it
+    /// peaks within 32 MiB of the memory `checksum` of a tiny file takes (the whole file
+    /// held would be 64 MiB more), from one request.
+    @Test("a file without a strong ETag streams from its one GET: memory bounded, not the file's size")
+    func unvalidatedStreamsBounded() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("streamed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var big = Data(capacity: 64 << 20)
+        let pattern = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) })
+        for block in 0..<64 {
+            big.append(UInt8(block))
+            big.append(pattern.dropFirst())
+        }
+        let (fileA, fileB, tiny) = (
+            folder.appendingPathComponent("a"), folder.appendingPathComponent("b"),
+            folder.appendingPathComponent("tiny")
+        )
+        try big.write(to: fileA)
+        try Data("another version".utf8).write(to: fileB)
+        try Data("tiny".utf8).write(to: tiny)
+        let server = try PythonPeer.changingServer(versionA: fileA, versionB: fileB, validator: .weakETag)
+        defer { server.stop() }
+        /// The checksum line and the peak resident size (KiB) of `blobstream checksum URL`.
+        func checksum(_ url: String) throws -> (line: String, peak: Int) {
+            let result = try Tool.run(
+                "/usr/bin/time", ["-f", "peak %M", blobstream, "checksum", url], environment: plain)
+            #expect(result.status == 0, "\(result.stderr)")
+            let peak = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap {
+                Int($0.dropFirst(5))
+            }
+            return (result.text, peak ?? .max)
+        }
+        let small = try checksum(tiny.path)
+        let url = server.baseURL + "/big.bin"
+        let streamed = try checksum(url)
+        #expect(streamed.line == "\(Tool.sha256(big))  \(url)\n")
+        #expect(streamed.peak < small.peak + 32 * 1024, "peak \(streamed.peak) KiB against \(small.peak) KiB")
+        #expect(server.recorded("requests") == ["bytes=0-|-|-"])
+    }
 }

@@ -137,7 +137,7 @@ public final class PythonPeer: @unchecked Sendable {
                         name, _, value = line.partition(":")
                         if name.strip().lower() == "range":
                             a, _, b = value.strip()[6:].partition("-")
-                            first, last = int(a), min(int(b), length - 1)
+                            first, last = int(a), min(int(b), length - 1) if b else length - 1
                     body = bytes(i % 251 for i in range(first, last + 1))
                     conn.sendall(("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %d-%d/%d\r\n"
                                   "Content-Length: %d\r\nETag: \"fixed\"\r\n\r\n" % (first, last, length, len(body))).encode())

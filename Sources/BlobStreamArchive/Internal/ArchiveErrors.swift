@@ -59,7 +59,8 @@ enum ArchiveErrors {
                 ArchiveFormat.isSevenZip(format) || text.contains("7-zip")
                 ? "7-Zip archives keep their index at the end, so reading one needs an upstream that can seek"
                 : "this archive needs an upstream that can seek"
-            return (.unsupported, "\(why), and the upstream (\(type(of: upstream))) cannot seek")
+            let limit = (upstream.property(forKey: .blobOffsetLimitKey) as? String).map { ": " + $0 } ?? ""
+            return (.unsupported, "\(why), and the upstream (\(type(of: upstream))) cannot seek\(limit)")
         }
         if text.contains("encrypt") || text.contains("passphrase") || text.contains("decrypt") {
             return (.unsupported, "the entry is encrypted (encrypted entries are not supported)")

@@ -5,13 +5,25 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// What the first answer told about the object: its length and the validators that later
-/// requests send (`If-Match`, `If-Unmodified-Since`) and check.
+/// What the first answer told about the object: its length and its validators. Later
+/// requests are sent only with a strong ETag (as `If-Match`), and their answers checked
+/// against it.
 struct RemoteObject: Sendable {
     var length: Int64
     /// A strong ETag (a weak one cannot be used with `If-Match`).
     var etag: String?
+    /// The ETag the server sent when it was weak (`W/"…"`), for messages.
+    var weakETag: String?
     var lastModified: String?
+
+    /// The facts in an answer's `headers`, for an object of `length` bytes.
+    init(length: Int64, headers: HTTPHeaders) {
+        self.length = length
+        let sent = headers.first(name: "ETag")
+        etag = sent.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        weakETag = sent.flatMap { $0.hasPrefix("W/") ? $0 : nil }
+        lastModified = headers.first(name: "Last-Modified")
+    }
 }
 
 /// Bytes of the object from `start`.
@@ -21,39 +33,83 @@ struct RangeBlock: Sendable {
     var end: Int64 { start + Int64(bytes.count) }
 }
 
+/// What the first answer brought besides the object's facts.
+enum FirstAnswer: Sendable {
+    /// A 206 to `bytes=OFFSET-`: its body, bytes OFFSET to `last`, is read as it arrives.
+    case streamed(last: Int64)
+    /// Every byte there is to read: the whole object from offset 0 (a 200 from a server that
+    /// ignored `Range`), or nothing (the offset asked for is the end).
+    case held(RangeBlock?)
+}
+
 /// Judges answers to ranged GETs: whole or an error that names the URL (and the offset
 /// where it matters), never a short or spliced block.
 struct RangeJudgement {
     let url: String
     let connection: HTTPConnectionOptions
 
-    /// The first answer: the object's facts and the first block (nil when the offset asked
-    /// for is the end).
-    func opening(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>, range: ClosedRange<Int64>) -> Result<
-        (RemoteObject, RangeBlock?), BlobStreamError
-    > {
+    /// The first answer, to `bytes=OFFSET-`: the object's facts, and its body to read as it
+    /// comes (a 206) or held whole (a 200 no longer than `blockSize`, a 416 at the end).
+    func opening(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>, offset: Int64, blockSize: Int)
+        -> Result<(RemoteObject, FirstAnswer), BlobStreamError>
+    {
         judged {
-            let answer = try checked(result, range: range)
+            let answer = try checked(result, range: offset...(offset + Int64(blockSize) - 1))
             let headers = answer.head.headers
-            let etag = headers.first(name: "ETag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
-            let lastModified = headers.first(name: "Last-Modified")
             switch answer.head.status.code {
             case 206:
                 let (first, last, total) = try contentRange(headers)
                 guard let total else { throw corrupt("a Content-Range without the object's length") }
-                let object = RemoteObject(length: total, etag: etag, lastModified: lastModified)
-                return (object, try block(answer, first: first, last: last, range: range, length: total))
+                guard first == offset else {
+                    throw corrupt("asked for the bytes from offset \(offset), the server sent \(first)-\(last)")
+                }
+                return (RemoteObject(length: total, headers: headers), .streamed(last: last))
             case 200:
-                // The server ignored Range, and the whole object fit in what was asked for.
-                let object = RemoteObject(
-                    length: Int64(answer.body.count), etag: etag, lastModified: lastModified)
-                return (object, try slice(answer.body, from: range.lowerBound, length: object.length))
+                // The server ignored Range, and the whole object fit in one block.
+                let object = RemoteObject(length: Int64(answer.body.count), headers: headers)
+                guard offset <= object.length else { throw pastEnd(offset, length: object.length) }
+                return (object, .held(answer.body.isEmpty ? nil : RangeBlock(start: 0, bytes: answer.body)))
             default: // 416: the offset asked for is at or past the end
                 guard let total = unsatisfiedLength(headers) else { throw statusError(answer) }
-                guard range.lowerBound == total else { throw pastEnd(range.lowerBound, length: total) }
-                return (RemoteObject(length: total, etag: etag, lastModified: lastModified), nil)
+                guard offset == total else { throw pastEnd(offset, length: total) }
+                return (RemoteObject(length: total, headers: headers), .held(nil))
             }
         }
+    }
+
+    /// The first answer's body ended or failed after `received` of the bytes of `range`
+    /// (those it was to hold): `.truncated` naming the offset, `.closed` when cancelled.
+    func cut(_ failure: RangeFetch.RangeFailure?, received: Int, range: ClosedRange<Int64>) -> BlobStreamError {
+        guard let failure else {
+            return BlobStreamError(
+                .truncated,
+                "\(url): the answer ended after \(received) of \(range.count) bytes, at offset "
+                    + "\(range.lowerBound + Int64(received))")
+        }
+        if case .failure(let error) = judged({ try checked(.failure(failure), range: range) }) { return error }
+        return BlobStreamError(.sourceFailed, "\(url): the answer failed at offset \(range.lowerBound)")
+    }
+
+    /// Reading at `offset` would need another request, and `object` has no strong ETag to
+    /// make sure that request reads the same version.
+    func needsSecondRequest(at offset: Int64, of object: RemoteObject) -> BlobStreamError {
+        BlobStreamError(
+            .offsetUnsupported,
+            "\(url): reading at offset \(offset) needs another request, but the server gave no strong ETag "
+                + "(it sent \(sent(object))), so the file could change between requests; without one, a remote file "
+                + "is read in one pass, from where reading starts to its end")
+    }
+
+    /// Why `object` is read in one pass: a sentence naming the URL and what the server sent.
+    func noStrongETag(_ object: RemoteObject) -> String {
+        "the server of \(url) gave no strong ETag (it sent \(sent(object))), so the file could change between "
+            + "requests and is read in one pass"
+    }
+
+    /// The validators the server sent, as a phrase.
+    private func sent(_ object: RemoteObject) -> String {
+        object.weakETag.map { "a weak ETag \($0)" }
+            ?? (object.lastModified != nil ? "only Last-Modified" : "neither ETag nor Last-Modified")
     }
 
     /// True for a 416 answer to the first GET that does not tell the object's length (no
@@ -68,7 +124,7 @@ struct RangeJudgement {
     /// is exactly its length (the end, cleanly); an error past the end, and an error too
     /// when the offset is below the length (a 416 for bytes the object has is no end).
     func probed(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>, range: ClosedRange<Int64>) -> Result<
-        (RemoteObject, RangeBlock?), BlobStreamError
+        (RemoteObject, FirstAnswer), BlobStreamError
     > {
         judged {
             let answer = try checked(result, range: range)
@@ -84,8 +140,7 @@ struct RangeJudgement {
                     "GET \(url) failed: HTTP 416 for bytes from offset \(range.lowerBound), yet the object is "
                         + "\(length) bytes long")
             }
-            let etag = headers.first(name: "ETag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
-            return (RemoteObject(length: length, etag: etag, lastModified: headers.first(name: "Last-Modified")), nil)
+            return (RemoteObject(length: length, headers: headers), .held(nil))
         }
     }
 
@@ -155,7 +210,7 @@ struct RangeJudgement {
                 throw BlobStreamError(
                     .unsupported,
                     "\(url): the server ignored the Range request (it answered \(status ?? 200) with the whole object, "
-                        + "larger than the \(range.count) bytes asked for at offset \(range.lowerBound))")
+                        + "larger than a block of \(range.count) bytes, reading from offset \(range.lowerBound))")
             }
             if let status, (200..<300).contains(status) {
                 throw BlobStreamError(

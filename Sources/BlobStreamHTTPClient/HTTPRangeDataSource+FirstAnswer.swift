@@ -1,0 +1,141 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+
+// The first answer of an `HTTPRangeDataSource`: judged, then taken as the bytes it held, as
+// the first block (with a strong ETag), or read as it arrives (without one).
+extension HTTPRangeDataSource {
+    /// Prepares and sends the first GET (`bytes=OFFSET-`); a request that cannot be made
+    /// fails the open.
+    func start(
+        _ stream: RangeStream, onOpen: @escaping @Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void
+    ) {
+        guard let client else { return }
+        switch request(from: stream.offset, to: nil, etag: nil) {
+        case .failure(let error):
+            shared.lock.withLock {
+                shared.opening = .failure(error)
+                shared.lock.broadcast()
+            }
+            state.error = error
+        case .success(let prepared):
+            let interrupted = shared.lock.withLock {
+                shared.stream = stream
+                return shared.interrupted
+            }
+            if interrupted { return stream.cancel() }
+            stream.start(prepared, client: client, onOpen: onOpen)
+        }
+    }
+
+    /// `.blobOffsetLimitKey`: once the first answer came without a strong ETag, why a move
+    /// back fails (the URL, what the server sent); `.fileCurrentOffsetKey`: `readOffset`.
+    public func property(forKey key: Stream.PropertyKey) -> Any? {
+        guard key == .blobOffsetLimitKey else { return offsetProperty(forKey: key) }
+        return shared.lock.withLock { () -> String? in
+            guard case .success(let (object, .streamed))? = shared.opening, object.etag == nil else { return nil }
+            return judge.noStrongETag(object)
+        }
+    }
+
+    /// Waits for the first answer's judgement and takes what it brought: the bytes held, the
+    /// first block of a 206 with a strong ETag (its request then ends), or the 206 to read as
+    /// it comes. The error that fails the read, if any.
+    func takeOpening() -> BlobStreamError? {
+        guard let openStream else { return BlobStreamError(.notOpen, "\(name): the source is not open") }
+        let onLoop = deadlockCheck()
+        let (waited, opening) = shared.lock.withLock {
+            () -> (Bool, Result<(RemoteObject, FirstAnswer), BlobStreamError>?) in
+            if shared.opening == nil, !shared.interrupted, onLoop != nil { return (false, nil) }
+            while shared.opening == nil, !shared.interrupted { shared.lock.wait() }
+            return (true, shared.opening)
+        }
+        if !waited { return onLoop }
+        guard case .success(let (object, first))? = opening else {
+            return opening?.failureValue ?? BlobStreamError(.closed, "\(name): closed while opening")
+        }
+        self.openStream = nil
+        self.object = object
+        switch first {
+        case .held(let block):
+            current = block
+        case .streamed(let last) where object.etag == nil:
+            streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
+        case .streamed(let last):
+            let count = Int(min(Int64(options.blockSize), last + 1 - openStream.offset))
+            var bytes = [UInt8](repeating: 0, count: count)
+            var filled = 0
+            let range = openStream.offset...openStream.offset + Int64(count) - 1
+            while filled < count {
+                let taken = bytes.withUnsafeMutableBufferPointer {
+                    take(from: openStream, into: $0.baseAddress! + filled, maxLength: count - filled)
+                }
+                switch taken {
+                case .success(.bytes(let n)): filled += n
+                case .success(.end(let received)): return judge.cut(nil, received: received, range: range)
+                case .success(.failed(let failure)): return judge.cut(failure, received: 0, range: range)
+                case .failure(let error): return error
+                }
+            }
+            // The other blocks come with If-Match: this answer's request ends here.
+            openStream.cancel()
+            shared.lock.withLock { shared.stream = nil }
+            current = RangeBlock(start: openStream.offset, bytes: bytes)
+            startAhead(after: openStream.offset + Int64(count))
+        }
+        return nil
+    }
+
+    /// What `stream.take` gives, or `.wouldDeadlock` when it would wait on an event loop of
+    /// the client.
+    func take(from stream: RangeStream, into buffer: UnsafeMutablePointer<UInt8>?, maxLength: Int)
+        -> Result<RangeStream.Taken, BlobStreamError>
+    {
+        if !stream.isReady, let error = deadlockCheck() { return .failure(error) }
+        return .success(stream.take(buffer, maxLength: maxLength))
+    }
+
+    /// A read from the first answer, read as it arrives (no strong ETag): the bytes before
+    /// `position` are dropped; an offset behind them, or past the bytes the answer holds,
+    /// would need another request, which fails the read naming the missing validator.
+    func readStreamed(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int, of object: RemoteObject) -> Int {
+        guard var s = streamed else { return -1 }
+        defer { streamed = s }
+        guard position >= s.at, position < s.end else {
+            return fail(judge.needsSecondRequest(at: position, of: object))
+        }
+        while true {
+            let drop = position > s.at
+            let want = drop ? Int(min(position - s.at, 1 << 20)) : Int(min(Int64(maxLength), s.end - position))
+            switch take(from: s.stream, into: drop ? nil : buffer, maxLength: want) {
+            case .success(.bytes(let n)):
+                s.at += Int64(n)
+                if drop { continue }
+                position += Int64(n)
+                if position == object.length { state.isAtEnd = true }
+                return n
+            case .success(.end(let received)):
+                return fail(judge.cut(nil, received: received, range: s.stream.offset...s.end - 1))
+            case .success(.failed(let failure)):
+                return fail(judge.cut(failure, received: 0, range: s.stream.offset...s.end - 1))
+            case .failure(let error):
+                return fail(error)
+            }
+        }
+    }
+}
+
+/// The first answer read as it arrives: its stream, the offset of its next byte, and the
+/// offset after its last.
+struct Streamed {
+    let stream: RangeStream
+    var at: Int64
+    let end: Int64
+}
+
+extension Result {
+    fileprivate var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
