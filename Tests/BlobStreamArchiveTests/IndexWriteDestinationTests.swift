@@ -8,7 +8,7 @@ import Testing
 /// file (their write goes to a temporary file renamed over the path).
 @Suite("Index files are written only to new paths or regular files")
 struct IndexWriteDestinationTests {
-    @Test("GzipIndex.write and ArchiveIndex.write refuse a FIFO, a link to one and a folder, and leave them as they were")
+    @Test("GzipIndex.write and ArchiveIndex.write refuse a FIFO, a link to one and a folder, left as they were")
     func refusals() throws {
         let dir = try makeTemporaryDirectory("index-destination")
         defer { try? FileManager.default.removeItem(atPath: dir) }
