@@ -189,10 +189,7 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
             state.isAtEnd = true
             return 0
         case .starved:
-            // Nothing yet (contract rule 2): wait for the upstream's next announcement.
-            state.hasBytesAvailable = false
-            announceReadiness()
-            return 0
+            return waitForUpstream()
         case .failed(let error):
             state.error = error
             return -1
@@ -216,15 +213,21 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
                 state.isAtEnd = true
                 return 0
             case .starved:
-                state.hasBytesAvailable = false
-                announceReadiness()
-                return 0
+                return waitForUpstream()
             case .failed(let error):
                 state.error = error
                 return -1
             }
         }
         state.isAtEnd = true
+        return 0
+    }
+
+    /// Nothing yet (contract rule 2): `hasBytesAvailable` false until the upstream's next
+    /// announcement; 0.
+    private func waitForUpstream() -> Int {
+        state.hasBytesAvailable = false
+        announceReadiness()
         return 0
     }
 
