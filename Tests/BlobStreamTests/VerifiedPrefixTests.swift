@@ -134,4 +134,23 @@ struct VerifiedPrefixTests {
         #expect(stream.readOffset == 1_000)
         stream.close()
     }
+
+    @Test("a concatenation: nothing to check when no part checks; a checked part's checks shifted by its start")
+    func concatenation() throws {
+        let plain = ConcatenatedDataSource([
+            .init(InMemoryDataSource(data: Self.bytes.prefix(1_000))), .init(InMemoryDataSource(data: Self.bytes)),
+        ])
+        #expect(plain.verifiedPrefix == .nothingToCheck)
+        let mixed = ConcatenatedDataSource([
+            .init(InMemoryDataSource(data: Self.bytes.prefix(1_000))),
+            .init(CheckedSource(Self.bytes, checkEvery: 25_000), declaredLength: Int64(Self.bytes.count)),
+        ])
+        let stream = BlobInputStream(dataSource: mixed)
+        stream.open()
+        #expect(Self.take(stream, 11_000).0.count == 11_000)
+        #expect(!stream.verifiedPrefix.covers(11_000))
+        try stream.readOnToCheckPoint()
+        #expect(stream.verifiedPrefix.covers(11_000))
+        stream.close()
+    }
 }
