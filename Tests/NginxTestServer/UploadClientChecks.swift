@@ -65,12 +65,18 @@ public struct UploadClientChecks: Sendable {
         let bytes = TestData.pseudoRandom(32 * 1024 * 1024, seed: 4)
         let upload = client.upload(
             UploadBody(length: Int64(bytes.count)) { DataBytesSource(bytes) }, to: "\(peer.baseURL)/x")
+        let sentSoFar = SentBytes()
         let reader = Task { () -> UploadProgress? in
             var last: UploadProgress?
-            for await report in upload.progress { last = report }
+            for await report in upload.progress {
+                last = report
+                sentSoFar.record(report.sent)
+            }
             return last
         }
-        try await Task.sleep(for: TestTiming.scaled(.milliseconds(700)))
+        // Cancelled once it runs (bytes went out), however long a loaded machine takes to get there.
+        let running = try await TestTiming.wait(upTo: .seconds(10)) { sentSoFar.value > 0 }
+        #expect(running, "the upload sent nothing in 10 s")
         let start = clock.now
         upload.cancel()
         await #expect(throws: CancellationError.self) { _ = try await upload.result }
@@ -103,4 +109,14 @@ public struct UploadClientChecks: Sendable {
             return e?.code == .malformedURL && e!.message.contains("ftp://127.0.0.1:\(server.port)/files/x")
         }
     }
+}
+
+/// The bytes an upload's progress reported last, shared between the reading task and the test.
+final class SentBytes: @unchecked Sendable {
+    // Unchecked Sendable: `stored` is touched only with `lock` held.
+    private let lock = NSLock()
+    private var stored: Int64 = 0
+
+    func record(_ sent: Int64) { lock.withLock { stored = sent } }
+    var value: Int64 { lock.withLock { stored } }
 }
