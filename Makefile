@@ -60,7 +60,7 @@ lint:
 ## docs: build the DocC catalog of every library module with swift-docc-plugin, warnings
 ## treated as errors (a broken symbol link, an undocumented topic); the archives go to
 ## .build/docs/MODULE.doccarchive. CI runs it.
-DOC_TARGETS := BlobStream BlobStreamFiles BlobStreamGzip BlobStreamArchive BlobStreamAssets BlobStreamUpload \
+DOC_TARGETS := BlobStream BlobStreamFiles BlobStreamCompression BlobStreamGzip BlobStreamArchive BlobStreamAssets BlobStreamUpload \
 	BlobStreamNetworking BlobStreamHTTPClient BlobStreamS3 BlobStreamTestSupport BlobStreamNginxTestSupport
 docs:
 	@mkdir -p .build/docs

@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "BlobStream", targets: ["BlobStream"]),
         .library(name: "BlobStreamFiles", targets: ["BlobStreamFiles"]),
+        .library(name: "BlobStreamCompression", targets: ["BlobStreamCompression"]),
         .library(name: "BlobStreamGzip", targets: ["BlobStreamGzip"]),
         .library(name: "BlobStreamArchive", targets: ["BlobStreamArchive"]),
         .library(name: "BlobStreamAssets", targets: ["BlobStreamAssets"]),
@@ -52,18 +53,22 @@ let package = Package(
         // ISA-L's inflate, loaded with dlopen at run time (nothing links -lisal): builds and
         // runs without ISA-L, which Debian's libisal-dev (header) and libisal2 bring.
         .target(name: "CBlobStreamIsal", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "CBlobStreamZlib", "CBlobStreamIsal"]),
-        .systemLibrary(
-            name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // liblzma: a tar.xz member read through its index decodes from the xz block before it.
         .systemLibrary(name: "CBlobStreamLzma", pkgConfig: "liblzma", providers: [.apt(["liblzma-dev"])]),
-        // Archive reuses the gzip module's inflater (`package` access) for the gzip layer it checks itself.
+        // The compression kit that the gzip and archive modules share (and S3 and the CLI, for
+        // CRC-32): zlib and ISA-L inflate, raw deflate, CRC-32, the gzip header, members and
+        // reader, the seek-point index (GZIDX), the parallel indexed decoder, xz blocks.
+        .target(
+            name: "BlobStreamCompression",
+            dependencies: ["BlobStream", "BlobStreamSystem", "CBlobStreamZlib", "CBlobStreamIsal", "CBlobStreamLzma"]
+        ),
+        .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "BlobStreamCompression"]),
+        .systemLibrary(
+            name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        // Archive decodes its gzip, deflate and xz layers with the kit (never the gzip module).
         .target(
             name: "BlobStreamArchive",
-            dependencies: [
-                "BlobStream", "BlobStreamGzip", "BlobStreamSystem", "CBlobStreamArchive", "CBlobStreamZlib",
-                "CBlobStreamLzma",
-            ]),
+            dependencies: ["BlobStream", "BlobStreamCompression", "BlobStreamSystem", "CBlobStreamArchive"]),
         .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
@@ -126,8 +131,8 @@ let package = Package(
         .target(
             name: "BlobStreamCLI",
             dependencies: [
-                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
-                "BlobStreamUpload",
+                "BlobStream", "BlobStreamFiles", "BlobStreamCompression", "BlobStreamGzip", "BlobStreamArchive",
+                "BlobStreamAssets", "BlobStreamUpload",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -135,7 +140,7 @@ let package = Package(
             name: "blobstream",
             dependencies: [
                 "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamHTTPClient",
-                "BlobStreamGzip", "BlobStreamS3", "CBlobStreamZlib",
+                "BlobStreamCompression", "BlobStreamGzip", "BlobStreamS3",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -177,14 +182,15 @@ let package = Package(
         .testTarget(
             name: "BlobStreamGzipTests",
             dependencies: [
-                "BlobStream", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
+                "BlobStream", "BlobStreamCompression", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
                 "SharedTestHelpers", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
             name: "BlobStreamArchiveTests",
             dependencies: [
-                "BlobStream", "BlobStreamArchive", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
+                "BlobStream", "BlobStreamArchive", "BlobStreamCompression", "BlobStreamGzip", "BlobStreamFiles",
+                "BlobStreamTestSupport",
                 "SharedTestHelpers", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,7 +1,30 @@
 import Foundation // `stat`, for the deprecated `file(_: stat)` only (Foundation re-exports Glibc)
 
-/// Values for `.blobContentIdentityKey`.
-public enum BlobContentIdentity {
+/// What identifies a source's content without reading all of it: its size, its modification
+/// time and the CRC-32s of sampled bytes. Gzip seek-point indexes and archive member indexes
+/// record one and are used only on content that still matches it (a copy made with
+/// `cp -a` or rsync keeps its index: no device or inode is part of it). The compression kit
+/// (`BlobStreamCompression`) samples a file (`init(ofFileAtPath:)`) and says which ranges
+/// are sampled (`sampleRanges(forSize:)`).
+///
+/// The static `file(device:inode:size:modified:changed:)` makes the values of
+/// `.blobContentIdentityKey`, which sources over files and assets answer so that what one
+/// source learned about a file serves the others.
+public struct BlobContentIdentity: Sendable, Hashable {
+    /// The size of the content in bytes.
+    public var size: Int64
+    /// Its last modification, as the file system records it.
+    public var modified: Timestamp
+    /// The CRC-32 of each sampled range, in order.
+    public var sampleCRC32s: [UInt32]
+
+    /// Makes an identity.
+    public init(size: Int64, modified: Timestamp, sampleCRC32s: [UInt32]) {
+        self.size = size
+        self.modified = modified
+        self.sampleCRC32s = sampleCRC32s
+    }
+
     /// A point in time as seconds and nanoseconds since 1970-01-01 00:00 UTC, as a file
     /// system records it (a `timespec`).
     public struct Timestamp: Sendable, Hashable {

@@ -112,7 +112,7 @@ public enum BlobCompletionContext: Sendable {
 ///   (`.offsetUnsupported`). The defaults never call each other in a circle.
 ///
 /// Say how a move costs in `offsetCapability` (`.seek`, `.readAndDiscard`, `.none`).
-/// A source that wraps another reads it through `BlobUpstream`, which moves the upstream by
+/// A source that wraps another reads it through `BlobUpstreamReader`, which moves the upstream by
 /// the cheapest way it offers.
 public protocol BlobDataSource: AnyObject {
     /// The observable values; the source sets them, everyone else reads and observes them.

@@ -2,7 +2,7 @@ import Foundation
 
 /// A byte range of any source: `length` bytes of `upstream` from `offset` on (or every byte
 /// from `offset` to the upstream's end). A small source on the kit: it reads through a
-/// `BlobUpstream`, which moves to the range's start by the cheapest way the upstream offers.
+/// `BlobUpstreamReader`, which moves to the range's start by the cheapest way the upstream offers.
 ///
 /// ```swift
 /// let header = BlobSliceDataSource(upstream: FileDataSource(path: "/data/video.mp4"), offset: 0, length: 4096)
@@ -52,7 +52,7 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
         case unverified
     }
 
-    private let upstream: BlobUpstream
+    private let upstream: BlobUpstreamReader
     /// The offset within the range of the next byte.
     private var position: Int64 = 0
     private var opened = false
@@ -79,7 +79,7 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
         self.name = name ?? "bytes \(range) of \(type(of: upstream))"
         let state = self.state
         let box = WeakUpstream()
-        self.upstream = BlobUpstream(upstream, minimumReadSize: 16 * 1024) { box.changed(state) }
+        self.upstream = BlobUpstreamReader(upstream, minimumReadSize: 16 * 1024) { box.changed(state) }
         box.upstream = self.upstream
     }
 
@@ -246,7 +246,7 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
 /// What the upstream's observers reach: the reader, weakly (it owns them).
 private final class WeakUpstream: @unchecked Sendable {
     // Unchecked Sendable: `upstream` is set once, before the upstream is opened.
-    weak var upstream: BlobUpstream?
+    weak var upstream: BlobUpstreamReader?
 
     /// After an announcement of the upstream: completes the open, hands on its error, or
     /// announces bytes. Touches only thread-safe state.

@@ -9,7 +9,7 @@ import Foundation
 ///   with a `declaredLength`); nil otherwise.
 /// - Offsets (`readOffset`, `seek(to:)`, `.fileCurrentOffsetKey`): `.readAndDiscard` (a
 ///   forward move before or after open reads and discards).
-/// - Each part is read through a `BlobUpstream` (the kit's upstream reader).
+/// - Each part is read through a `BlobUpstreamReader` (the kit's upstream reader).
 /// - A part that fails fails the whole; a part that ends early is simply followed by the next
 ///   (the parts' own sources report truncation as errors).
 /// - Parts may open asynchronously: the concatenation announces what its current part
@@ -36,7 +36,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
     private let parts: [Part]
     private var index = 0
     /// The part being read, through the kit's reader (which owns it once made).
-    private var current: BlobUpstream?
+    private var current: BlobUpstreamReader?
     private var opened = false
     private var skip: Int64 = 0
     private var position: Int64 = 0
@@ -94,7 +94,7 @@ public final class ConcatenatedDataSource: BlobDataSource, @unchecked Sendable {
         let partState = source.state
         // The part's announcements, from any thread: its error, or that a read will find
         // something (bytes, or its end to collect).
-        let reader = BlobUpstream(source, bufferSize: Self.partBufferSize) {
+        let reader = BlobUpstreamReader(source, bufferSize: Self.partBufferSize) {
             if let error = partState.error {
                 state.error = error
             } else if partState.hasBytesAvailable || partState.isAtEnd {

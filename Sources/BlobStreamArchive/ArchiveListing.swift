@@ -45,7 +45,7 @@ public enum ArchiveListing {
             try named.check(againstArchiveAt: path)
             return named.entries
         }
-        return try entries(of: PathUpstream(path: path), name: path)
+        return try entries(of: ArchiveFileSource(path: path), name: path)
     }
 
     /// The entries of the archive read from `upstream`, which is opened here and closed
@@ -63,7 +63,7 @@ public enum ArchiveListing {
         of upstream: any BlobDataSource, name: String? = nil, readingTarHeaders: Bool = false
     ) throws -> [ArchiveEntry] {
         let prefix = "archive '\(name ?? ArchiveMemberDataSource.describe(upstream))'"
-        let reader = UpstreamInput.makeReader(upstream)
+        let reader = LibArchiveInput.makeReader(upstream)
         defer { reader.close() }
         do {
             try reader.waitForOpen()
@@ -76,10 +76,10 @@ public enum ArchiveListing {
             throw BlobStreamError(own.code, "\(prefix): listing: \(own.message)", cause: own.cause)
         }
         var details: [Int64: TarHeaderDetails] = [:]
-        if readingTarHeaders, UpstreamInput.canSeek(upstream), let length = upstream.length {
+        if readingTarHeaders, LibArchiveInput.canSeek(upstream), let length = upstream.length {
             details = TarHeaderDetails.read(from: reader, length: length)
         }
-        let input = UpstreamInput(reader: reader)
+        let input = LibArchiveInput(reader: reader)
         var entries: [ArchiveEntry] = []
         do {
             let handle = try ArchiveHandle(input: input)

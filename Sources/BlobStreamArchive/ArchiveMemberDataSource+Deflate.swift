@@ -1,5 +1,5 @@
 import BlobStream
-import BlobStreamGzip
+import BlobStreamCompression
 import Foundation
 
 // A zip member compressed with deflate, read through an index without libarchive: exactly
@@ -25,7 +25,7 @@ final class MemberInflation {
     let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 64 * 1024)
     static let scratchSize = 64 * 1024
 
-    init(compressedLength: Int64, name: String, engine: GzipInflateEngine = .automatic) throws(BlobStreamError) {
+    init(compressedLength: Int64, name: String, engine: InflateEngine = .automatic) throws(BlobStreamError) {
         self.compressedLength = compressedLength
         decoder = try RawDeflateDecoder(engine: engine, name: name)
     }
@@ -50,7 +50,7 @@ final class MemberInflation {
 
     /// Inflates into `out` (up to `capacity`, > 0) from the compressed bytes at `start` in
     /// `reader`; returns the count, 0 only when the deflate stream ended.
-    func step(_ reader: BlobUpstream, start: Int64, into out: UnsafeMutablePointer<UInt8>, capacity: Int)
+    func step(_ reader: BlobUpstreamReader, start: Int64, into out: UnsafeMutablePointer<UInt8>, capacity: Int)
         throws(Problem) -> Int
     {
         while !ended {

@@ -19,7 +19,7 @@ extension ArchiveMemberDataSource {
     }
 
     /// A failure of libarchive or of the input, met while `doing`.
-    func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, while doing: String) -> BlobStreamError {
+    func translate(_ failure: ArchiveHandle.Failure, input: LibArchiveInput, while doing: String) -> BlobStreamError {
         ArchiveErrors.translate(failure, input: input, prefix: messagePrefix, while: doing)
     }
 }

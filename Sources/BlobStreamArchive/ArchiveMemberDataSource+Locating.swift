@@ -64,7 +64,7 @@ extension ArchiveMemberDataSource {
 
     /// Opens a fresh libarchive handle and reads headers up to the member, following hard
     /// links. Resets the data cursor. Reading starts at offset 0 of the upstream, or, for an
-    /// uncompressed tar searched before (see `TarHeaderIndex`), at the member's header or
+    /// uncompressed tar searched before (see `TarHeaderCache`), at the member's header or
     /// where the last search stopped. The upstream is at offset 0 when it is called.
     func locate() throws(BlobStreamError) {
         slice = nil
@@ -82,25 +82,25 @@ extension ArchiveMemberDataSource {
         var links: [String] = []
         var atStart = true
         let identity =
-            UpstreamInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
+            LibArchiveInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
         var useIndex = identity != nil
         // An uncompressed tar over a seekable upstream: its headers are walked here and the
         // member read where it is; libarchive reads what the walk leaves to it.
         var walkable =
-            UpstreamInput.canSeek(upstream) && TarHeaderWalker.startsWithTarHeader(reader, length: upstream.length!)
+            LibArchiveInput.canSeek(upstream) && TarHeaderWalker.startsWithTarHeader(reader, length: upstream.length!)
         if walkable { _ = try? reader.seek(to: 0) }
         while true {
-            let plan: TarHeaderIndex.Plan
-            var recorded: TarHeaderIndex.Snapshot?
+            let plan: TarHeaderCache.Plan
+            var recorded: TarHeaderCache.Snapshot?
             var start: Int64 = 0
             if useIndex, let identity {
-                plan = TarHeaderIndex.plan(
-                    identity: identity, hash: wanted.withUnsafeBufferPointer(TarHeaderIndex.hash))
+                plan = TarHeaderCache.plan(
+                    identity: identity, hash: wanted.withUnsafeBufferPointer(TarHeaderCache.hash))
             } else {
                 plan = .scan
             }
             switch plan {
-            case .scan: recorded = identity != nil ? TarHeaderIndex.Snapshot() : nil
+            case .scan: recorded = identity != nil ? TarHeaderCache.Snapshot() : nil
             case .jump(let position): start = position
             case .resume(let snapshot):
                 start = snapshot.last
@@ -128,17 +128,17 @@ extension ArchiveMemberDataSource {
             let header: ArchiveHandle.Header
             switch scan {
             case .stale:
-                TarHeaderIndex.forget(identity: identity!)
+                TarHeaderCache.forget(identity: identity!)
                 useIndex = false
                 continue
             case .missing:
-                if let recorded { TarHeaderIndex.store(recorded, identity: identity!) }
+                if let recorded { TarHeaderCache.store(recorded, identity: identity!) }
                 if let target = links.last {
                     throw makeError(.notFound, "it is a hard link to '\(target)', which is not in the archive")
                 }
                 throw makeError(.notFound, "no such member in the archive")
             case .found(let found):
-                if let recorded { TarHeaderIndex.store(recorded, identity: identity!) }
+                if let recorded { TarHeaderCache.store(recorded, identity: identity!) }
                 header = found
             }
             guard let target = try accept(header) else {
@@ -173,7 +173,7 @@ extension ArchiveMemberDataSource {
     /// Walks headers from `start` (the upstream's offset) until one carries the name
     /// `wanted`, recording positions as `scanHeaders` does; no libarchive handle is made.
     private func walkHeaders(
-        for wanted: [UInt8], plan: TarHeaderIndex.Plan, start: Int64, recording recorded: inout TarHeaderIndex.Snapshot?
+        for wanted: [UInt8], plan: TarHeaderCache.Plan, start: Int64, recording recorded: inout TarHeaderCache.Snapshot?
     ) -> WalkScan {
         var walker = TarHeaderWalker(reader: reader, length: upstream.length!, offset: start)
         var first = true
@@ -189,7 +189,7 @@ extension ArchiveMemberDataSource {
             case .end: return .scanned(first && start != 0 ? .stale : .missing, nil)
             case .entry(let entry):
                 let name = Self.normalized(entry.nameBytes)
-                let hash = name.withUnsafeBufferPointer(TarHeaderIndex.hash)
+                let hash = name.withUnsafeBufferPointer(TarHeaderCache.hash)
                 let matches = name == wanted
                 if first, case .resume(let snapshot) = plan, hash != snapshot.lastHash { return .scanned(.stale, nil) }
                 if case .jump = plan, !matches { return .scanned(.stale, nil) }
@@ -218,12 +218,12 @@ extension ArchiveMemberDataSource {
     /// carries the name `wanted`, recording each header's position in `recorded` (when
     /// recording) and checking what `plan` expects at the first header.
     private func scanHeaders(
-        for wanted: [UInt8], plan: TarHeaderIndex.Plan, start: Int64, recording recorded: inout TarHeaderIndex.Snapshot?
+        for wanted: [UInt8], plan: TarHeaderCache.Plan, start: Int64, recording recorded: inout TarHeaderCache.Snapshot?
     ) throws(BlobStreamError) -> HeaderScan {
         handle?.free()
         handle = nil
         block = nil
-        let input = UpstreamInput(reader: reader, inflatingGzip: true, engine: inflateEngine)
+        let input = LibArchiveInput(reader: reader, inflatingGzip: true, engine: inflateEngine)
         var first = true
         do {
             let fresh = try ArchiveHandle(input: input)
@@ -231,7 +231,7 @@ extension ArchiveMemberDataSource {
             while try fresh.advance() {
                 let (matches, hash) = fresh.withCurrentPath { path in
                     let name = UnsafeBufferPointer(rebasing: path[Self.normalizedBounds(path)])
-                    return (name.elementsEqual(wanted), TarHeaderIndex.hash(name))
+                    return (name.elementsEqual(wanted), TarHeaderCache.hash(name))
                 }
                 if first, case .resume(let snapshot) = plan, hash != snapshot.lastHash || !fresh.isUncompressedTar {
                     return .stale

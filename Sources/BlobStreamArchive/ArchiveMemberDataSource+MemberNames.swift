@@ -45,7 +45,7 @@ extension ArchiveMemberDataSource {
     static func describe(_ upstream: any BlobDataSource) -> String {
         switch upstream {
         case let inner as ArchiveMemberDataSource: "\(inner.archiveName)!/\(inner.memberSpelling)"
-        case let path as PathUpstream: path.path
+        case let path as ArchiveFileSource: path.path
         default: "\(type(of: upstream))"
         }
     }

@@ -232,7 +232,7 @@ extension ArchiveMemberDataSource {
             return .checked(upTo: memberLength ?? produced)
         }
         if let slice {
-            let checked = slice.expectedCRC != nil || slice.inflation != nil || slice.gzip != nil
+            let checked = slice.expectedCRC != nil || slice.inflation != nil || slice.decompression != nil
             return checked ? .checked(upTo: 0) : .nothingToCheck
         }
         guard let handle else { return .checked(upTo: 0) } // not located yet: assume checks

@@ -23,7 +23,7 @@ struct MemberSlice {
     var inflation: MemberInflation?
     /// For a tar.gz or tar.xz member read through an index: the decompressing of the archive
     /// (`start` and `length` are then in the decompressed tar).
-    var gzip: (any MemberDecompression)?
+    var decompression: (any MemberDecompression)?
 }
 
 extension ArchiveMemberDataSource {
@@ -31,7 +31,7 @@ extension ArchiveMemberDataSource {
     /// −1 after recording a failure.
     func pumpSlice(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
         if slice?.inflation != nil { return pumpDeflate(into: out, capacity: capacity) }
-        if slice?.gzip != nil { return pumpGzipSlice(into: out, capacity: capacity) }
+        if slice?.decompression != nil { return pumpDecompressedSlice(into: out, capacity: capacity) }
         if let problem = catchUpHashing() { return stop(problem, delivered: 0) }
         guard var s = slice else { return -1 }
         if target >= s.length {
@@ -71,7 +71,7 @@ extension ArchiveMemberDataSource {
     func lendSlice(
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
     ) -> Bool {
-        if slice?.inflation != nil || slice?.gzip != nil { return false } // `read` inflates
+        if slice?.inflation != nil || slice?.decompression != nil { return false } // `read` inflates
         if catchUpHashing() != nil { return false }
         guard var s = slice, target < s.length else { return false }
         guard (try? reader.seek(to: s.start + target)) != nil,

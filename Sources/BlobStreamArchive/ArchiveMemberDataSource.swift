@@ -1,5 +1,5 @@
 import BlobStream
-import BlobStreamGzip
+import BlobStreamCompression
 import Foundation
 
 /// A data source that streams one member of an archive: any format and filter libarchive
@@ -67,7 +67,7 @@ import Foundation
 /// ## Seeking
 /// When the upstream can seek (`offsetCapability == .seek` with a known `length`: a path,
 /// a `FileDataSource`, an in-memory source), libarchive gets skip and seek callbacks that
-/// move the upstream (`seek(to:)`, through the core's `BlobUpstream` reader, which reads
+/// move the upstream (`seek(to:)`, through the core's `BlobUpstreamReader` reader, which reads
 /// the upstream for this source): skipping the members before the one
 /// asked for does not read their bodies, and zip archives are read from their central
 /// directory. Over an upstream that cannot seek (a pipe, a gzip stream, another archive's
@@ -154,7 +154,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// terminal escapes; set only while initializing.
     var memberSpelling: String
     /// The upstream, read through the core kit's reader (buffered, moved, waited for).
-    let reader: BlobUpstream
+    let reader: BlobUpstreamReader
     /// What is checked before the member's end is announced.
     public let verification: ArchiveVerification
     /// Where the member is located after an asynchronous upstream announced its open.
@@ -200,7 +200,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     var activeIndex: ArchiveIndex?
     var indexResolved = false
     /// The inflate engine of a gzip layer and of members inflated here (set before `open()`).
-    var inflateEngine: GzipInflateEngine = .automatic
+    var inflateEngine: InflateEngine = .automatic
 
     /// Makes a source for `member` of the archive read from `upstream`.
     ///
@@ -224,14 +224,14 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         self.wanted = Self.normalized(Array(member.utf8))
         self.memberSpelling = BlobURL.escapedName(member.utf8)
         let owner = WeakArchiveSource()
-        self.reader = UpstreamInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
+        self.reader = LibArchiveInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
         owner.source = self
     }
 
     /// Makes a source for `member` of the archive file at `path` (read with `pread`, with
     /// skip and seek callbacks). See `ArchiveVerification` for `verification`.
     public convenience init(archive path: String, member: String, verification: ArchiveVerification = .wholeArchive) {
-        self.init(archive: PathUpstream(path: path), member: member, name: path, verification: verification)
+        self.init(archive: ArchiveFileSource(path: path), member: member, name: path, verification: verification)
         archivePath = path
     }
 

@@ -1,5 +1,5 @@
 import BlobStream
-import BlobStreamGzip
+@_exported import BlobStreamCompression
 import Foundation
 
 /// Registers the `archive:` scheme: `archive:<url>!/<member>`.
@@ -21,7 +21,7 @@ public enum ArchiveSources {
     /// and a gzip layer (and members inflated through an index) inflated with `engine`.
     public static func register(
         in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: GzipInflateEngine = .automatic
+        engine: InflateEngine = .automatic
     ) {
         registry.register(scheme: scheme) { url, registry in
             try makeSource(url: url, registry: registry, verification: verification, engine: engine)
@@ -36,7 +36,7 @@ public enum ArchiveSources {
     /// - Throws: what `components(of:)` and `registry.makeSource(url:)` throw.
     public static func makeSource(
         url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: GzipInflateEngine = .automatic
+        engine: InflateEngine = .automatic
     ) throws -> ArchiveMemberDataSource {
         let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)

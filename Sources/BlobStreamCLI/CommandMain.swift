@@ -150,7 +150,7 @@ package struct SourceOptions: ParsableArguments {
         help:
             "gzip: and tar.gz archive: sources: the inflate engine: auto (ISA-L when it can be loaded, else zlib), zlib, or isal (fails when ISA-L cannot be loaded)."
     )
-    package var inflate: GzipInflateEngine = .automatic
+    package var inflate: InflateEngine = .automatic
 
     @Option(
         name: .long,
@@ -181,4 +181,4 @@ package struct SourceOptions: ParsableArguments {
 }
 
 /// `--inflate auto|zlib|isal`.
-extension GzipInflateEngine: ExpressibleByArgument {}
+extension InflateEngine: ExpressibleByArgument {}

@@ -18,7 +18,7 @@ package enum GzipIndexUse: Sendable {
 }
 
 /// Registers `gzip:` again so that, over a `file:` URL, it reads with the index `use` picks.
-func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: GzipInflateEngine) {
+func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine) {
     if case .none = use { return }
     registry.register(scheme: GzipSources.scheme) { url, registry in
         let inner = BlobURL.removingScheme(url)

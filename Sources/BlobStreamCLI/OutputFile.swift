@@ -18,10 +18,10 @@ package struct OutputFile {
     package let path: String
     /// What the file holds, for messages: "the index".
     package let role: String
-    private let inputs: [FileIdentity]
+    private let inputs: [ProtectedInput]
 
     /// A file's device and inode, and how the command named it.
-    private struct FileIdentity {
+    private struct ProtectedInput {
         var name: String
         var device: UInt64
         var inode: UInt64
@@ -42,7 +42,7 @@ package struct OutputFile {
         self.inputs = inputs.compactMap { name in
             var info = stat()
             guard stat(name, &info) == 0 else { return nil }
-            return FileIdentity(name: name, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            return ProtectedInput(name: name, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         }
         _ = try destination()
     }

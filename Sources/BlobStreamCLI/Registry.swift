@@ -18,7 +18,7 @@ import Synchronization
 /// over files use.
 package func makeRegistry(
     library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil,
-    inflate: GzipInflateEngine = .automatic, gzipIndexes: GzipIndexUse = .none,
+    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .none,
     s3: S3SourceSettings = S3SourceSettings()
 ) -> DataSourceRegistry {
     let registry = DataSourceRegistry()

@@ -36,10 +36,10 @@ extension GzipDataSource {
         }
     }
 
-    /// Takes the decoder's error (or `error`) as the source's: sticky.
+    /// Takes the decoding's error (or `error`) as the source's: sticky.
     func fail(_ error: BlobStreamError? = nil) {
-        if let error { decoder.record(error) }
-        if failure == nil { failure = decoder.failure }
+        if let error { gzip.record(error) }
+        if failure == nil { failure = gzip.failure }
         lookStart = 0
         lookEnd = 0
         desired.error = failure
@@ -65,7 +65,7 @@ extension GzipDataSource {
     func finishOpenIfReady() {
         guard !desired.isOpenCompleted, failure == nil, !closed else { return }
         if let error = upstream.error {
-            fail(decoder.errors.upstream(error, "failed to open", at: decoder.compressedOffset))
+            fail(gzip.errors.upstream(error, "failed to open", at: gzip.compressedOffset))
         } else if upstream.isOpenCompleted {
             desired.isOpenCompleted = true
             // Inflate the first bytes now, whatever the upstream: an empty payload is at its
@@ -81,8 +81,8 @@ extension GzipDataSource {
         guard failure == nil, !closed, desired.isOpenCompleted else { return }
         if lookCount > 0 {
             desired.hasBytesAvailable = true
-        } else if isFinished {
-            if decoder.target == inflated {
+        } else if gzip.isFinished {
+            if gzip.target == gzip.produced {
                 desired.isAtEnd = true
                 desired.hasBytesAvailable = false
             } else {
@@ -98,7 +98,7 @@ extension GzipDataSource {
     /// Inflates ahead into `lookahead` and announces what that found.
     func probe() {
         if lookahead == nil { lookahead = .allocate(capacity: Self.lookaheadCapacity) }
-        switch pump(into: lookahead!, capacity: Self.lookaheadCapacity) {
+        switch gzip.decode(into: lookahead!, capacity: Self.lookaheadCapacity) {
         case .bytes(let n):
             lookStart = 0
             lookEnd = n

@@ -1,4 +1,5 @@
 import BlobStream
+@_exported import BlobStreamCompression
 import Foundation
 
 /// A data source that inflates a gzip stream read from any upstream source: a file, a file
@@ -24,12 +25,12 @@ import Foundation
 /// The gzip source owns its upstream (unlike Go's `gzip.Reader`): its `open()` opens the
 /// upstream, its `close()` (or its deinitialization) closes it, opened or not. Hand it an
 /// unopened upstream and do not call the upstream yourself afterwards. It reads the upstream
-/// through the core's `BlobUpstream`; the gzip state machine is `GzipDecoder`, the inflaters
-/// behind `GzipInflating` are `Inflater` (zlib) and `IsalInflater` (ISA-L), its errors are
-/// in `GzipErrors` (all internal).
+/// through the core's `BlobUpstreamReader`; the decoding (the sequential decoder, the walker
+/// from a seek point, the parallel reader, behind one strategy) is the compression kit's
+/// (`BlobStreamCompression`), which the archive module's tar.gz members use too.
 ///
 /// ## Engines
-/// `engine` (`GzipInflateEngine`) picks the inflater: by default ISA-L when it can be
+/// `engine` (`InflateEngine`) picks the inflater: by default ISA-L when it can be
 /// loaded at run time (`libisal.so.2`), else zlib. Both check the same things and fail with
 /// the same codes and words; the cause is a `ZlibError` or an `IsalError`.
 ///
@@ -67,7 +68,7 @@ import Foundation
 /// queue, which its `completionContext` covers together with the upstream's. Over a
 /// synchronous upstream (`.caller`) it inflates straight into the caller's buffer.
 public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: every mutable stored property, and `decoder` with the upstream
+    // Unchecked Sendable: every mutable stored property, and `gzip` with the upstream
     // reader it reads, is guarded by `lock`; `state` is thread-safe itself; the rest is
     // immutable.
 
@@ -88,7 +89,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     let knownLength: Int64?
     /// The upstream, read through the kit's reader (buffered, moved, observed).
-    let reader: BlobUpstream
+    let reader: BlobUpstreamReader
     /// Inflate ahead into `lookahead` (asynchronous upstream) instead of into the caller's
     /// buffer.
     var buffered: Bool { reader.isAsynchronous }
@@ -99,20 +100,9 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     // MARK: Guarded by `lock`
 
-    let decoder: GzipDecoder
-    /// With an index over a synchronous upstream: decodes from the seek point of the last
-    /// far move (nil until then); `decoder` is no longer used once set.
-    var indexed: GzipIndexWalker?
-    let index: GzipIndex?
-    /// With an index that allows it and `parallelism` > 1: decodes on several threads once
-    /// the first read after open or a jump starts it (`parallelActive`).
-    let parallel: ParallelIndexedReader?
-    var parallelActive = false
-    /// An `index` without chunk CRC-32s may be used (unverified reads).
-    let acceptsUncheckedIndex: Bool
-    /// Build an index during a whole read from the start, with this spacing (nil: don't).
-    let indexSpacing: Int?
-    var built: GzipIndex?
+    /// The decoding: the strategy in use (sequential, through the index, parallel), the
+    /// decompressed offset of the next byte (`gzip.target`), the sticky failure.
+    let gzip: GzipReader
     var started = false
     /// What `state` should say; `publish()` copies it there with no lock held.
     var desired = BlobDataSourceStatus() { didSet { desiredGeneration &+= 1 } }
@@ -122,14 +112,14 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     static let lookaheadCapacity = 64 * 1024
     /// Bytes inflated ahead of the reads (asynchronous upstream): `lookahead[lookStart..<lookEnd]`
-    /// start at `decoder.target`.
+    /// start at `gzip.target`.
     var lookahead: UnsafeMutablePointer<UInt8>?
     var lookStart = 0, lookEnd = 0
     var lookCount: Int { lookEnd - lookStart }
 
     /// The engine that inflates: `.isal` or `.zlib` (`.automatic` resolved when the source
     /// was made). A source asked for `.isal` where ISA-L is unavailable fails at open.
-    public let engine: GzipInflateEngine
+    public let engine: InflateEngine
 
     /// Makes a source that inflates `upstream`.
     ///
@@ -161,7 +151,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
         buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing,
-        engine: GzipInflateEngine = .automatic, parallelism: Int = GzipDataSource.defaultParallelism,
+        engine: InflateEngine = .automatic, parallelism: Int = GzipDataSource.defaultParallelism,
         acceptsUncheckedIndex: Bool = false
     ) {
         self.init(
@@ -171,49 +161,40 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// The default `parallelism`: the number of active cores, at most 8.
-    public static var defaultParallelism: Int { min(8, max(1, ProcessInfo.processInfo.activeProcessorCount)) }
+    public static var defaultParallelism: Int { GzipReader.defaultParallelism }
 
     /// Makes a source as the public initializer does, with ISA-L's availability given (tests
     /// make it unavailable to exercise that path).
     package init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         inputBufferSize: Int = GzipDataSource.defaultInputBufferSize, index: GzipIndex? = nil,
-        buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing, engine: GzipInflateEngine,
+        buildsIndex: Bool = false, indexSpacing: Int = GzipIndex.defaultSpacing, engine: InflateEngine,
         isal: IsalAvailability, parallelism: Int = GzipDataSource.defaultParallelism,
         acceptsUncheckedIndex: Bool = false
     ) {
-        self.acceptsUncheckedIndex = acceptsUncheckedIndex
         precondition(indexSpacing > 0, "indexSpacing must be positive")
         precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "gzip stream over \(type(of: upstream))"
         let owner = WeakGzipSource()
         let probeQueue = DispatchQueue(label: "BlobStreamGzip.GzipDataSource.probe")
-        let reader = BlobUpstream(upstream, bufferSize: inputBufferSize) {
+        let reader = BlobUpstreamReader(upstream, bufferSize: inputBufferSize) {
             probeQueue.async { owner.source?.upstreamChanged() }
         }
         self.knownLength = length ?? index.map(\.uncompressedSize)
-        self.index = reader.isAsynchronous ? nil : index
-        if let index, !reader.isAsynchronous, parallelism > 1, reader.offsetCapability == .seek,
-            ParallelIndexedReader.canDecode(index)
-        {
-            self.parallel = ParallelIndexedReader(
-                index: index, name: name, workers: parallelism, usesIsal: engine.resolved(with: isal) == .isal)
-        } else {
-            self.parallel = nil
-        }
-        self.indexSpacing = buildsIndex && index == nil && !reader.isAsynchronous ? indexSpacing : nil
         self.name = name
         self.probeQueue = probeQueue
         self.reader = reader
         self.engine = engine.resolved(with: isal)
-        self.decoder = GzipDecoder(upstream: reader, errors: GzipErrors(name: name), engine: engine, isal: isal)
+        self.gzip = GzipReader(
+            upstream: reader, name: name, index: index, indexSpacing: buildsIndex ? indexSpacing : nil,
+            engine: engine, isal: isal, parallelism: parallelism, acceptsUncheckedIndex: acceptsUncheckedIndex)
         owner.source = self
     }
 
     deinit {
         // The reader closes the upstream (opened or not) when it goes.
-        parallel?.cancel()
+        gzip.interrupt()
         lookahead?.deallocate()
     }
 
@@ -224,7 +205,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
 
     /// `.readAndDiscard`: forward by inflating and discarding, backward by restarting (when
     /// the upstream can move to offset 0).
-    public var offsetCapability: BlobOffsetCapability { index == nil ? .readAndDiscard : .seek }
+    public var offsetCapability: BlobOffsetCapability { gzip.index == nil ? .readAndDiscard : .seek }
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue.
@@ -242,28 +223,9 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     private func openLocked() {
         guard !started, !closed else { return }
         started = true
-        if let index, !acceptsUncheckedIndex, index.points.contains(where: { $0.chunkCRC32 == nil }) {
-            return fail(
-                BlobStreamError(
-                    .unsupported,
-                    "\(name): the gzip index has no chunk CRC-32s (a foreign GZIDX): reads through it cannot be checked; adopt it first (blobstream index --from INDEX FILE.gz, or GzipIndex.adopt), or accept unverified reads (--unverified-index, acceptsUncheckedIndex)"
-                ))
-        }
-        guard decoder.start() else {
-            fail()
-            return
-        }
+        guard gzip.prepare() else { return fail() }
         reader.open()
-        if let indexSpacing {
-            do {
-                indexed = try GzipIndexWalker(upstream: reader, name: name, mode: .build(spacing: indexSpacing))
-            } catch {
-                return fail(error)
-            }
-        }
-        if index != nil && decoder.target > 0 && reader.isOpenCompleted {
-            if let error = jump(to: decoder.target) { return fail(error) }
-        }
+        guard gzip.begin(upstreamOpened: reader.isOpenCompleted) else { return fail() }
         finishOpenIfReady()
     }
 
@@ -290,13 +252,13 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             let n = min(maxLength, lookCount)
             buffer.update(from: lookahead! + lookStart, count: n)
             lookStart += n
-            decoder.target += Int64(n)
+            gzip.target += Int64(n)
             refreshAvailability()
             return n
         }
-        switch pump(into: buffer, capacity: maxLength) {
+        switch gzip.decode(into: buffer, capacity: maxLength) {
         case .bytes(let n):
-            decoder.target += Int64(n)
+            gzip.target += Int64(n)
             refreshAvailability()
             return n
         case .end:
@@ -307,8 +269,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
             fail()
             return -1
         case .starved:
-            decoder.record(decoder.errors.starvedRead(at: decoder.compressedOffset))
-            fail()
+            fail(gzip.errors.starvedRead(at: gzip.compressedOffset))
             return -1
         }
     }
@@ -317,7 +278,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     public var readOffset: Int64? {
         lock.lock()
         defer { lock.unlock() }
-        return decoder.target
+        return gzip.target
     }
 
     /// Moves to a decompressed offset (see "Offsets" above).
@@ -331,42 +292,30 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     private func seekLocked(_ offset: Int64) -> BlobStreamError? {
-        let errors = decoder.errors
+        let errors = gzip.errors
         if closed { return BlobStreamError(.closed, "\(name): closed") }
         if let failure { return errors.refusedOffset(offset, "the source failed (\(failure.message))") }
         if let knownLength, offset > knownLength {
             return errors.refusedOffset(offset, "past the end (\(knownLength) bytes)")
         }
         guard started else {
-            decoder.target = offset // nothing inflated yet: the first reads discard up to here
+            gzip.target = offset // nothing inflated yet: the first reads discard up to here
             return nil
         }
-        let windowStart = lookCount > 0 ? decoder.target : inflated
-        if let index, let p = index.pointIndex(atOrBefore: offset),
-            offset < windowStart || windowStart < index.points[p].uncompressedOffset
-        {
-            // A seek point lies between here and there (or behind): jump to it.
-            if let refusal = jump(to: offset) { return refusal }
-            lookStart = 0
-            lookEnd = 0
-        } else if offset >= windowStart {
-            if lookCount > 0 && offset <= inflated {
-                lookStart += Int(offset - decoder.target)
-            } else {
+        let before = gzip.target
+        do {
+            switch try gzip.move(to: offset, keepingFrom: lookCount > 0 ? before : gzip.produced) {
+            case .forward where lookCount > 0 && offset <= gzip.produced:
+                lookStart += Int(offset - before)
+            case .forward, .jumped, .restarted:
                 lookStart = 0
                 lookEnd = 0
             }
-        } else {
-            indexed = nil
-            guard decoder.restart() else {
-                return errors.refusedOffset(offset, "moving back needs an upstream that can move to its start")
-            }
-            lookStart = 0
-            lookEnd = 0
+        } catch {
+            return error
         }
-        decoder.target = offset
         guard desired.isOpenCompleted else { return nil }
-        if desired.isAtEnd && !(isFinished && lookCount == 0 && decoder.target == inflated) {
+        if desired.isAtEnd && !(gzip.isFinished && lookCount == 0 && gzip.target == gzip.produced) {
             desired.isAtEnd = false
         }
         refreshAvailability()
@@ -376,7 +325,7 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     /// Passes the interruption on to the upstream, where a read may be blocked, and to the
     /// decoding threads (a read waiting for them fails with `.closed`).
     public func interrupt() {
-        parallel?.cancel()
+        gzip.interrupt()
         reader.interrupt()
     }
 
@@ -386,9 +335,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
         defer { lock.unlock() }
         guard !closed else { return }
         closed = true
-        parallel?.cancel()
+        gzip.end()
         reader.close() // owned, opened or not; stops observing it
-        decoder.end()
         lookahead?.deallocate()
         lookahead = nil
         lookStart = 0

@@ -8,7 +8,7 @@ public enum GzipSources {
     /// Registers `gzip:` in `registry`. The inner URL, handed on undecoded, is made by the
     /// same registry: `gzip:file:///data/a.gz`, `gzip:archive:file:///x.tar!/y.gz`. Its
     /// sources inflate with `engine` (by default ISA-L when it can be loaded, else zlib).
-    public static func register(in registry: DataSourceRegistry, engine: GzipInflateEngine = .automatic) {
+    public static func register(in registry: DataSourceRegistry, engine: InflateEngine = .automatic) {
         registry.register(scheme: scheme) { url, registry in
             let inner = BlobURL.removingScheme(url)
             guard !inner.isEmpty else {

@@ -2,7 +2,7 @@
 // CRC-32 from zlib.
 
 import ArgumentParser
-import CBlobStreamZlib
+import BlobStreamCompression
 import Crypto
 
 /// `--algorithm`: what `checksum` computes. Each prints as lowercase hex, as the GNU tool of
@@ -57,7 +57,7 @@ enum ChecksumHasher {
     case sha512(SHA512)
     case sha1(Insecure.SHA1)
     case md5(Insecure.MD5)
-    case crc32(UInt)
+    case crc32(UInt32)
 
     mutating func update(_ bytes: UnsafeRawBufferPointer) {
         switch self {
@@ -74,9 +74,7 @@ enum ChecksumHasher {
             h.update(bufferPointer: bytes)
             self = .md5(h)
         case .crc32(let crc):
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-            self = .crc32(
-                CBlobStreamZlib.crc32_z(crc, base.assumingMemoryBound(to: Bytef.self), bytes.count))
+            self = .crc32(CRC32.update(crc, bytes))
         }
     }
 
@@ -94,8 +92,7 @@ enum ChecksumHasher {
         case .sha1(let h): return hex(h.finalize())
         case .md5(let h): return hex(h.finalize())
         case .crc32(let crc):
-            let value = UInt32(truncatingIfNeeded: crc)
-            return hex([24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) })
+            return hex([24, 16, 8, 0].map { UInt8(truncatingIfNeeded: crc >> $0) })
         }
     }
 }

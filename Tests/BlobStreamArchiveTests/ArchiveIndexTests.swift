@@ -212,7 +212,7 @@ struct ArchiveIndexTests {
         try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
         let member = try #require(index.member(named: Array("big.bin".utf8)))
         // A byte of the member outside every sampled block.
-        let sampled = ArchiveIndex.Identity.sampledRanges(size: index.identity.size)
+        let sampled = BlobContentIdentity.sampleRanges(forSize: index.identity.size)
         let position = try #require(
             (member.dataOffset + 10_000..<member.dataOffset + member.size).first { p in
                 !sampled.contains { $0.contains(p) }
@@ -260,7 +260,7 @@ extension ArchiveIndexTests {
         #expect(good.last == 0 && good.data == big, "\(String(describing: good.error))")
         let empty = drain(ArchiveMemberDataSource(archive: path, member: "empty.txt"))
         #expect(empty.last == 0 && empty.data.isEmpty, "\(String(describing: empty.error))")
-        let sampled = ArchiveIndex.Identity.sampledRanges(size: index.identity.size)
+        let sampled = BlobContentIdentity.sampleRanges(forSize: index.identity.size)
         let position = try #require(
             (member.dataOffset + 10_000..<member.dataOffset + member.size).first { p in
                 !sampled.contains { $0.contains(p) }

@@ -89,7 +89,7 @@ struct ErrorMessageTests {
         #expect(error.code == .corrupt)
         // The gzip layer inflates with ISA-L when it can be loaded (as here), else zlib.
         let causeMessage: String
-        if GzipInflateEngine.automatic.resolved == .zlib {
+        if InflateEngine.automatic.resolved == .zlib {
             let zlib = try #require(error.cause as? ZlibError, "\(error)")
             causeMessage = zlib.message
         } else {

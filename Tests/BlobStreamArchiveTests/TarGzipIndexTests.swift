@@ -116,7 +116,7 @@ struct TarGzipIndexTests {
         let member = try #require(index.member(named: Array("big.bin".utf8)))
         // A seek point well inside big.bin, and a compressed byte after it, outside the samples
         // of the archive's identity (so that the index still matches: damage, not a change).
-        let sampled = ArchiveIndex.Identity.sampledRanges(size: index.identity.size)
+        let sampled = BlobContentIdentity.sampleRanges(forSize: index.identity.size)
         let point = try #require(
             gzipIndex.points.first { p in
                 p.uncompressedOffset > member.dataOffset + 200_000

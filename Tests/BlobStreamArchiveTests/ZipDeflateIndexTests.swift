@@ -115,8 +115,8 @@ struct ZipDeflateIndexTests {
         let path = try Self.makeZip("python-zip64", in: dir)
         let archive = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         let index = try ArchiveIndex.build(archiveAt: path)
-        var engines: [GzipInflateEngine] = [.zlib]
-        if GzipInflateEngine.isIsalAvailable { engines.append(.isal) }
+        var engines: [InflateEngine] = [.zlib]
+        if InflateEngine.isIsalAvailable { engines.append(.isal) }
         for member in index.members where member.compressionMethod == 8 {
             let name = String(decoding: member.nameBytes, as: UTF8.self)
             let reference = drain(ArchiveMemberDataSource(archive: path, member: name, index: .none))
@@ -169,7 +169,7 @@ struct ZipDeflateIndexTests {
         switch how {
         case "flip":
             // A byte in the middle of the compressed bytes, outside the identity's samples.
-            let sampled = ArchiveIndex.Identity.sampledRanges(size: index.identity.size)
+            let sampled = BlobContentIdentity.sampleRanges(forSize: index.identity.size)
             let compressed = try #require(member.compressedSize)
             let offset = try #require(
                 (member.dataOffset + compressed / 2..<member.dataOffset + compressed).first { p in

@@ -9,7 +9,7 @@ private struct EngineRun {
     var result: Drained
     var causeMessage: String?
 
-    init(_ gz: Data, engine: GzipInflateEngine, chunkSize: Int) {
+    init(_ gz: Data, engine: InflateEngine, chunkSize: Int) {
         let source = GzipDataSource(
             upstream: InMemoryDataSource(data: gz, chunkSize: chunkSize), name: "diff.gz", engine: engine)
         result = drainSync(source, size: 65_536)
@@ -19,7 +19,7 @@ private struct EngineRun {
 
 /// The words of the engine's own error (the cause of a `.corrupt` error), checking that the
 /// cause is that engine's type; nil when the cause is something else.
-func inflateCauseMessage(_ cause: (any Error)?, engine: GzipInflateEngine) -> String? {
+func inflateCauseMessage(_ cause: (any Error)?, engine: InflateEngine) -> String? {
     switch engine.resolved {
     case .isal: (cause as? IsalError)?.message
     case .zlib, .automatic: (cause as? ZlibError)?.message
@@ -112,12 +112,12 @@ private func debianChangelogs(limit: Int) -> [URL] {
 struct GzipEngineTests {
     @Test("ISA-L is available here (make deps installs libisal-dev), and .automatic picks it")
     func isalAvailable() throws {
-        #expect(GzipInflateEngine.isIsalAvailable, "\(IsalAvailability.system.unavailableReason ?? "")")
-        #expect(GzipInflateEngine.automatic.resolved == .isal)
+        #expect(InflateEngine.isIsalAvailable, "\(IsalAvailability.system.unavailableReason ?? "")")
+        #expect(InflateEngine.automatic.resolved == .isal)
         #expect(gzipSource(Data()).engine == .isal)
         #expect(GzipDataSource(upstream: InMemoryDataSource(data: Data()), engine: .zlib).engine == .zlib)
-        #expect(GzipInflateEngine(rawValue: "auto") == .automatic)
-        #expect(GzipInflateEngine.allCases.map(\.description) == ["auto", "zlib", "isal"])
+        #expect(InflateEngine(rawValue: "auto") == .automatic)
+        #expect(InflateEngine.allCases.map(\.description) == ["auto", "zlib", "isal"])
     }
 
     @Test(".isal where ISA-L cannot be loaded fails at open with .unsupported; .automatic falls back to zlib")
@@ -148,7 +148,7 @@ struct GzipEngineTests {
         let result = drainSync(automatic)
         #expect(result.last == 0)
         #expect(sha256(result.data) == sha256(input))
-        #expect(GzipInflateEngine.automatic.resolved(with: missing) == .zlib)
+        #expect(InflateEngine.automatic.resolved(with: missing) == .zlib)
     }
 
     @Test("the gzip: scheme inflates with the engine it was registered with")
@@ -161,7 +161,7 @@ struct GzipEngineTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("a.gz")
         try gz.write(to: file)
-        for engine in GzipInflateEngine.allCases {
+        for engine in InflateEngine.allCases {
             let registry = DataSourceRegistry()
             registry.register(scheme: "mem") { _, _ in InMemoryDataSource(data: gz) }
             GzipSources.register(in: registry, engine: engine)
@@ -258,7 +258,7 @@ struct GzipEngineTests {
         for (index, message) in [(gz.count - 8, "incorrect data check"), (gz.count - 1, "incorrect length check")] {
             var bad = gz
             bad[index] ^= 0x04
-            for engine in [GzipInflateEngine.zlib, .isal] {
+            for engine in [InflateEngine.zlib, .isal] {
                 for chunk in [Int.max, 1, 3] {
                     let run = EngineRun(bad, engine: engine, chunkSize: chunk)
                     #expect(run.result.error?.code == .corrupt)
@@ -274,7 +274,7 @@ struct GzipEngineTests {
     func largeAndSeeks() throws {
         let truth = textBytes(1 << 20, seed: 50) + randomBytes(1 << 18, seed: 51)
         let gz = try Gzip.compress(truth)
-        for engine in [GzipInflateEngine.zlib, .isal] {
+        for engine in [InflateEngine.zlib, .isal] {
             let whole = drainSync(gzipSource(gz, engine: engine), size: 1_000)
             #expect(whole.last == 0)
             #expect(sha256(whole.data) == sha256(truth), "\(engine)")
@@ -290,28 +290,27 @@ struct GzipEngineTests {
     }
 }
 
-@Suite("Inflater: raw deflate (zlib)")
+@Suite("RawDeflateDecoder: raw deflate (zlib and ISA-L)")
 struct RawDeflateTests {
-    @Test("zlib's raw-deflate format inflates a gzip member's deflate data to the member end")
-    func rawDeflate() throws {
+    @Test(
+        "the raw-deflate decoder inflates a gzip member's deflate data to its end",
+        arguments: InflateEngine.allCases.filter(\.isAvailable))
+    func rawDeflate(engine: InflateEngine) throws {
         let truth = textBytes(50_000, seed: 52)
         let gz = try Gzip.compress(truth) // `gzip -n`: a 10-byte header, 8-byte trailer
         let deflate = gz.subdata(in: 10..<(gz.count - 8))
-        let inflater = try Inflater(format: .rawDeflate)
+        let decoder = try RawDeflateDecoder(engine: engine, name: "raw")
         var output = [UInt8](repeating: 0, count: truth.count + 16)
         let step = deflate.withUnsafeBytes { input in
             output.withUnsafeMutableBufferPointer { out in
-                inflater.inflate(input.baseAddress!, count: input.count, into: out.baseAddress!, capacity: out.count)
+                decoder.inflate(input, into: out.baseAddress!, capacity: out.count)
             }
         }
-        guard case .memberEnd = step.result else {
-            Issue.record("raw deflate did not end: \(step.result)")
-            return
-        }
+        #expect(step.ended && step.failure == nil, "raw deflate did not end: \(String(describing: step.failure))")
         #expect(step.consumed == deflate.count)
         #expect(Data(output.prefix(step.produced)) == truth)
         // The gzip format refuses the same bytes (no header).
-        let gzipInflater = try Inflater()
+        let gzipInflater = try ZlibMemberInflater()
         let refused = deflate.withUnsafeBytes { input in
             output.withUnsafeMutableBufferPointer { out in
                 gzipInflater.inflate(

@@ -63,8 +63,8 @@ struct GzipErrorTests {
         expectError(drainSync(gzipSource(Data(), name: "empty.gz")), .truncated, contains: "empty.gz")
     }
 
-    @Test("bad magic", arguments: [GzipInflateEngine.zlib, .isal])
-    func badMagic(_ engine: GzipInflateEngine) throws {
+    @Test("bad magic", arguments: [InflateEngine.zlib, .isal])
+    func badMagic(_ engine: InflateEngine) throws {
         var gz = try Gzip.compress(Data("hello".utf8))
         for index in [0, 1] {
             var bad = gz
@@ -108,8 +108,8 @@ struct GzipErrorTests {
 
     @Test(
         "a bad header CRC (FHCRC) is verified by zlib and by the ISA-L engine: .corrupt",
-        arguments: [GzipInflateEngine.zlib, .isal])
-    func badHeaderCRC(_ engine: GzipInflateEngine) throws {
+        arguments: [InflateEngine.zlib, .isal])
+    func badHeaderCRC(_ engine: InflateEngine) throws {
         let result = drainSync(
             gzipSource(try fixture("bad-header-crc.gz"), name: "bad-header-crc.gz", engine: engine))
         expectError(result, .corrupt, contains: "bad-header-crc.gz")
@@ -130,8 +130,8 @@ struct GzipErrorTests {
 
     @Test(
         "a flipped byte in the deflate body, CRC-32 or ISIZE is .corrupt with the offset",
-        arguments: [GzipInflateEngine.zlib, .isal])
-    func corruptBodyAndTrailer(_ engine: GzipInflateEngine) throws {
+        arguments: [InflateEngine.zlib, .isal])
+    func corruptBodyAndTrailer(_ engine: InflateEngine) throws {
         let gz = try Gzip.compress(textBytes(20_000, seed: 13))
         let n = gz.count
         let cases: [(String, Int, String?)] = [

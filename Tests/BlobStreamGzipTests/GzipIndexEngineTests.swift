@@ -93,7 +93,7 @@ struct GzipDamage: CustomStringConvertible, Sendable {
     func sameRefusals(_ damage: GzipDamage) throws {
         let damaged = damage.apply(input)
         var codes: [String: BlobStreamError.Code] = [:]
-        for engine in [GzipInflateEngine.isal, .zlib] {
+        for engine in [InflateEngine.isal, .zlib] {
             do {
                 let index = try GzipIndex.build(
                     from: InMemoryDataSource(data: damaged), spacing: 128 << 10, name: "bad.gz", engine: engine)
@@ -108,7 +108,7 @@ struct GzipDamage: CustomStringConvertible, Sendable {
 
     @Test("every uncompressed byte is handed over in order while the index is built, by both engines")
     func handsOverTheBytes() throws {
-        for engine in [GzipInflateEngine.isal, .zlib] {
+        for engine in [InflateEngine.isal, .zlib] {
             var seen = Data()
             let index = try GzipIndex.build(
                 from: InMemoryDataSource(data: input.gz), spacing: 256 << 10, name: "m.gz", engine: engine,
@@ -120,7 +120,7 @@ struct GzipDamage: CustomStringConvertible, Sendable {
 
     @Test("an error the receiver of the bytes throws ends the build with it")
     func receiverErrorEndsTheBuild() throws {
-        for engine in [GzipInflateEngine.isal, .zlib] {
+        for engine in [InflateEngine.isal, .zlib] {
             var calls = 0
             let error = #expect(throws: BlobStreamError.self) {
                 try GzipIndex.build(

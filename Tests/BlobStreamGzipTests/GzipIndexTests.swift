@@ -109,7 +109,7 @@ func readIndexed(
                 #expect(Data(window.suffix(have)) == input.plain[start - have..<start])
             }
         }
-        #expect(index.identity == (try GzipIndex.FileIdentity(ofFileAtPath: path)))
+        #expect(index.identity == (try BlobContentIdentity(ofFileAtPath: path)))
     }
 
     @Test("round trip: written, read back equal; seeks to many offsets give the plain decode's bytes")
@@ -189,7 +189,7 @@ func readIndexed(
         let index = try GzipIndex.build(fileAtPath: path, spacing: 256 << 10)
         // A byte in the middle of the random member (stored blocks: zlib cannot see it),
         // outside the identity's samples.
-        let samples = GzipIndex.FileIdentity.sampleRanges(forSize: Int64(input.gz.count))
+        let samples = BlobContentIdentity.sampleRanges(forSize: Int64(input.gz.count))
         var position = (input.compressedStarts[1] + input.compressedStarts[2]) / 2
         while samples.contains(where: { $0.contains(Int64(position)) }) { position += 4096 }
         var damaged = input.gz
@@ -249,7 +249,7 @@ func readIndexed(
             return
         }
         let rebuilt = try GzipIndex.loadOrBuild(forFileAtPath: path, spacing: 1 << 18)
-        #expect(rebuilt.identity == (try GzipIndex.FileIdentity(ofFileAtPath: path)))
+        #expect(rebuilt.identity == (try BlobContentIdentity(ofFileAtPath: path)))
         let (bytes, error) = readIndexed(path: path, index: rebuilt, at: 500_000)
         #expect(error == nil)
         #expect(sha256(bytes) == sha256(textBytes(1 << 20, seed: 5)[500_000...]))

@@ -39,7 +39,7 @@ struct ParallelCase: Sendable, CustomTestStringConvertible {
 /// synchronous stream; the bytes and the source's error.
 func readParallel(
     path: String, index: GzipIndex, parallelism: Int, at offset: Int64 = 0, readSize: Int = 100_000,
-    engine: GzipInflateEngine = .automatic
+    engine: InflateEngine = .automatic
 ) -> (Data, BlobStreamError?) {
     let source = GzipDataSource(
         upstream: FileDataSource(path: path), name: path, index: index, engine: engine, parallelism: parallelism)
@@ -48,13 +48,13 @@ func readParallel(
 }
 
 /// The engines available here (the parallel workers use ISA-L's raw inflate or zlib's).
-let parallelEngines: [GzipInflateEngine] = GzipInflateEngine.isIsalAvailable ? [.zlib, .isal] : [.zlib]
+let parallelEngines: [InflateEngine] = InflateEngine.isIsalAvailable ? [.zlib, .isal] : [.zlib]
 
 @Suite("Gzip parallel decoding") struct GzipParallelTests {
     @Test(
         "with an index, every parallelism and engine gives the plain decode's bytes from any offset",
         arguments: [64 << 10, 512 << 10, 2 << 20], parallelEngines)
-    func bytesEqualPlainDecode(spacing: Int, engine: GzipInflateEngine) throws {
+    func bytesEqualPlainDecode(spacing: Int, engine: InflateEngine) throws {
         let folder = try IndexTestFolder()
         for file in try ParallelCase.all.get() {
             let path = try folder.write("f.gz", file.gz)
@@ -102,7 +102,7 @@ let parallelEngines: [GzipInflateEngine] = GzipInflateEngine.isIsalAvailable ? [
     @Test(
         "a corrupt chunk is an error naming its offsets, and none of its bytes (or later ones) is delivered",
         arguments: parallelEngines)
-    func corruptChunk(engine: GzipInflateEngine) throws {
+    func corruptChunk(engine: InflateEngine) throws {
         let folder = try IndexTestFolder()
         let input = try MultiMember.shared.get()
         let path = try folder.write("m.gz", input.gz)
@@ -133,7 +133,7 @@ let parallelEngines: [GzipInflateEngine] = GzipInflateEngine.isIsalAvailable ? [
     @Test(
         "a bad member trailer (CRC-32 or ISIZE) is an error when the member ends inside the read",
         arguments: parallelEngines)
-    func badTrailer(engine: GzipInflateEngine) throws {
+    func badTrailer(engine: InflateEngine) throws {
         let folder = try IndexTestFolder()
         let input = try MultiMember.shared.get()
         let path = try folder.write("m.gz", input.gz)

@@ -60,7 +60,7 @@ func textBytes(_ count: Int, seed: UInt64) -> Data {
 /// A gzip source over bytes in memory (a synchronous, seekable upstream), inflating with
 /// `engine` (by default ISA-L here, as for users).
 func gzipSource(
-    _ gz: Data, name: String = "test.gz", chunkSize: Int = .max, engine: GzipInflateEngine = .automatic
+    _ gz: Data, name: String = "test.gz", chunkSize: Int = .max, engine: InflateEngine = .automatic
 ) -> GzipDataSource {
     GzipDataSource(upstream: InMemoryDataSource(data: gz, chunkSize: chunkSize), name: name, engine: engine)
 }

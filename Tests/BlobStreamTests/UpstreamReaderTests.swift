@@ -23,12 +23,14 @@ private final class RecordingSource: BlobDataSource, @unchecked Sendable {
     var readSizes: [Int] { lock.withLock { sizes } }
 }
 
-@Suite("BlobUpstream: the kit's upstream reader")
+@Suite("BlobUpstreamReader: the kit's upstream reader")
 struct UpstreamReaderTests {
     static let bytes = sampleBytes(200_000, seed: 0x0B5)
 
     /// Everything `reader` hands out through fill/consume, in pieces of at most `piece`.
-    static func drainFill(_ reader: BlobUpstream, piece: Int, waiting: Bool = true) -> (Data, BlobUpstream.Filled?) {
+    static func drainFill(_ reader: BlobUpstreamReader, piece: Int, waiting: Bool = true) -> (
+        Data, BlobUpstreamReader.Filled?
+    ) {
         var out = Data()
         while true {
             let result = reader.fill(waiting: waiting)
@@ -42,7 +44,7 @@ struct UpstreamReaderTests {
     @Test("fill and consume hand out every byte, then the end; the upstream is closed with the reader")
     func fillAndConsume() throws {
         let source = InMemoryDataSource(data: Self.bytes, chunkSize: 3_333)
-        let reader = BlobUpstream(source, bufferSize: 10_000)
+        let reader = BlobUpstreamReader(source, bufferSize: 10_000)
         try reader.waitForOpen()
         let (data, last) = Self.drainFill(reader, piece: 777)
         #expect(data == Self.bytes)
@@ -55,7 +57,7 @@ struct UpstreamReaderTests {
 
     @Test("fill(atLeast:) gathers bytes across upstream reads")
     func atLeast() throws {
-        let reader = BlobUpstream(InMemoryDataSource(data: Self.bytes, chunkSize: 100), bufferSize: 4_096)
+        let reader = BlobUpstreamReader(InMemoryDataSource(data: Self.bytes, chunkSize: 100), bufferSize: 4_096)
         try reader.waitForOpen()
         guard case .bytes(let first) = reader.fill(atLeast: 1_000, waiting: true) else {
             Issue.record("no bytes")
@@ -74,7 +76,7 @@ struct UpstreamReaderTests {
     @Test("moves: within the buffer, by the upstream's seek, and by discarding over a forward-only one")
     func moves() throws {
         let seekable = RecordingSource(Self.bytes)
-        let reader = BlobUpstream(seekable, bufferSize: 8_192)
+        let reader = BlobUpstreamReader(seekable, bufferSize: 8_192)
         try reader.waitForOpen()
         var buffer = [UInt8](repeating: 0, count: 100)
         _ = reader.read(into: &buffer, maxLength: 100, waiting: true)
@@ -87,7 +89,7 @@ struct UpstreamReaderTests {
         _ = reader.read(into: &buffer, maxLength: 100, waiting: true)
         #expect(Data(buffer) == Self.bytes.subdata(in: 150_000..<150_100))
 
-        let forward = BlobUpstream(ForwardOnlySource(Self.bytes), bufferSize: 8_192)
+        let forward = BlobUpstreamReader(ForwardOnlySource(Self.bytes), bufferSize: 8_192)
         try forward.waitForOpen()
         try forward.seek(to: 123_456)
         #expect(forward.offset == 123_456)
@@ -105,7 +107,7 @@ struct UpstreamReaderTests {
     @Test("read sizes start small after a move and double up to the buffer size")
     func adaptiveReadSizes() throws {
         let source = RecordingSource(Self.bytes)
-        let reader = BlobUpstream(source, bufferSize: 64 * 1024, minimumReadSize: 4_096)
+        let reader = BlobUpstreamReader(source, bufferSize: 64 * 1024, minimumReadSize: 4_096)
         try reader.waitForOpen()
         _ = Self.drainFill(reader, piece: .max)
         #expect(Array(source.readSizes.prefix(5)) == [4_096, 8_192, 16_384, 32_768, 65_536])
@@ -117,7 +119,7 @@ struct UpstreamReaderTests {
         let changes = ConcurrentLog<Int>()
         let source = InMemoryDataSource(
             data: Self.bytes, open: .async(queue: queue, delay: 0.05), chunkSize: 5_000, refillDelay: (queue, 0.001))
-        let reader = BlobUpstream(source, bufferSize: 16_384) { changes.add(1) }
+        let reader = BlobUpstreamReader(source, bufferSize: 16_384) { changes.add(1) }
         #expect(reader.isAsynchronous)
         reader.open()
         if case .starved = reader.fill() {} else { Issue.record("not starved before the open completed") }
@@ -132,7 +134,7 @@ struct UpstreamReaderTests {
     func wouldDeadlock() throws {
         let queue = DispatchQueue(label: "UpstreamReaderTests.deadlock")
         let source = InMemoryDataSource(data: Self.bytes, chunkSize: 5_000, refillDelay: (queue, 0.5))
-        let reader = BlobUpstream(source)
+        let reader = BlobUpstreamReader(source)
         try reader.waitForOpen()
         var buffer = [UInt8](repeating: 0, count: 5_000)
         _ = reader.read(into: &buffer, maxLength: 5_000, waiting: true) // the next bytes come in 0.5 s
@@ -148,7 +150,7 @@ struct UpstreamReaderTests {
     func cancelEndsAWait() throws {
         let queue = DispatchQueue(label: "UpstreamReaderTests.cancel")
         let source = InMemoryDataSource(data: Self.bytes, chunkSize: 5_000, refillDelay: (queue, 30))
-        let reader = BlobUpstream(source)
+        let reader = BlobUpstreamReader(source)
         try reader.waitForOpen()
         var buffer = [UInt8](repeating: 0, count: 5_000)
         _ = reader.read(into: &buffer, maxLength: 5_000, waiting: true) // the next bytes come in 30 s
@@ -167,7 +169,7 @@ struct UpstreamReaderTests {
 
     @Test("an upstream error is handed on as it is, and sticks")
     func upstreamError() throws {
-        let reader = BlobUpstream(InMemoryDataSource(data: Self.bytes, failAt: (50_000, SampleError(tag: "up"))))
+        let reader = BlobUpstreamReader(InMemoryDataSource(data: Self.bytes, failAt: (50_000, SampleError(tag: "up"))))
         try reader.waitForOpen()
         let (data, last) = Self.drainFill(reader, piece: .max)
         #expect(data.count == 50_000)

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Wakes the owner of a `BlobUpstream` that waits for an asynchronous upstream, and calls
+/// Wakes the owner of a `BlobUpstreamReader` that waits for an asynchronous upstream, and calls
 /// its `onChange`: observers of the upstream call `poke()`; `cancel()` ends every wait.
 final class UpstreamWaiter: @unchecked Sendable {
     // Unchecked Sendable: `condition` is a lock, the flag is atomic, `onChange` immutable.

@@ -9,7 +9,7 @@ import Foundation
 /// error (a `LibArchiveError`, a `ZlibError`, the upstream's own error), whose text is not
 /// repeated in the message; `description` then shows both.
 enum ArchiveErrors {
-    static func translate(_ failure: ArchiveHandle.Failure, input: UpstreamInput, prefix: String, while doing: String)
+    static func translate(_ failure: ArchiveHandle.Failure, input: LibArchiveInput, prefix: String, while doing: String)
         -> BlobStreamError
     {
         switch failure {

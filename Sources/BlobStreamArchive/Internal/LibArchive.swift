@@ -3,7 +3,7 @@ import CBlobStreamArchive
 import Foundation
 
 /// The one place where this module calls libarchive: a reading handle over an
-/// `UpstreamInput`, with every format and filter enabled, that hands out headers and data
+/// `LibArchiveInput`, with every format and filter enabled, that hands out headers and data
 /// blocks as Swift values. No libarchive type leaves this file.
 ///
 /// Every call runs with the calling thread's locale switched to `C.UTF-8` (`uselocale`,
@@ -40,14 +40,14 @@ final class ArchiveHandle {
     }
 
     private var archive: OpaquePointer?
-    let input: UpstreamInput
+    let input: LibArchiveInput
     /// A zip's stored names where libarchive rewrites them (see `ZipStoredNames`).
     private var zipNames: ZipStoredNames?
     /// The current entry's stored name, when libarchive handed it out rewritten.
     private var currentStoredName: [UInt8]?
 
     /// Makes a handle and opens it: reads the first bytes to pick the filters and format.
-    init(input: UpstreamInput) throws(Failure) {
+    init(input: LibArchiveInput) throws(Failure) {
         self.input = input
         // A gzip layer the input inflates itself must be found before the callbacks are set.
         guard input.prepare() else { throw Failure.input }
@@ -302,12 +302,12 @@ enum UTF8Locale {
     }
 }
 
-// MARK: - Callbacks (C function pointers; the context is an unretained `UpstreamInput`)
+// MARK: - Callbacks (C function pointers; the context is an unretained `LibArchiveInput`)
 
 private func archiveReadCallback(
     _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ buffer: UnsafeMutablePointer<UnsafeRawPointer?>?
 ) -> la_ssize_t {
-    let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
+    let input = Unmanaged<LibArchiveInput>.fromOpaque(context!).takeUnretainedValue()
     var bytes: UnsafeRawPointer?
     let n = input.read(lending: &bytes)
     if n > 0 { buffer?.pointee = bytes }
@@ -317,13 +317,13 @@ private func archiveReadCallback(
 private func archiveSkipCallback(
     _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ request: la_int64_t
 ) -> la_int64_t {
-    let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
+    let input = Unmanaged<LibArchiveInput>.fromOpaque(context!).takeUnretainedValue()
     return input.skip(request)
 }
 
 private func archiveSeekCallback(
     _ archive: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ offset: la_int64_t, _ whence: Int32
 ) -> la_int64_t {
-    let input = Unmanaged<UpstreamInput>.fromOpaque(context!).takeUnretainedValue()
+    let input = Unmanaged<LibArchiveInput>.fromOpaque(context!).takeUnretainedValue()
     return input.seek(offset, whence: whence).map { $0 } ?? la_int64_t(ARCHIVE_FATAL)
 }

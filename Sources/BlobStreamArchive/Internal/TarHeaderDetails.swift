@@ -26,7 +26,7 @@ struct TarHeaderDetails {
     /// position). The walk stops, keeping what it found, at the first thing it does not
     /// follow (a damaged header, a sparse or multi-volume entry, a large extension header);
     /// empty when the bytes do not start with a tar header. The reader is left at offset 0.
-    static func read(from reader: BlobUpstream, length: Int64) -> [Int64: TarHeaderDetails] {
+    static func read(from reader: BlobUpstreamReader, length: Int64) -> [Int64: TarHeaderDetails] {
         defer { _ = try? reader.seek(to: 0) }
         guard TarHeaderWalker.startsWithTarHeader(reader, length: length) else { return [:] }
         var found: [Int64: TarHeaderDetails] = [:]
@@ -79,7 +79,7 @@ struct TarHeaderDetails {
 
     /// The 512-byte header at `offset` and its size field; nil at the end marker, the
     /// upstream's end, or a header that is damaged.
-    private static func header(_ reader: BlobUpstream, at offset: Int64, length: Int64) -> (
+    private static func header(_ reader: BlobUpstreamReader, at offset: Int64, length: Int64) -> (
         bytes: [UInt8], size: Int64
     )? {
         guard let bytes = data(reader, at: offset, count: 512, length: length) else { return nil }
@@ -92,7 +92,7 @@ struct TarHeaderDetails {
     }
 
     /// `count` bytes at `offset`; nil when the upstream cannot give them.
-    private static func data(_ reader: BlobUpstream, at offset: Int64, count: Int, length: Int64) -> [UInt8]? {
+    private static func data(_ reader: BlobUpstreamReader, at offset: Int64, count: Int, length: Int64) -> [UInt8]? {
         guard offset + Int64(count) <= length, (try? reader.seek(to: offset)) != nil else { return nil }
         guard case .bytes(let bytes) = reader.fill(atLeast: count, waiting: true), bytes.count >= count else {
             return nil

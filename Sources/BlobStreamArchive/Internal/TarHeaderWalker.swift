@@ -66,13 +66,13 @@ struct TarHeaderWalker {
 
     /// Where the bytes come from: a seekable upstream (`reader`), or bytes handed out in
     /// increasing order of offset (`input`: a tar inflated while it is read).
-    let reader: BlobUpstream?
-    let input: (any TarWalkInput)?
+    let reader: BlobUpstreamReader?
+    let input: (any SequentialTarBytes)?
     let length: Int64
     /// Offset of the next header.
     var offset: Int64
 
-    init(reader: BlobUpstream, length: Int64, offset: Int64 = 0) {
+    init(reader: BlobUpstreamReader, length: Int64, offset: Int64 = 0) {
         self.reader = reader
         self.input = nil
         self.length = length
@@ -81,7 +81,7 @@ struct TarHeaderWalker {
 
     /// A walker over bytes that `input` hands out in increasing order of offset (their
     /// length unknown: `input` says where they end).
-    init(input: any TarWalkInput) {
+    init(input: any SequentialTarBytes) {
         self.reader = nil
         self.input = input
         self.length = Int64.max
@@ -90,7 +90,7 @@ struct TarHeaderWalker {
 
     /// Whether the 512 bytes at offset 0 of `reader` are a tar header with a right checksum
     /// (what decides whether to walk at all).
-    static func startsWithTarHeader(_ reader: BlobUpstream, length: Int64) -> Bool {
+    static func startsWithTarHeader(_ reader: BlobUpstreamReader, length: Int64) -> Bool {
         guard length >= 512, (try? reader.seek(to: 0)) != nil else { return false }
         guard case .bytes(let bytes) = reader.fill(atLeast: 512, waiting: true), bytes.count >= 512 else {
             return false
@@ -101,7 +101,7 @@ struct TarHeaderWalker {
 
     /// Whether the first header carries the ustar magic (`ustar`), whatever its checksum:
     /// a tar whose first header is damaged, which the walk then reports.
-    static func hasUstarMagic(_ reader: BlobUpstream, length: Int64) -> Bool {
+    static func hasUstarMagic(_ reader: BlobUpstreamReader, length: Int64) -> Bool {
         guard length >= 512, (try? reader.seek(to: 0)) != nil else { return false }
         guard case .bytes(let bytes) = reader.fill(atLeast: 512, waiting: true), bytes.count >= 512 else {
             return false
@@ -282,7 +282,7 @@ struct TarHeaderWalker {
 
 /// Bytes for a `TarHeaderWalker` that come in increasing order of offset (a tar being
 /// inflated): asked for at an offset at or after the last one asked for.
-protocol TarWalkInput: AnyObject {
+protocol SequentialTarBytes: AnyObject {
     /// Lends `count` bytes at `position` (valid until the next call), or throws
     /// `.truncated` (the bytes end before), naming `what` was being read.
     func bytes(at position: Int64, count: Int, what: String) throws(TarWalkError) -> UnsafeRawBufferPointer

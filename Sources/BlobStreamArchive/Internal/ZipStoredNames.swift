@@ -25,11 +25,11 @@ struct ZipStoredNames {
     /// at offset 0 and a stored name holds a backslash; nil otherwise (and when the central
     /// directory cannot be read: libarchive then reports what is wrong). The reader is left
     /// where it was.
-    static func read(from reader: BlobUpstream, length: Int64) -> ZipStoredNames? {
+    static func read(from reader: BlobUpstreamReader, length: Int64) -> ZipStoredNames? {
         let start = reader.offset
         guard start == 0, length >= 22 else { return nil }
         defer { _ = try? reader.seek(to: start) }
-        let access = ArchiveAccess(reader: reader, length: length, name: "")
+        let access = ArchiveOffsetReader(reader: reader, length: length, name: "")
         guard let signature = try? access.bytes(at: 0, count: 4, what: "the signature"),
             Array(signature) == [0x50, 0x4B, 0x03, 0x04],
             let directory = try? access.zipCentralDirectory()
@@ -43,10 +43,10 @@ struct ZipStoredNames {
         var stored: [(name: [UInt8], offset: Int64)] = []
         var p = 0
         for _ in 0..<count {
-            guard p + 46 <= d.count, ArchiveAccess.u32(d, p) == 0x0201_4b50 else { return nil }
-            let nameLength = Int(ArchiveAccess.u16(d, p + 28))
-            let extraLength = Int(ArchiveAccess.u16(d, p + 30))
-            let end = p + 46 + nameLength + extraLength + Int(ArchiveAccess.u16(d, p + 32))
+            guard p + 46 <= d.count, ArchiveOffsetReader.u32(d, p) == 0x0201_4b50 else { return nil }
+            let nameLength = Int(ArchiveOffsetReader.u16(d, p + 28))
+            let extraLength = Int(ArchiveOffsetReader.u16(d, p + 30))
+            let end = p + 46 + nameLength + extraLength + Int(ArchiveOffsetReader.u16(d, p + 32))
             guard end <= d.count else { return nil }
             let name = Array(d[(p + 46)..<(p + 46 + nameLength)])
             stored.append((name, Self.localHeaderOffset(d, entry: p, extra: (p + 46 + nameLength), extraLength)))
@@ -85,19 +85,19 @@ struct ZipStoredNames {
     /// The entry's local header offset (its zip64 extra field's when the entry gives
     /// 0xFFFFFFFF).
     private static func localHeaderOffset(_ d: [UInt8], entry p: Int, extra start: Int, _ length: Int) -> Int64 {
-        let local = ArchiveAccess.u32(d, p + 42)
+        let local = ArchiveOffsetReader.u32(d, p + 42)
         guard local == 0xFFFF_FFFF else { return Int64(local) }
         var e = start
         while e + 4 <= start + length {
-            let id = ArchiveAccess.u16(d, e)
-            let n = Int(ArchiveAccess.u16(d, e + 2))
+            let id = ArchiveOffsetReader.u16(d, e)
+            let n = Int(ArchiveOffsetReader.u16(d, e + 2))
             guard e + 4 + n <= start + length else { break }
             if id == 0x0001 {
                 // Present in this order, each only when its 32-bit field is 0xFFFFFFFF.
                 var q = e + 4
-                if ArchiveAccess.u32(d, p + 24) == 0xFFFF_FFFF { q += 8 }
-                if ArchiveAccess.u32(d, p + 20) == 0xFFFF_FFFF { q += 8 }
-                if q + 8 <= e + 4 + n { return Int64(bitPattern: ArchiveAccess.u64(d, q)) }
+                if ArchiveOffsetReader.u32(d, p + 24) == 0xFFFF_FFFF { q += 8 }
+                if ArchiveOffsetReader.u32(d, p + 20) == 0xFFFF_FFFF { q += 8 }
+                if q + 8 <= e + 4 + n { return Int64(bitPattern: ArchiveOffsetReader.u64(d, q)) }
             }
             e += 4 + n
         }

@@ -1,0 +1,129 @@
+import BlobStream
+import BlobStreamCompression
+import BlobStreamSystem
+import Foundation
+
+/// Where the archive index decoder reads an index's bytes: from memory (`init(decoding:)`)
+/// or from the file itself (`ArchiveIndex.read(from:)`), little-endian.
+protocol ArchiveIndexBytes {
+    /// The whole index's length.
+    var length: Int { get }
+    /// Where the next read starts.
+    var position: Int { get }
+    /// The next `count` bytes (≤ 8) as an integer.
+    mutating func take(_ count: Int) throws -> UInt64
+    /// The next `count` bytes (the caller checked that they are there).
+    mutating func bytes(_ count: Int) throws -> [UInt8]
+    /// The CRC-32 stored in the last 4 bytes, and the one of every byte before them.
+    mutating func storedAndComputedCRC32() throws -> (stored: UInt32, computed: UInt32)
+    /// The gzip index in the next `length` bytes (a tar.gz's), and moves past it.
+    mutating func gzipIndex(length: Int, name: String) throws -> GzipIndex
+}
+
+/// An index's bytes in memory.
+struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
+    private var bytes: [UInt8]
+    private(set) var position = 0
+    let length: Int
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+        self.length = bytes.count
+    }
+
+    mutating func take(_ count: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for i in 0..<count { value |= UInt64(bytes[position + i]) << (8 * UInt64(i)) }
+        position += count
+        return value
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        defer { position += count }
+        return Array(bytes[position..<(position + count)])
+    }
+
+    mutating func storedAndComputedCRC32() -> (stored: UInt32, computed: UInt32) {
+        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[length - 4 + $1]) << (8 * UInt32($1)) }
+        let computed = bytes.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(length - 4)])) }
+        return (stored, computed)
+    }
+
+    /// Decodes the gzip index and lets go of the index's bytes (not held twice).
+    mutating func gzipIndex(length: Int, name: String) throws -> GzipIndex {
+        let gzipBytes = Array(bytes[position..<(position + length)])
+        position += length
+        bytes = []
+        return try GzipIndex(serialized: gzipBytes, name: name)
+    }
+}
+
+/// An index file read through a small buffer: what the decoder holds is the members, never
+/// the file (a tar.gz's index file is mostly gzip windows, which stay in it).
+struct ArchiveIndexFileBytes: ArchiveIndexBytes {
+    private let file: PositionalFile
+    private let path: String
+    let length: Int
+    private(set) var position = 0
+    private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    private static let bufferSize = 256 * 1024
+
+    /// Reads the open index `file` at `path`.
+    init(file: PositionalFile, path: String) throws {
+        self.file = file
+        self.path = path
+        self.length = Int(try file.size())
+    }
+
+    /// Exactly `count` bytes at `offset` (the file is `length` bytes: a shorter read means it
+    /// was cut while it was read).
+    private func read(count: Int, at offset: Int) throws -> [UInt8] {
+        try file.bytes(count: count, at: Int64(offset), what: "archive index")
+    }
+
+    mutating func bytes(_ count: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        while out.count < count {
+            let inBuffer = position - bufferStart
+            if inBuffer >= 0 && inBuffer < buffer.count {
+                let n = min(count - out.count, buffer.count - inBuffer)
+                out += buffer[inBuffer..<(inBuffer + n)]
+                position += n
+            } else {
+                bufferStart = position
+                buffer = try read(count: min(Self.bufferSize, length - position), at: position)
+                guard !buffer.isEmpty else {
+                    throw BlobStreamError(.corrupt, "archive index '\(path)' is damaged: it ends at byte \(position)")
+                }
+            }
+        }
+        return out
+    }
+
+    mutating func take(_ count: Int) throws -> UInt64 {
+        try bytes(count).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+    }
+
+    mutating func storedAndComputedCRC32() throws -> (stored: UInt32, computed: UInt32) {
+        var crc: UInt32 = 0
+        var offset = 0
+        while offset < length - 4 {
+            let chunk = try read(count: min(Self.bufferSize, length - 4 - offset), at: offset)
+            crc = chunk.withUnsafeBytes { CRC32.update(crc, $0) }
+            offset += chunk.count
+        }
+        let tail = try read(count: 4, at: length - 4)
+        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(tail[$1]) << (8 * UInt32($1)) }
+        return (stored, crc)
+    }
+
+    mutating func gzipIndex(length gzipLength: Int, name: String) throws -> GzipIndex {
+        let index = try GzipIndex(
+            readingFileDescriptor: file.descriptor, offset: Int64(position), length: Int64(gzipLength), name: name)
+        position += gzipLength
+        buffer = []
+        return index
+    }
+}

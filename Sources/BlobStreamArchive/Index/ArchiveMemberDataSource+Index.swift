@@ -1,0 +1,157 @@
+import BlobStream
+import BlobStreamCompression
+import BlobStreamSystem
+import Foundation
+
+/// Which member index an `ArchiveMemberDataSource` uses (see `ArchiveIndex`).
+public enum ArchiveIndexOption: Sendable {
+    /// The default: for an archive read by path (or by a `file:` URL), `ARCHIVE.blobidx`
+    /// beside it when it matches the archive; one that does not match, or cannot be read,
+    /// is ignored (never used): the member is then found by walking the headers.
+    case automatic
+    /// No index.
+    case none
+    /// This index; refused (`.changed`) when it does not match the archive. Over an upstream
+    /// with no path (see `useIndex(_:archivePath:)`) the modification time cannot be
+    /// compared: the size and the sampled bytes are.
+    case index(ArchiveIndex)
+    /// The index in this file; refused when it cannot be read or does not match.
+    case file(String)
+}
+
+extension ArchiveMemberDataSource {
+    /// Makes a source for `member` of the archive file at `path`, using `index` (see
+    /// `ArchiveIndexOption`; by default `ARCHIVE.blobidx` beside it when it matches).
+    public convenience init(
+        archive path: String, member: String, verification: ArchiveVerification = .wholeArchive,
+        index: ArchiveIndexOption
+    ) {
+        self.init(archive: path, member: member, verification: verification)
+        indexOption = index
+    }
+
+    /// Lets the source use an index of the archive file at `path` (its upstream's bytes),
+    /// as `option` says. Call before `open()`.
+    public func useIndex(_ option: ArchiveIndexOption, archivePath path: String?) {
+        lock.lock()
+        defer { lock.unlock() }
+        indexOption = option
+        archivePath = path
+    }
+
+    /// Sets the inflate engine (see `InflateEngine`) of the gzip layer of a tar.gz and
+    /// of members inflated here (a tar.gz member read through an index, a zip deflate member
+    /// read through an index): by default ISA-L when it loads, else zlib; `.isal` where ISA-L
+    /// is unavailable fails the open with `.unsupported`. Call before `open()`.
+    public func useInflateEngine(_ engine: InflateEngine) {
+        lock.lock()
+        defer { lock.unlock() }
+        inflateEngine = engine
+    }
+
+    /// The index this source uses, resolved at its first search (nil: none).
+    func resolveIndex() throws(BlobStreamError) -> ArchiveIndex? {
+        switch indexOption {
+        case .none: return nil
+        case .automatic:
+            guard let archivePath, LibArchiveInput.canSeek(upstream) else { return nil }
+            let path = ArchiveIndex.defaultPath(forArchiveAt: archivePath)
+            guard FileManager.default.fileExists(atPath: path), let index = try? ArchiveIndex.read(from: path) else {
+                return nil
+            }
+            do {
+                return try indexMismatch(index) == nil ? index : nil
+            } catch {
+                return nil // unreadable here: the search without it reports what is wrong
+            }
+        case .index(let index):
+            try requireMatch(index, "the index given")
+            return index
+        case .file(let path):
+            let index: ArchiveIndex
+            do {
+                index = try ArchiveIndex.read(from: path)
+            } catch {
+                let own = error as? BlobStreamError
+                throw makeError(own?.code ?? .sourceFailed, "cannot use the index named", cause: error)
+            }
+            try requireMatch(index, "index '\(path)'")
+            return index
+        }
+    }
+
+    private func requireMatch(_ index: ArchiveIndex, _ what: String) throws(BlobStreamError) {
+        guard LibArchiveInput.canSeek(upstream) else {
+            let limit = (upstream.property(forKey: .blobOffsetLimitKey) as? String).map { ": " + $0 } ?? ""
+            throw makeError(.unsupported, "\(what) cannot be used: the upstream cannot seek\(limit)")
+        }
+        if let mismatch = try indexMismatch(index) {
+            throw makeError(.changed, "\(what) does not match the archive: \(mismatch)")
+        }
+    }
+
+    /// What differs between the index's identity and the archive now; nil when nothing.
+    private func indexMismatch(_ index: ArchiveIndex) throws(BlobStreamError) -> String? {
+        let modified =
+            (upstream as? ArchiveFileSource)?.modified
+            ?? archivePath.flatMap { try? FileStatus(path: $0) }?.modified
+        let access = ArchiveOffsetReader(reader: reader, length: upstream.length ?? -1, name: archiveName)
+        defer { _ = try? reader.seek(to: 0) }
+        return try access.mismatch(with: index.identity, modified: modified)
+    }
+
+    /// Finds the member in `index` (following hard links) and sets the slice to read (a zip
+    /// member compressed with deflate is inflated from its compressed bytes); false when
+    /// libarchive must read it (a zip member encrypted or compressed otherwise).
+    func locate(in index: ArchiveIndex) throws(BlobStreamError) -> Bool {
+        var wanted = self.wanted
+        var links: [String] = []
+        while true {
+            guard let member = index.member(named: wanted) else {
+                if let link = links.last {
+                    throw makeError(.notFound, "it is a hard link to '\(link)', which is not in the archive")
+                }
+                throw makeError(.notFound, "no such member in the archive (as its index lists it)")
+            }
+            let deflated = index.format == .zip && member.compressionMethod == 8
+            if index.format == .zip, (member.compressionMethod != 0 && !deflated) || member.isEncrypted { return false }
+            let header = ArchiveHandle.Header(pathBytes: member.nameBytes, entry: member.entry, isSparse: false)
+            guard let target = try accept(header) else {
+                slice = MemberSlice(
+                    start: member.dataOffset, length: member.size, expectedCRC: member.crc32,
+                    mismatchCode: index.format == .tar ? .changed : .corrupt)
+                if deflated {
+                    slice?.inflation = try MemberInflation(
+                        compressedLength: member.compressedSize ?? 0, name: messagePrefix, engine: inflateEngine)
+                }
+                if index.format == .tarGzip {
+                    guard let gzipIndex = index.gzipIndex else {
+                        throw makeError(.corrupt, "the tar.gz index holds no gzip seek points")
+                    }
+                    slice?.mismatchCode = .corrupt
+                    slice?.decompression = MemberGzipReading(
+                        reader: reader, index: gzipIndex, name: archiveName, engine: inflateEngine, size: member.size)
+                }
+                if index.format == .tarXz {
+                    guard let path = archivePath ?? (upstream as? ArchiveFileSource)?.path else {
+                        throw makeError(.unsupported, "a tar.xz read through its index needs the archive's path")
+                    }
+                    slice?.mismatchCode = .corrupt
+                    do {
+                        slice?.decompression = try MemberXzReading(path: path)
+                    } catch {
+                        throw makeError(
+                            error.code, "cannot read the blocks of the tar.xz: \(error.message)", cause: error)
+                    }
+                }
+                return true
+            }
+            links.append(target)
+            guard links.count <= 16 else {
+                throw makeError(
+                    .corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
+            }
+            wanted = Self.normalized(Array(target.utf8))
+        }
+    }
+}

@@ -1,0 +1,228 @@
+import BlobStream
+import BlobStreamCompression
+import Foundation
+
+/// What decompresses a compressed tar in one pass: the gzip index builder (which places the
+/// seek points on the way), or the xz decoder.
+protocol TarDecompressor: AnyObject {
+    /// Up to `capacity` decompressed bytes; 0 at the end.
+    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) throws(BlobStreamError) -> Int
+}
+
+extension GzipIndexStreamingBuilder: TarDecompressor {}
+extension XzSequentialDecoder: TarDecompressor {}
+
+/// The bytes of a compressed tar as one pass decompresses them (a tar.gz's building the gzip
+/// seek-point index on the way), handed to a `TarHeaderWalker` in increasing order of offset. Bytes the walker
+/// moves over (members' bodies and padding) are read and discarded in bounded memory; those
+/// inside `hashedRange` (the current member's body) are added to `crc` as they pass.
+final class InflatedTarInput: SequentialTarBytes {
+    private let producer: any TarDecompressor
+    private let capacity = 256 * 1024 + TarHeaderWalker.maximumExtensionSize + 1024
+    private let buffer: UnsafeMutablePointer<UInt8>
+    /// Uncompressed offset of `buffer[0]`; bytes `buffer[head..<count]` are held.
+    private var bufferStart: Int64 = 0
+    private var head = 0
+    private var count = 0
+    private var ended = false
+
+    /// The member body being hashed, and its CRC-32 so far.
+    var hashedRange: Range<Int64> = 0..<0
+    var crc: UInt32 = 0
+
+    init(producer: any TarDecompressor) {
+        self.producer = producer
+        buffer = .allocate(capacity: capacity)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// Uncompressed offset of the next byte held.
+    private var position: Int64 { bufferStart + Int64(head) }
+
+    func bytes(at position: Int64, count wanted: Int, what: String) throws(TarWalkError) -> UnsafeRawBufferPointer {
+        try discard(upTo: position)
+        try fill(wanted)
+        guard count - head >= wanted else {
+            throw TarWalkError(
+                code: .truncated,
+                message:
+                    "the archive is truncated: its inflated bytes end at offset \(self.position + Int64(count - head)), inside \(what) at offset \(position)"
+            )
+        }
+        return UnsafeRawBufferPointer(start: buffer + head, count: wanted)
+    }
+
+    /// Whether the inflated bytes end exactly at `position` (a tar without end blocks).
+    func ends(at position: Int64) throws(TarWalkError) -> Bool {
+        try discard(upTo: position)
+        try fill(1)
+        if self.position < position {
+            throw TarWalkError(
+                code: .truncated,
+                message:
+                    "the archive is truncated: its inflated bytes end at offset \(self.position), inside an entry's data (the next header would be at \(position))"
+            )
+        }
+        return count == head
+    }
+
+    /// Reads and discards everything before `target`, hashing what lies in `hashedRange`;
+    /// stops early at the end of the bytes (the next `fill` then finds too few).
+    func discard(upTo target: Int64) throws(TarWalkError) {
+        while position < target {
+            if count == head {
+                try fill(1)
+                if count == head { return }
+            }
+            let take = Int(min(Int64(count - head), target - position))
+            let low = max(position, hashedRange.lowerBound)
+            let high = min(position + Int64(take), hashedRange.upperBound)
+            if low < high {
+                let from = buffer + head + Int(low - position)
+                crc = CRC32.update(crc, UnsafeRawBufferPointer(start: from, count: Int(high - low)))
+            }
+            head += take
+        }
+    }
+
+    /// Inflates until `wanted` bytes are held from `head`, or the bytes end.
+    private func fill(_ wanted: Int) throws(TarWalkError) {
+        if count - head >= wanted || ended { return }
+        if head > 0 {
+            memmove(buffer, buffer + head, count - head)
+            bufferStart += Int64(head)
+            count -= head
+            head = 0
+        }
+        while count < wanted && !ended {
+            let n: Int
+            do {
+                n = try producer.read(into: buffer + count, capacity: capacity - count)
+            } catch {
+                throw TarWalkError(code: error.code, message: error.message, cause: error.cause)
+            }
+            if n == 0 { ended = true }
+            count += n
+        }
+    }
+
+    /// Inflates to the end of the gzip stream (after the tar's end blocks).
+    func drain() throws(TarWalkError) {
+        while !ended {
+            head = 0
+            count = 0
+            try fill(capacity)
+            bufferStart += Int64(count)
+        }
+        head = 0
+        count = 0
+    }
+}
+
+extension ArchiveIndex {
+    /// Whether the gzip file at `path` holds a tar: its first 512 inflated bytes carry the
+    /// ustar magic at offset 257 (ustar, pax and GNU tars all do). False for anything else
+    /// (including a file that cannot be read or inflated: indexing it as gzip says why).
+    public static func gzipHoldsTar(atPath path: String) -> Bool {
+        guard
+            let builder = try? GzipIndexStreamingBuilder(
+                source: ArchiveFileSource(path: path), spacing: 1 << 30, name: path)
+        else { return false }
+        defer { builder.close() }
+        let input = InflatedTarInput(producer: builder)
+        guard let header = try? input.bytes(at: 0, count: 512, what: "the first header") else { return false }
+        return header[257..<262].elementsEqual("ustar".utf8)
+    }
+
+    /// Indexes the tar.gz at `path` in one pass: inflates it once, placing the gzip seek
+    /// points (every `spacing` uncompressed bytes) and walking the tar headers in the
+    /// inflated bytes, with each member's CRC-32 computed on the way.
+    static func buildTarGzip(
+        path: String, identity: Identity, spacing: Int, engine: InflateEngine
+    ) throws(BlobStreamError) -> ArchiveIndex {
+        let before = try BlobContentIdentity(ofFileAtPath: path)
+        let builder = try GzipIndexStreamingBuilder(
+            source: ArchiveFileSource(path: path), spacing: spacing, name: path, engine: engine)
+        defer { builder.close() }
+        var members = try walkMembers(InflatedTarInput(producer: builder), path: path, layer: "gzip")
+        guard var gzipIndex = builder.finish() else {
+            throw BlobStreamError(.sourceFailed, "archive '\(path)': the gzip stream did not reach its end")
+        }
+        let after = try BlobContentIdentity(ofFileAtPath: path)
+        guard before == after, gzipIndex.compressedSize == after.size, identity.size == after.size else {
+            throw BlobStreamError(.changed, "archive '\(path)': the file changed while it was indexed")
+        }
+        gzipIndex.identity = after
+        for i in members.indices {
+            members[i].seekPoint = gzipIndex.pointIndex(atOrBefore: members[i].dataOffset).map(Int64.init)
+        }
+        return ArchiveIndex(format: .tarGzip, identity: identity, members: members, gzipIndex: gzipIndex)
+    }
+
+    /// Walks the tar headers in the decompressed bytes of `input`, each member's CRC-32
+    /// computed on the way; `layer` names the compression in messages ("gzip", "xz").
+    static func walkMembers(_ input: InflatedTarInput, path: String, layer: String) throws(BlobStreamError)
+        -> [Member]
+    {
+        var members: [Member] = []
+        func failed(_ error: TarWalkError) -> BlobStreamError {
+            BlobStreamError(
+                error.code, "archive '\(path)': \(error.message) (after \(members.count) entries)", cause: error.cause)
+        }
+        do {
+            let first = try input.bytes(at: 0, count: 512, what: "the first header")
+            guard first[257..<262].elementsEqual("ustar".utf8) else {
+                throw BlobStreamError(
+                    .unsupported,
+                    "archive '\(path)': a \(layer) file whose content is not a tar (no ustar magic in its first header) cannot be member-indexed"
+                )
+            }
+        } catch let error as TarWalkError {
+            throw failed(error)
+        } catch let error as BlobStreamError {
+            throw error
+        } catch {
+            throw BlobStreamError(.sourceFailed, "archive '\(path)': \(error)", cause: error)
+        }
+        var walker = TarHeaderWalker(input: input)
+        var pending: TarWalkEntry?
+        do {
+            walk: while true {
+                try input.discard(upTo: walker.offset)
+                if let entry = pending {
+                    members.append(member(entry, crc: entry.type == .file ? input.crc : nil))
+                    pending = nil
+                }
+                if try input.ends(at: walker.offset) { break }
+                switch try walker.next() {
+                case .end:
+                    try input.drain()
+                    break walk
+                case .unsupported(let what):
+                    throw BlobStreamError(
+                        .unsupported, "archive '\(path)': cannot index it: it holds \(what) (libarchive still reads it)"
+                    )
+                case .entry(let entry):
+                    input.hashedRange = entry.dataOffset..<(entry.dataOffset + entry.size)
+                    input.crc = 0
+                    pending = entry
+                }
+            }
+        } catch let error as TarWalkError {
+            throw failed(error)
+        } catch let error as BlobStreamError {
+            throw error
+        } catch {
+            throw BlobStreamError(.sourceFailed, "archive '\(path)': \(error)", cause: error)
+        }
+        return members
+    }
+
+    private static func member(_ e: TarWalkEntry, crc: UInt32?) -> Member {
+        Member(
+            nameBytes: e.nameBytes, type: e.type, size: e.size, mode: e.mode, modificationSeconds: e.mtimeSeconds,
+            modificationNanoseconds: e.mtimeNanoseconds, linkTargetBytes: e.linkBytes, headerOffset: e.headerOffset,
+            dataOffset: e.dataOffset, crc32: crc)
+    }
+}

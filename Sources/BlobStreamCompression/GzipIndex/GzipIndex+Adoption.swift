@@ -1,0 +1,142 @@
+import BlobStream
+import BlobStreamSystem
+import Foundation
+
+// Adopting a foreign GZIDX (indexed_gzip's, rapidgzip's): checking every seek point against
+// the file and giving the index BlobStream's record (identity, chunk CRC-32s), without which
+// reads through it cannot be checked.
+
+extension GzipIndex {
+    /// Makes a foreign index (no chunk CRC-32s: one exported by indexed_gzip or rapidgzip)
+    /// one that BlobStream can check reads through, after checking it against the gzip file
+    /// at `path`:
+    ///
+    /// 1. The file is inflated once from its start (every member's CRC-32 and ISIZE checked),
+    ///    and the CRC-32 of the bytes between each seek point and the next is recorded; the
+    ///    sizes must be those the index gives.
+    /// 2. Every chunk is then decoded again from its own seek point (its compressed offset,
+    ///    bit offset and window, as the index gives them) and must give those bytes: a point
+    ///    that is wrong in any way fails here, not in a later read.
+    ///
+    /// The result keeps the foreign points, adds their CRC-32s and the file's identity
+    /// (taken before the passes and checked after them), and reads and writes as any index
+    /// BlobStream builds. The cost is about two inflates of the file.
+    ///
+    /// - Parameters:
+    ///   - foreign: the index to adopt (one of BlobStream's own is checked the same way).
+    ///   - path: the gzip file it indexes.
+    ///   - name: how errors name the index (its path).
+    /// - Throws: `.changed` naming the index and the chunk or size that does not match (the
+    ///   index is for another file, or is wrong), `.corrupt` or `.truncated` for a damaged
+    ///   gzip file, `.ioFailed`.
+    public static func adopt(_ foreign: GzipIndex, forFileAtPath path: String, name: String) throws(BlobStreamError)
+        -> GzipIndex
+    {
+        let refusal = { (why: String) in
+            BlobStreamError(.changed, "the gzip index \(name) does not describe \(path): \(why)")
+        }
+        try checkShape(of: foreign, refusal)
+        let before = try BlobContentIdentity(ofFileAtPath: path)
+        guard foreign.compressedSize == before.size else {
+            throw refusal("it indexes \(foreign.compressedSize) compressed bytes, the file has \(before.size)")
+        }
+        var adopted = foreign
+        let crcs = try chunkCRC32s(of: foreign, fileAtPath: path, refusal)
+        for i in adopted.points.indices { adopted.points[i].chunkCRC32 = crcs[i] }
+        try decodeEveryChunk(of: adopted, fileAtPath: path, name: name, refusal)
+        let after = try BlobContentIdentity(ofFileAtPath: path)
+        guard before == after else { throw BlobStreamError(.changed, "\(path): the file changed while it was checked") }
+        adopted.identity = after
+        return adopted
+    }
+
+    /// The points start at 0 and go up in both offsets; bit offsets are 0...7.
+    private static func checkShape(of index: GzipIndex, _ refusal: (String) -> BlobStreamError)
+        throws(BlobStreamError)
+    {
+        guard let first = index.points.first, first.uncompressedOffset == 0 else {
+            throw refusal("its first seek point is not at offset 0")
+        }
+        for (i, point) in index.points.enumerated() {
+            guard (0...7).contains(point.bitOffset), point.compressedOffset >= 0,
+                point.compressedOffset <= index.compressedSize, point.uncompressedOffset <= index.uncompressedSize
+            else { throw refusal("seek point \(i) is out of range") }
+            if i > 0 {
+                let previous = index.points[i - 1]
+                guard point.uncompressedOffset > previous.uncompressedOffset,
+                    point.compressedOffset >= previous.compressedOffset
+                else { throw refusal("seek point \(i) is not after seek point \(i - 1)") }
+            }
+        }
+    }
+
+    /// Pass 1: inflates the file from its start and returns the CRC-32 of every chunk.
+    private static func chunkCRC32s(
+        of index: GzipIndex, fileAtPath path: String, _ refusal: (String) -> BlobStreamError
+    ) throws(BlobStreamError) -> [UInt32] {
+        let file = try PositionalFile(path: path)
+        var crcs: [UInt32] = []
+        var crc: UInt32 = 0
+        var produced: Int64 = 0
+        let count = index.points.count
+        let whole = try build(
+            from: PositionalFileSource(file), spacing: index.spacing, name: path, engine: .automatic
+        ) { (bytes: UnsafeRawBufferPointer) throws(BlobStreamError) in
+            var rest = bytes[...]
+            while !rest.isEmpty {
+                let end = crcs.count + 1 < count ? index.points[crcs.count + 1].uncompressedOffset : Int64.max
+                let take = Int(min(Int64(rest.count), end - produced))
+                crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: rest.prefix(take)))
+                produced += Int64(take)
+                rest = rest.dropFirst(take)
+                if produced == end {
+                    crcs.append(crc)
+                    crc = 0
+                }
+            }
+        }
+        crcs.append(crc)
+        guard whole.uncompressedSize == index.uncompressedSize, crcs.count == count else {
+            throw refusal(
+                "the file inflates to \(whole.uncompressedSize) bytes, the index says \(index.uncompressedSize)")
+        }
+        return crcs
+    }
+
+    /// Pass 2: decodes each chunk from its own seek point; the walker checks its CRC-32.
+    private static func decodeEveryChunk(
+        of index: GzipIndex, fileAtPath path: String, name: String, _ refusal: (String) -> BlobStreamError
+    ) throws(BlobStreamError) {
+        let upstream = BlobUpstreamReader(PositionalFileSource(try PositionalFile(path: path)))
+        defer { upstream.close() }
+        do {
+            try upstream.waitForOpen()
+        } catch {
+            throw BlobStreamError(.ioFailed, "\(path): cannot open the file", cause: error)
+        }
+        let capacity = 256 * 1024
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        defer { buffer.deallocate() }
+        for i in index.points.indices {
+            let start = index.points[i].uncompressedOffset
+            let end = index.chunkEnd(i)
+            let last = i == index.points.count - 1
+            do {
+                let walker = try GzipIndexWalker.starting(at: start, of: index, upstream: upstream, name: path)
+                var produced = start
+                while last || produced < end {
+                    let wanted = last ? capacity : Int(min(Int64(capacity), end - produced))
+                    let n = try walker.read(into: buffer, capacity: wanted)
+                    if n == 0 { break }
+                    produced += Int64(n)
+                }
+                if produced != end { throw refusal("chunk \(i + 1) ends at offset \(produced), not at \(end)") }
+            } catch {
+                throw BlobStreamError(
+                    .changed,
+                    "the gzip index \(name) does not describe \(path): decoding from its seek point \(i) (uncompressed offset \(start), compressed \(index.points[i].compressedOffset)) does not give the file's bytes",
+                    cause: error)
+            }
+        }
+    }
+}

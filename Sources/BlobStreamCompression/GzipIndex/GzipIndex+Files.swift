@@ -1,0 +1,164 @@
+import BlobStream
+import BlobStreamSystem
+import Foundation
+
+extension BlobContentIdentity {
+    /// The number of 4 KiB samples of the compressed bytes an identity checks.
+    public static let sampleCount = 16
+    /// The size of one sample.
+    public static let sampleSize = 4096
+
+    /// The byte ranges sampled in a file of `size` bytes: 16 ranges of 4 KiB spread evenly
+    /// from the first byte to the last (the whole file when it is smaller).
+    public static func sampleRanges(forSize size: Int64) -> [Range<Int64>] {
+        let length = min(Int64(sampleSize), size)
+        return (0..<Int64(sampleCount)).map { i in
+            let start = size <= Int64(sampleSize) ? 0 : i * (size - Int64(sampleSize)) / Int64(sampleCount - 1)
+            return start..<start + length
+        }
+    }
+
+    /// The identity of the file at `path` now: its size and modification time (`stat`) and
+    /// the CRC-32s of its samples.
+    public init(ofFileAtPath path: String) throws(BlobStreamError) {
+        let file = try PositionalFile(path: path)
+        let status = try file.status()
+        var crcs: [UInt32] = []
+        var buffer = [UInt8](repeating: 0, count: Self.sampleSize)
+        for range in Self.sampleRanges(forSize: status.size) {
+            let count = Int(range.count)
+            let n = try buffer.withUnsafeMutableBytes { (raw) throws(BlobStreamError) in
+                try file.read(into: raw.baseAddress!, count: count, at: range.lowerBound)
+            }
+            guard n == count else {
+                throw BlobStreamError(
+                    .changed,
+                    "'\(path)': it ended at byte \(range.lowerBound + Int64(n)) while sampled (it is \(status.size) bytes long)"
+                )
+            }
+            crcs.append(buffer.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<count])) })
+        }
+        self.init(size: status.size, modified: status.modified, sampleCRC32s: crcs)
+    }
+}
+
+extension GzipIndex {
+    /// What `lookUp(forFileAtPath:indexPath:)` found.
+    public enum LookUp: Sendable {
+        /// An index that matches the file (its identity, or for a foreign index the user
+        /// named, its compressed size).
+        case matching(GzipIndex)
+        /// No sidecar beside the file (and none named).
+        case absent
+        /// A sidecar found beside the file that cannot be used on it: stale (the file
+        /// changed), corrupt, or foreign. It is never used; build a new one.
+        case unusable(reason: String)
+    }
+
+    /// Where an implicit index lives: beside the file, `FILE.gz.gzidx`.
+    public static func sidecarPath(forFileAtPath path: String) -> String { path + ".gzidx" }
+
+    /// Reads an index file (GZIDX, with or without BlobStream's record).
+    ///
+    /// The point table and the record are read now; the windows (32 KiB each, most of the
+    /// file) stay in the file, which the index keeps open, and each is read when a decode
+    /// needs it (`SeekPoint.loadWindow()`). A file replaced after this (renamed over) does
+    /// not change what the index reads.
+    public static func read(fromPath path: String) throws(BlobStreamError) -> GzipIndex {
+        let file = try PositionalFile(path: path, label: path)
+        return try read(from: file, offset: 0, length: file.size())
+    }
+
+    /// Writes the index to `path` (replacing a regular file there atomically).
+    ///
+    /// - Throws: `.unsupported` when a FIFO, a device, a socket or a folder is there (a
+    ///   new file renamed over it would replace it); `.ioFailed` naming `path`; for an index read from a file, the error of a
+    ///   window that can no longer be read there (`SeekPoint.loadWindow()`).
+    public func write(toPath path: String) throws(BlobStreamError) {
+        try WriteDestination.check(path, role: "the gzip index")
+        let bytes = try serializedLoadingWindows()
+        do {
+            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw BlobStreamError(.ioFailed, "\(path): cannot write the gzip index: \(error)", cause: error)
+        }
+    }
+
+    /// Checks that this index describes the file at `path` as it is now.
+    ///
+    /// - Parameters:
+    ///   - path: the gzip file.
+    ///   - indexName: how the message names the index (its path).
+    /// - Throws: `.changed` naming both when the identity differs (size, modification time
+    ///   or a sample of the bytes); for a foreign index (no identity), when the compressed
+    ///   size differs.
+    public func check(againstFileAtPath path: String, indexName: String) throws(BlobStreamError) {
+        let now = try BlobContentIdentity(ofFileAtPath: path)
+        let refusal = { (why: String) in
+            BlobStreamError(
+                .changed,
+                "the gzip index \(indexName) does not match \(path): \(why); build a new one (blobstream index \(path))"
+            )
+        }
+        guard let identity else {
+            guard compressedSize == now.size else {
+                throw refusal("it indexes \(compressedSize) compressed bytes, the file has \(now.size)")
+            }
+            return
+        }
+        if identity.size != now.size {
+            throw refusal("it was made for a file of \(identity.size) bytes, the file has \(now.size)")
+        }
+        if identity.modified != now.modified {
+            throw refusal("the file was modified after the index was made")
+        }
+        if identity.sampleCRC32s != now.sampleCRC32s {
+            let i =
+                zip(identity.sampleCRC32s, now.sampleCRC32s).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? 0
+            let range = BlobContentIdentity.sampleRanges(forSize: now.size)[min(i, BlobContentIdentity.sampleCount - 1)]
+            throw refusal("the bytes \(range.lowerBound)..<\(range.upperBound) differ")
+        }
+        if compressedSize != now.size {
+            throw refusal("it indexes \(compressedSize) compressed bytes, the file has \(now.size)")
+        }
+    }
+
+    /// Finds the index to use for the gzip file at `path`.
+    ///
+    /// - With `indexPath` (the user named an index): it is read and checked, and any
+    ///   problem is thrown (`.corrupt` for a bad file, `.changed` naming both when it does
+    ///   not match); a foreign GZIDX is accepted when its compressed size matches.
+    /// - Without: `FILE.gz.gzidx` beside the file is used only when it carries BlobStream's
+    ///   identity and that matches; otherwise the answer is `.unusable` (rebuild) or `.absent`.
+    public static func lookUp(forFileAtPath path: String, indexPath: String? = nil) throws(BlobStreamError)
+        -> LookUp
+    {
+        if let indexPath {
+            let index = try read(fromPath: indexPath)
+            try index.check(againstFileAtPath: path, indexName: indexPath)
+            return .matching(index)
+        }
+        let sidecar = sidecarPath(forFileAtPath: path)
+        guard FileManager.default.fileExists(atPath: sidecar) else { return .absent }
+        do {
+            let index = try read(fromPath: sidecar)
+            guard index.identity != nil else {
+                return .unusable(reason: "\(sidecar) is a foreign GZIDX index (no identity record); name it to use it")
+            }
+            try index.check(againstFileAtPath: path, indexName: sidecar)
+            return .matching(index)
+        } catch {
+            return .unusable(reason: error.message)
+        }
+    }
+
+    /// The index for the gzip file at `path`: the one named (checked, errors thrown), or the
+    /// matching sidecar, or else a new one built now in memory (never written).
+    public static func loadOrBuild(
+        forFileAtPath path: String, indexPath: String? = nil, spacing: Int = GzipIndex.defaultSpacing
+    ) throws(BlobStreamError) -> GzipIndex {
+        if case .matching(let index) = try lookUp(forFileAtPath: path, indexPath: indexPath) { return index }
+        return try build(fileAtPath: path, spacing: spacing)
+    }
+}
