@@ -5,13 +5,13 @@ import Foundation
 // The index file: a compact versioned binary format of this library, little-endian.
 //
 //     magic "BLOBIDX\0" (8) | version u16 (2) | format u8 (1 tar, 2 zip, 3 tar.gz, 4 tar.xz) | reserved u8 (0)
-//     identity: size i64 | mtime seconds i64 | mtime nanoseconds i32 | sample count S u8
-//       | S × CRC-32 u32 (`BlobContentIdentity.sampleRanges(forSize:)`, in order)
+//     identity: size i64 | mtime seconds i64 | mtime nanoseconds i32 | sample count S u32
 //     member count u64
 //     per member: type u8 | flags u8 (1 CRC, 2 encrypted, 4 zip fields, 8 seek point)
 //       | mode u32 | mtime seconds i64 | mtime nanoseconds i32 | size i64
 //       | header offset i64 | data offset i64 | CRC-32 u32 | method u16 | compressed size i64
 //       | seek point i64 | name length u32 | name | link length u32 | link
+//     the identity's samples: S × CRC-32 u32 (`BlobContentIdentity.sampleRanges(forSize:)`)
 //     format 3 (tar.gz) only: gzip index length u64 | the gzip index (`GzipIndex.serialized()`:
 //       GZIDX, then its identity and chunk CRC-32s)
 //     CRC-32 u32 of every byte before it
@@ -23,6 +23,8 @@ extension ArchiveIndex {
     static let magic: [UInt8] = Array("BLOBIDX\0".utf8)
     /// The version this library writes and reads.
     public static let formatVersion: UInt16 = 2
+    /// The most sampled CRC-32s an identity in an index file may hold.
+    static let maximumSamples = 1024
     /// The fixed part of a member record (format 3 offsets are in the inflated tar).
     static let memberRecordSize = 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 4
 
@@ -37,9 +39,8 @@ extension ArchiveIndex {
         put(&out, UInt64(bitPattern: identity.size), 8)
         put(&out, UInt64(bitPattern: identity.modified.seconds), 8)
         put(&out, UInt64(UInt32(truncatingIfNeeded: identity.modified.nanoseconds)), 4)
-        let samples = identity.sampleCRC32s.prefix(255)
-        out.append(UInt8(samples.count))
-        for crc in samples { put(&out, UInt64(crc), 4) }
+        let samples = identity.sampleCRC32s.prefix(Self.maximumSamples)
+        put(&out, UInt64(samples.count), 4)
         put(&out, UInt64(members.count), 8)
         for m in members {
             out.append(Self.typeCode(m.type))
@@ -64,6 +65,7 @@ extension ArchiveIndex {
             put(&out, UInt64(m.linkTargetBytes.count), 4)
             out += m.linkTargetBytes
         }
+        for crc in samples { put(&out, UInt64(crc), 4) }
         if format == .tarGzip {
             let gzip = gzipIndex?.serialized() ?? []
             put(&out, UInt64(gzip.count), 8)
@@ -104,7 +106,7 @@ extension ArchiveIndex {
             BlobStreamError(.corrupt, "archive index '\(name)' is damaged: \(what)")
         }
         let length = reader.length
-        guard length >= 8 + 4 + 21 + 8 + 4 else {
+        guard length >= 8 + 4 + 24 + 8 + 4 else {
             throw bad("it is \(length) bytes long, shorter than any index")
         }
         guard try reader.bytes(8) == Self.magic else { throw bad("it is not an archive index (no BLOBIDX header)") }
@@ -121,13 +123,11 @@ extension ArchiveIndex {
         let size = Int64(bitPattern: try reader.take(8))
         let modified = BlobContentIdentity.Timestamp(
             seconds: Int64(bitPattern: try reader.take(8)), nanoseconds: Int64(UInt32(try reader.take(4))))
-        let sampleCount = Int(try reader.take(1))
-        guard length - 4 - reader.position >= 4 * sampleCount + 8 else {
-            throw bad("its identity claims \(sampleCount) samples, more than its \(length) bytes can hold")
+        let sampleCount = Int(try reader.take(4))
+        guard sampleCount <= Self.maximumSamples else {
+            throw bad("its identity claims \(sampleCount) samples (at most \(Self.maximumSamples))")
         }
-        var samples: [UInt32] = []
-        for _ in 0..<sampleCount { samples.append(UInt32(try reader.take(4))) }
-        let identity = BlobContentIdentity(size: size, modified: modified, sampleCRC32s: samples)
+        var identity = BlobContentIdentity(size: size, modified: modified, sampleCRC32s: [])
         let end = length - 4
         let count = try reader.take(8)
         guard identity.size >= 0, count <= UInt64((end - reader.position) / Self.memberRecordSize) else {
@@ -172,6 +172,8 @@ extension ArchiveIndex {
                     compressionMethod: flags & 4 != 0 ? method : nil, compressedSize: flags & 4 != 0 ? compressed : nil,
                     isEncrypted: flags & 2 != 0, seekPoint: flags & 8 != 0 ? seek : nil))
         }
+        guard end - reader.position >= 4 * sampleCount else { throw bad("the identity's samples are cut short") }
+        for _ in 0..<sampleCount { identity.sampleCRC32s.append(UInt32(try reader.take(4))) }
         var gzipIndex: GzipIndex?
         if format == .tarGzip {
             guard end - reader.position >= 8 else { throw bad("the gzip index is missing") }

@@ -139,7 +139,7 @@ extension ArchiveIndex {
     /// points (every `spacing` uncompressed bytes) and walking the tar headers in the
     /// inflated bytes, with each member's CRC-32 computed on the way.
     static func buildTarGzip(
-        path: String, identity: Identity, spacing: Int, engine: InflateEngine
+        path: String, identity: BlobContentIdentity, spacing: Int, engine: InflateEngine
     ) throws(BlobStreamError) -> ArchiveIndex {
         let before = try BlobContentIdentity(ofFileAtPath: path)
         let builder = try GzipIndexStreamingBuilder(

@@ -10,7 +10,7 @@ extension ArchiveIndex {
     /// verified) and walks the tar headers in the decompressed bytes, with each member's
     /// CRC-32 computed on the way; then reads the file's own xz index (the block table a
     /// member read starts from) and checks that it accounts for every decompressed byte.
-    static func buildTarXz(path: String, identity: Identity) throws(BlobStreamError) -> ArchiveIndex {
+    static func buildTarXz(path: String, identity: BlobContentIdentity) throws(BlobStreamError) -> ArchiveIndex {
         let before = try BlobContentIdentity(ofFileAtPath: path)
         let file = try XzFile(path: path)
         let decoder = try XzSequentialDecoder(file: file)

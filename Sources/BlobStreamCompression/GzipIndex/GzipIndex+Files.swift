@@ -24,19 +24,18 @@ extension BlobContentIdentity {
         let file = try PositionalFile(path: path)
         let status = try file.status()
         var crcs: [UInt32] = []
-        var buffer = [UInt8](repeating: 0, count: Self.sampleSize)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.sampleSize, alignment: 16)
+        defer { buffer.deallocate() }
         for range in Self.sampleRanges(forSize: status.size) {
             let count = Int(range.count)
-            let n = try buffer.withUnsafeMutableBytes { (raw) throws(BlobStreamError) in
-                try file.read(into: raw.baseAddress!, count: count, at: range.lowerBound)
-            }
+            let n = try file.read(into: buffer, count: count, at: range.lowerBound)
             guard n == count else {
                 throw BlobStreamError(
                     .changed,
                     "'\(path)': it ended at byte \(range.lowerBound + Int64(n)) while sampled (it is \(status.size) bytes long)"
                 )
             }
-            crcs.append(buffer.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<count])) })
+            crcs.append(CRC32.update(0, UnsafeRawBufferPointer(start: buffer, count: count)))
         }
         self.init(size: status.size, modified: status.modified, sampleCRC32s: crcs)
     }
