@@ -131,8 +131,8 @@ let package = Package(
         .target(
             name: "BlobStreamCLI",
             dependencies: [
-                "BlobStream", "BlobStreamFiles", "BlobStreamCompression", "BlobStreamGzip", "BlobStreamArchive",
-                "BlobStreamAssets", "BlobStreamUpload",
+                "BlobStream", "BlobStreamSystem", "BlobStreamFiles", "BlobStreamCompression", "BlobStreamGzip",
+                "BlobStreamArchive", "BlobStreamAssets", "BlobStreamUpload",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -167,7 +167,8 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
             if remaining <= 0 { return readOnToCheckPoint() }
             wanted = Int(min(Int64(maxLength), remaining))
         }
-        switch upstream.read(into: buffer, maxLength: wanted) {
+        let result = upstream.read(into: buffer, maxLength: wanted)
+        switch result {
         case .bytes(let n):
             position += Int64(n)
             if let rangeLength, position == rangeLength, isPositionVerified { state.isAtEnd = true }
@@ -186,41 +187,42 @@ public final class BlobSliceDataSource: BlobDataSource, @unchecked Sendable {
                     .invalidOffset, "\(name): offset \(position) is past the end (\(reached - start) bytes)")
                 return -1
             }
-            state.isAtEnd = true
-            return 0
-        case .starved:
-            return waitForUpstream()
-        case .failed(let error):
+            return atEnd()
+        case .starved, .failed: return stopped(result)
+        }
+    }
+
+    /// The end of the slice: 0, announced.
+    private func atEnd() -> Int {
+        state.isAtEnd = true
+        return 0
+    }
+
+    /// A read that found nothing now (`.starved`: wait for the upstream) or failed (−1).
+    private func stopped(_ result: BlobUpstreamReader.Read) -> Int {
+        if case .failed(let error) = result {
             state.error = error
             return -1
         }
+        return waitForUpstream()
     }
 
     /// At the range's end: reads the upstream on, discarding, until its checks cover the
     /// range (`verifiedPrefix`) or it ends cleanly; 0 at the end, −1 when a check fails.
     private func readOnToCheckPoint() -> Int {
-        guard !isPositionVerified else {
-            state.isAtEnd = true
-            return 0
-        }
+        guard !isPositionVerified else { return atEnd() }
         let size = 64 * 1024
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
         defer { scratch.deallocate() }
         while !isPositionVerified {
-            switch upstream.read(into: scratch, maxLength: size) {
+            let result = upstream.read(into: scratch, maxLength: size)
+            switch result {
             case .bytes: continue
-            case .end:
-                state.isAtEnd = true
-                return 0
-            case .starved:
-                return waitForUpstream()
-            case .failed(let error):
-                state.error = error
-                return -1
+            case .end: return atEnd()
+            case .starved, .failed: return stopped(result)
             }
         }
-        state.isAtEnd = true
-        return 0
+        return atEnd()
     }
 
     /// Nothing yet (contract rule 2): `hasBytesAvailable` false until the upstream's next

@@ -1,8 +1,8 @@
 // The file `blobstream index` reads: a regular file, never a stream it would wait on.
 
 import BlobStream
+import BlobStreamSystem
 import Foundation
-import Glibc
 
 /// The path of the file `blobstream index ARGUMENT` indexes: ARGUMENT as a path, with a
 /// `gzip:` prefix and a `file://` URL decoded.
@@ -19,17 +19,15 @@ package func indexedFilePath(_ argument: String) throws -> String {
     var path = argument
     if path.lowercased().hasPrefix("gzip:") { path = BlobURL.removingScheme(path) }
     if BlobURL.scheme(of: path)?.lowercased() == "file" { path = try BlobURL.path(ofFileURL: path) }
-    var info = stat()
-    guard stat(path, &info) == 0 else {
-        let code = errno
-        throw BlobStreamError(
-            code == ENOENT ? .notFound : code == EACCES ? .permissionDenied : .ioFailed,
-            "cannot open '\(path)' to index it: \(String(cString: strerror(code)))")
+    let status: FileStatus
+    switch FileStatus.at(path) {
+    case .success(let found): status = found
+    case .failure(let failure): throw failure.error("'\(path)'", context: "cannot index it")
     }
-    guard info.st_mode & S_IFMT == S_IFREG else {
+    guard status.isRegular else {
         throw BlobStreamError(
             .unsupported,
-            "cannot index '\(path)': it is \(fileKind(info.st_mode)), not a regular file (an index records a regular file's size, modification time and sampled bytes; copy the stream to a file and index that)"
+            "cannot index '\(path)': it is \(status.kind), not a regular file (an index records a regular file's size, modification time and sampled bytes; copy the stream to a file and index that)"
         )
     }
     return path

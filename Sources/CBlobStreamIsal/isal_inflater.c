@@ -138,22 +138,35 @@ struct bs_isal_inflater {
     struct inflate_state state;
 };
 
-bs_isal_inflater *bs_isal_inflater_create(void) {
+/// An inflater whose state checks `crc_flag`'s wrapper (gzip members or raw deflate).
+static bs_isal_inflater *inflater_create(uint32_t crc_flag) {
     if (!bs_isal_available()) return NULL;
     bs_isal_inflater *inflater = malloc(sizeof(bs_isal_inflater));
     if (inflater == NULL) return NULL;
     p_inflate_init(&inflater->state);
-    inflater->state.crc_flag = ISAL_GZIP_NO_HDR_VER;
+    inflater->state.crc_flag = crc_flag;
     return inflater;
 }
 
-bs_isal_inflater *bs_isal_raw_inflater_create(void) {
-    if (!bs_isal_available()) return NULL;
-    bs_isal_inflater *inflater = malloc(sizeof(bs_isal_inflater));
-    if (inflater == NULL) return NULL;
-    p_inflate_init(&inflater->state);
-    inflater->state.crc_flag = ISAL_DEFLATE;
-    return inflater;
+bs_isal_inflater *bs_isal_inflater_create(void) { return inflater_create(ISAL_GZIP_NO_HDR_VER); }
+
+bs_isal_inflater *bs_isal_raw_inflater_create(void) { return inflater_create(ISAL_DEFLATE); }
+
+/// One call of ISA-L's inflate over `input` into `output`: what it took and wrote, and its
+/// return code. The state keeps no pointer into either buffer afterwards.
+static int inflate_once(
+    struct inflate_state *state, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count,
+    uint32_t *consumed, uint32_t *produced) {
+    state->next_in = (uint8_t *)input;
+    state->avail_in = input_count;
+    state->next_out = output;
+    state->avail_out = output_count;
+    int rc = p_inflate(state);
+    *consumed = input_count - state->avail_in;
+    *produced = output_count - state->avail_out;
+    state->next_in = NULL;
+    state->next_out = NULL;
+    return rc;
 }
 
 void bs_isal_inflater_destroy(bs_isal_inflater *inflater) { free(inflater); }
@@ -169,15 +182,7 @@ bs_isal_step bs_isal_inflate(
     if (state->block_state == ISAL_BLOCK_FINISH) {
         step.status = 1;
     } else {
-        state->next_in = (uint8_t *)input;
-        state->avail_in = input_count;
-        state->next_out = output;
-        state->avail_out = output_count;
-        int rc = p_inflate(state);
-        step.consumed = input_count - state->avail_in;
-        step.produced = output_count - state->avail_out;
-        state->next_in = NULL;
-        state->next_out = NULL;
+        int rc = inflate_once(state, input, input_count, output, output_count, &step.consumed, &step.produced);
         if (rc < 0) {
             step.status = rc;
         } else if (state->block_state == ISAL_BLOCK_FINISH) {
@@ -197,15 +202,7 @@ bs_isal_block_step bs_isal_inflate_block_step(
         step.status = 1;
         return step;
     }
-    state->next_in = (uint8_t *)input;
-    state->avail_in = input_count;
-    state->next_out = output;
-    state->avail_out = output_count;
-    int rc = p_inflate(state);
-    step.consumed = input_count - state->avail_in;
-    step.produced = output_count - state->avail_out;
-    state->next_in = NULL;
-    state->next_out = NULL;
+    int rc = inflate_once(state, input, input_count, output, output_count, &step.consumed, &step.produced);
     if (rc < 0) {
         step.status = rc;
         return step;

@@ -186,12 +186,16 @@ public struct ArchiveIndex: Sendable, Equatable {
     public static func build(
         archiveAt path: String, gzipSpacing: Int = GzipIndex.defaultSpacing, engine: InflateEngine = .automatic
     ) throws -> ArchiveIndex {
-        let upstream = ArchiveFileSource(path: path)
-        let reader = LibArchiveInput.makeReader(upstream)
-        defer { reader.close() }
-        reader.open()
-        if let error = upstream.error { throw error }
-        let archive = ArchiveOffsetReader(reader: reader, length: upstream.length ?? 0, name: path)
+        try withArchive(at: path) { archive, upstream in
+            try build(archive, upstream: upstream, path: path, gzipSpacing: gzipSpacing, engine: engine)
+        }
+    }
+
+    private static func build(
+        _ archive: ArchiveOffsetReader, upstream: ArchiveFileSource, path: String, gzipSpacing: Int,
+        engine: InflateEngine
+    ) throws -> ArchiveIndex {
+        let reader = archive.reader
         guard let modified = upstream.modified else {
             throw BlobStreamError(.sourceFailed, "archive '\(path)': its modification time is unknown")
         }
@@ -218,18 +222,27 @@ public struct ArchiveIndex: Sendable, Equatable {
             .unsupported, "archive '\(path)': only tar, tar.gz, tar.xz and zip archives can be indexed")
     }
 
-    /// Checks that this index describes the archive at `path` as it is now.
-    ///
-    /// - Throws: `BlobStreamError` `.changed` naming the archive and what differs (size,
-    ///   modification time, sampled bytes); the file's own errors.
-    public func check(againstArchiveAt path: String) throws {
+    /// Opens the archive file at `path` and runs `body` with its reader (closed after).
+    private static func withArchive<T>(
+        at path: String, _ body: (ArchiveOffsetReader, ArchiveFileSource) throws -> T
+    ) throws -> T {
         let upstream = ArchiveFileSource(path: path)
         let reader = LibArchiveInput.makeReader(upstream)
         defer { reader.close() }
         reader.open()
         if let error = upstream.error { throw error }
-        let archive = ArchiveOffsetReader(reader: reader, length: upstream.length ?? 0, name: path)
-        if let mismatch = try archive.mismatch(with: identity, modified: upstream.modified) {
+        return try body(ArchiveOffsetReader(reader: reader, length: upstream.length ?? 0, name: path), upstream)
+    }
+
+    /// Checks that this index describes the archive at `path` as it is now.
+    ///
+    /// - Throws: `BlobStreamError` `.changed` naming the archive and what differs (size,
+    ///   modification time, sampled bytes); the file's own errors.
+    public func check(againstArchiveAt path: String) throws {
+        let mismatch = try Self.withArchive(at: path) { archive, upstream in
+            try archive.mismatch(with: identity, modified: upstream.modified)
+        }
+        if let mismatch {
             throw BlobStreamError(
                 .changed,
                 "the index does not match archive '\(path)': \(mismatch); build a new one (blobstream index \(path))")

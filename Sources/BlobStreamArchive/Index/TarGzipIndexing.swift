@@ -166,9 +166,16 @@ extension ArchiveIndex {
         -> [Member]
     {
         var members: [Member] = []
-        func failed(_ error: TarWalkError) -> BlobStreamError {
-            BlobStreamError(
-                error.code, "archive '\(path)': \(error.message) (after \(members.count) entries)", cause: error.cause)
+        /// A failure of the walk as the index's error, naming the archive.
+        func walkFailure(_ error: any Error) -> BlobStreamError {
+            switch error {
+            case let error as TarWalkError:
+                BlobStreamError(
+                    error.code, "archive '\(path)': \(error.message) (after \(members.count) entries)",
+                    cause: error.cause)
+            case let error as BlobStreamError: error
+            default: BlobStreamError(.sourceFailed, "archive '\(path)': \(error)", cause: error)
+            }
         }
         do {
             let first = try input.bytes(at: 0, count: 512, what: "the first header")
@@ -178,12 +185,8 @@ extension ArchiveIndex {
                     "archive '\(path)': a \(layer) file whose content is not a tar (no ustar magic in its first header) cannot be member-indexed"
                 )
             }
-        } catch let error as TarWalkError {
-            throw failed(error)
-        } catch let error as BlobStreamError {
-            throw error
         } catch {
-            throw BlobStreamError(.sourceFailed, "archive '\(path)': \(error)", cause: error)
+            throw walkFailure(error)
         }
         var walker = TarHeaderWalker(input: input)
         var pending: TarWalkEntry?
@@ -209,12 +212,8 @@ extension ArchiveIndex {
                     pending = entry
                 }
             }
-        } catch let error as TarWalkError {
-            throw failed(error)
-        } catch let error as BlobStreamError {
-            throw error
         } catch {
-            throw BlobStreamError(.sourceFailed, "archive '\(path)': \(error)", cause: error)
+            throw walkFailure(error)
         }
         return members
     }

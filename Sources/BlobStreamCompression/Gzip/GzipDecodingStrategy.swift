@@ -52,14 +52,19 @@ extension GzipDecoder: GzipDecodingStrategy {
     }
 }
 
+/// A decoding that waits for its upstream and throws: its bytes, or `.end` at 0.
+private func step(_ read: () throws(BlobStreamError) -> Int) -> GzipDecodeStep {
+    do {
+        let n = try read()
+        return n > 0 ? .bytes(n) : .end
+    } catch {
+        return .failed(error)
+    }
+}
+
 extension GzipIndexWalker: GzipDecodingStrategy {
     func decode(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> GzipDecodeStep {
-        do {
-            let n = try read(into: out, capacity: capacity)
-            return n > 0 ? .bytes(n) : .end
-        } catch {
-            return .failed(error)
-        }
+        step { () throws(BlobStreamError) in try read(into: out, capacity: capacity) }
     }
 }
 
@@ -69,11 +74,6 @@ extension ParallelIndexedReader: GzipDecodingStrategy {
     var verified: Int64 { position }
 
     func decode(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> GzipDecodeStep {
-        do {
-            let n = try read(into: out, capacity: capacity)
-            return n > 0 ? .bytes(n) : .end
-        } catch {
-            return .failed(error)
-        }
+        step { () throws(BlobStreamError) in try read(into: out, capacity: capacity) }
     }
 }

@@ -165,14 +165,7 @@ final class GzipIndexWalker {
                     try finish()
                     continue
                 }
-                if let i = bytes.firstIndex(where: { $0 != 0 }) {
-                    upstream.consume(i)
-                    throw BlobStreamError(
-                        .corrupt,
-                        "\(name): trailing garbage at compressed offset \(upstream.offset) after the zero padding that follows the last gzip member"
-                    )
-                }
-                upstream.consume(bytes.count)
+                try upstream.consumePadding(bytes, name: name)
             case .finished:
                 if target > produced {
                     throw BlobStreamError(
@@ -331,23 +324,8 @@ final class GzipIndexWalker {
 
     // MARK: - Input
 
-    private enum Filled {
-        case bytes(UnsafeRawBufferPointer)
-        case end
-    }
-
-    private func fill(_ count: Int) throws(BlobStreamError) -> Filled {
-        switch upstream.fill(atLeast: count, waiting: true) {
-        case .bytes(let bytes): return .bytes(bytes)
-        case .end: return .end
-        case .starved:
-            throw BlobStreamError(
-                .sourceFailed, "\(name): the upstream has no bytes at compressed offset \(upstream.offset)")
-        case .failed(let error):
-            let code = (error as? BlobStreamError)?.code ?? .sourceFailed
-            throw BlobStreamError(
-                code, "\(name): the upstream failed at compressed offset \(upstream.offset): \(error)", cause: error)
-        }
+    private func fill(_ count: Int) throws(BlobStreamError) -> WaitedBytes {
+        try upstream.fillWaiting(atLeast: count, name: name)
     }
 
     private func nextByte() throws(BlobStreamError) -> UInt8 {
@@ -357,10 +335,7 @@ final class GzipIndexWalker {
     }
 
     private func truncated() -> BlobStreamError {
-        BlobStreamError(
-            .truncated,
-            "\(name): truncated gzip stream at compressed offset \(upstream.offset): the input ends inside member \(memberIndex + 1) (which starts at compressed offset \(memberStart))"
-        )
+        GzipErrors(name: name).truncated(at: upstream.offset, member: memberIndex, memberStart: memberStart)
     }
 
     private func corrupt(_ what: String, _ cause: ZlibError) -> BlobStreamError {

@@ -80,7 +80,7 @@ extension GzipIndex {
         var produced: Int64 = 0
         let count = index.points.count
         let whole = try build(
-            from: PositionalFileSource(file), spacing: index.spacing, name: path, engine: .automatic
+            from: OffsetReadSource(file), spacing: index.spacing, name: path, engine: .automatic
         ) { (bytes: UnsafeRawBufferPointer) throws(BlobStreamError) in
             var rest = bytes[...]
             while !rest.isEmpty {
@@ -107,7 +107,7 @@ extension GzipIndex {
     private static func decodeEveryChunk(
         of index: GzipIndex, fileAtPath path: String, name: String, _ refusal: (String) -> BlobStreamError
     ) throws(BlobStreamError) {
-        let upstream = BlobUpstreamReader(PositionalFileSource(try PositionalFile(path: path)))
+        let upstream = BlobUpstreamReader(OffsetReadSource(try PositionalFile(path: path)))
         defer { upstream.close() }
         do {
             try upstream.waitForOpen()

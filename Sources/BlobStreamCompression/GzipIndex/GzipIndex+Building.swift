@@ -75,7 +75,7 @@ extension GzipIndex {
     ) throws(BlobStreamError) -> GzipIndex {
         let before = try BlobContentIdentity(ofFileAtPath: path)
         var index = try build(
-            from: PositionalFileSource(try PositionalFile(path: path)), spacing: spacing, name: path, engine: engine,
+            from: OffsetReadSource(try PositionalFile(path: path)), spacing: spacing, name: path, engine: engine,
             onOutput: nil)
         let after = try BlobContentIdentity(ofFileAtPath: path)
         guard before == after, index.compressedSize == after.size else {
@@ -84,46 +84,4 @@ extension GzipIndex {
         index.identity = after
         return index
     }
-}
-
-/// A minimal synchronous source over a file opened by path, so that building an index from
-/// a path needs no sibling module (`BlobStreamFiles`).
-final class PositionalFileSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: one owner calls it (the index builder), one call at a time.
-    let state = BlobDataSourceState()
-    private let file: PositionalFile
-    private var offset: Int64 = 0
-
-    init(_ file: PositionalFile) { self.file = file }
-
-    var length: Int64? { nil }
-    var offsetCapability: BlobOffsetCapability { .seek }
-    var completionContext: BlobCompletionContext { .caller }
-
-    func open() {
-        state.isOpenCompleted = true
-        state.hasBytesAvailable = true
-    }
-
-    func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        do {
-            let n = try file.read(into: buffer, count: maxLength, at: offset)
-            if n == 0 { state.isAtEnd = true }
-            offset += Int64(n)
-            return n
-        } catch {
-            state.error = error
-            return -1
-        }
-    }
-
-    var readOffset: Int64? { offset }
-
-    func seek(to offset: Int64) throws(BlobStreamError) {
-        self.offset = offset
-        state.isAtEnd = false
-        state.hasBytesAvailable = true
-    }
-
-    func close() {}
 }

@@ -238,44 +238,17 @@ final class IsalIndexBuilder {
                 "\(name): trailing garbage at compressed offset \(upstream.offset) after gzip member \(memberIndex + 1)"
             )
         }
-        while case .bytes(let bytes) = try fill() {
-            if let i = bytes.firstIndex(where: { $0 != 0 }) {
-                upstream.consume(i)
-                throw BlobStreamError(
-                    .corrupt,
-                    "\(name): trailing garbage at compressed offset \(upstream.offset) after the zero padding that follows the last gzip member"
-                )
-            }
-            upstream.consume(bytes.count)
-        }
+        while case .bytes(let bytes) = try fill() { try upstream.consumePadding(bytes, name: name) }
         return false
     }
 
     // MARK: - Input
 
-    private enum Filled {
-        case bytes(UnsafeRawBufferPointer)
-        case end
-    }
-
-    private func fill() throws(BlobStreamError) -> Filled {
-        switch upstream.fill(atLeast: 1, waiting: true) {
-        case .bytes(let bytes): return .bytes(bytes)
-        case .end: return .end
-        case .starved:
-            throw BlobStreamError(
-                .sourceFailed, "\(name): the upstream has no bytes at compressed offset \(upstream.offset)")
-        case .failed(let error):
-            let code = (error as? BlobStreamError)?.code ?? .sourceFailed
-            throw BlobStreamError(
-                code, "\(name): the upstream failed at compressed offset \(upstream.offset): \(error)", cause: error)
-        }
+    private func fill() throws(BlobStreamError) -> WaitedBytes {
+        try upstream.fillWaiting(name: name)
     }
 
     private func truncated() -> BlobStreamError {
-        BlobStreamError(
-            .truncated,
-            "\(name): truncated gzip stream at compressed offset \(upstream.offset): the input ends inside member \(memberIndex + 1) (which starts at compressed offset \(memberStart))"
-        )
+        GzipErrors(name: name).truncated(at: upstream.offset, member: memberIndex, memberStart: memberStart)
     }
 }

@@ -31,12 +31,6 @@ package struct InflateStep {
     package var produced: Int
     /// How it ended.
     package var result: InflateResult
-
-    package init(consumed: Int, produced: Int, result: InflateResult) {
-        self.consumed = consumed
-        self.produced = produced
-        self.result = result
-    }
 }
 
 /// How one call to `GzipMemberInflating.inflate` ended.

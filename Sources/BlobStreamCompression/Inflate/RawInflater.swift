@@ -29,29 +29,18 @@ final class RawInflater {
 
     /// Allocates and initializes the `z_stream`.
     init() throws(ZlibError) {
-        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-        stream.initialize(to: z_stream())
-        // `inflateInit2` is a macro that does not import; this is what it expands to.
-        let rc = inflateInit2_(stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-        guard rc == Z_OK else {
-            let error = Self.error(rc, stream)
-            stream.deinitialize(count: 1)
-            stream.deallocate()
-            throw error
-        }
+        let stream = try ZlibInflateStream.make(windowBits: -15)
         self.stream = stream
     }
 
     deinit {
-        inflateEnd(stream)
-        stream.deinitialize(count: 1)
-        stream.deallocate()
+        ZlibInflateStream.free(stream)
     }
 
     /// Starts a new deflate stream (a member's data, or a seek point): the window is emptied.
     func reset() throws(ZlibError) {
         let rc = inflateReset(stream)
-        guard rc == Z_OK else { throw Self.error(rc, stream) }
+        guard rc == Z_OK else { throw ZlibError(rc, stream) }
     }
 
     /// Resumes at a seek point: `bits` (0...7) high bits of `byte` (the byte before the
@@ -59,13 +48,13 @@ final class RawInflater {
     func resume(bits: Int, byte: UInt8, window: [UInt8]) throws(ZlibError) {
         if bits > 0 {
             let rc = inflatePrime(stream, Int32(bits), Int32(byte >> (8 - bits)))
-            guard rc == Z_OK else { throw Self.error(rc, stream) }
+            guard rc == Z_OK else { throw ZlibError(rc, stream) }
         }
         if !window.isEmpty {
             let rc = window.withUnsafeBufferPointer {
                 inflateSetDictionary(stream, $0.baseAddress, UInt32($0.count))
             }
-            guard rc == Z_OK else { throw Self.error(rc, stream) }
+            guard rc == Z_OK else { throw ZlibError(rc, stream) }
         }
     }
 
@@ -97,7 +86,7 @@ final class RawInflater {
                 consumed: consumed, produced: produced, streamEnd: false,
                 error: ZlibError(code: rc, message: "a preset dictionary is required"))
         default:
-            return Step(consumed: consumed, produced: produced, streamEnd: false, error: Self.error(rc, stream))
+            return Step(consumed: consumed, produced: produced, streamEnd: false, error: ZlibError(rc, stream))
         }
     }
 
@@ -123,17 +112,5 @@ final class RawInflater {
             window = [UInt8](repeating: 0, count: Self.windowSize - have) + bytes
         }
         return window
-    }
-
-    private static func error(_ rc: Int32, _ stream: UnsafeMutablePointer<z_stream>) -> ZlibError {
-        let message: String
-        if let msg = stream.pointee.msg {
-            message = String(cString: msg)
-        } else if let text = zError(rc) {
-            message = String(cString: text)
-        } else {
-            message = "error \(rc)"
-        }
-        return ZlibError(code: rc, message: message)
     }
 }

@@ -21,17 +21,7 @@ package final class ZlibMemberInflater: GzipMemberInflating {
 
     /// Allocates and initializes the `z_stream`.
     package init() throws(ZlibError) {
-        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-        stream.initialize(to: z_stream())
-        // `inflateInit2` is a macro that does not import; this is what it expands to.
-        let rc = inflateInit2_(
-            stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-        guard rc == Z_OK else {
-            let error = Self.error(rc, stream)
-            stream.deinitialize(count: 1)
-            stream.deallocate()
-            throw error
-        }
+        let stream = try ZlibInflateStream.make(windowBits: 15 + 16)
         self.stream = stream
     }
 
@@ -40,9 +30,7 @@ package final class ZlibMemberInflater: GzipMemberInflating {
     /// Frees zlib's state and the `z_stream`. Later calls fail with `Z_STREAM_ERROR`.
     package func end() {
         guard let stream else { return }
-        inflateEnd(stream)
-        stream.deinitialize(count: 1)
-        stream.deallocate()
+        ZlibInflateStream.free(stream)
         self.stream = nil
     }
 
@@ -79,20 +67,8 @@ package final class ZlibMemberInflater: GzipMemberInflating {
         case Z_STREAM_END: result = .memberEnd
         case Z_NEED_DICT:
             result = .failed(InflateFailure(ZlibError(code: rc, message: "a preset dictionary is required")))
-        default: result = .failed(InflateFailure(Self.error(rc, stream)))
+        default: result = .failed(InflateFailure(ZlibError(rc, stream)))
         }
         return Step(consumed: consumed, produced: produced, result: result)
-    }
-
-    private static func error(_ rc: Int32, _ stream: UnsafeMutablePointer<z_stream>) -> ZlibError {
-        let message: String
-        if let msg = stream.pointee.msg {
-            message = String(cString: msg)
-        } else if let text = zError(rc) {
-            message = String(cString: text)
-        } else {
-            message = "error \(rc)"
-        }
-        return ZlibError(code: rc, message: message)
     }
 }
