@@ -11,7 +11,9 @@ final class ArchiveFileSource: BlobDataSource {
     let state = BlobDataSourceState()
     let path: String
     private var file: SystemFile?
-    private var size: Int64?
+    /// Reads the file once open (from the offset asked for before, at most its size).
+    private var reader: PositionalReader?
+    /// Before open: where reading starts.
     private var position: Int64 = 0
     private var identity: String?
     /// The file's modification time once open.
@@ -21,11 +23,11 @@ final class ArchiveFileSource: BlobDataSource {
 
     deinit { file?.close() }
 
-    var length: Int64? { size }
+    var length: Int64? { reader?.length }
     var offsetCapability: BlobOffsetCapability { .seek }
 
     func open() {
-        guard file == nil, size == nil, state.error == nil else { return }
+        guard file == nil, reader == nil, state.error == nil else { return }
         guard !path.utf8.contains(0) else {
             state.error = BlobStreamError(
                 .notFound, "cannot open archive '\(BlobURL.escapedText(path))': a path cannot contain a NUL byte")
@@ -53,40 +55,19 @@ final class ArchiveFileSource: BlobDataSource {
             state.error = BlobStreamError(.unsupported, "cannot read archive '\(path)': it is \(what)")
             return
         }
-        size = info.size
         identity = info.identity
         modified = info.modified
-        state.isOpenCompleted = true
-        if size == 0 { state.isAtEnd = true } else { state.hasBytesAvailable = true }
+        reader = PositionalReader(
+            file: file, length: info.size, offset: min(position, info.size), name: "archive '\(path)'", state: state)
     }
 
     func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        guard let file, let size, state.error == nil else { return -1 }
-        let remaining = size - position
-        if remaining <= 0 {
-            state.isAtEnd = true
-            return 0
-        }
-        let count = Int(min(Int64(maxLength), remaining))
-        switch file.read(into: buffer, count: count, at: position) {
-        case .success(let n) where n > 0:
-            position += Int64(n)
-            if position == size { state.isAtEnd = true }
-            return n
-        case .success:
-            state.error = BlobStreamError(
-                .changed,
-                "archive '\(path)' changed while being read: it ends at offset \(position), but was \(size) bytes long when opened"
-            )
-            return -1
-        case .failure(let failure):
-            state.error = failure.error("archive '\(path)'", offset: position, code: .ioFailed)
-            return -1
-        }
+        guard reader != nil, state.error == nil else { return -1 }
+        return reader!.read(buffer, maxLength: maxLength, state: state)
     }
 
     /// The offset of the next byte (before `open()`, where reading starts).
-    var readOffset: Int64? { position }
+    var readOffset: Int64? { reader?.position ?? position }
 
     /// Moves to `offset`; once open, refused past the size (`.invalidOffset`). Refused after
     /// a failure, with the failure as cause. Before `open()`, any offset is kept.
@@ -99,21 +80,11 @@ final class ArchiveFileSource: BlobDataSource {
             throw BlobStreamError(
                 .invalidOffset, "cannot move archive '\(path)' to offset \(offset): reading it failed", cause: failure)
         }
-        guard let size else {
+        guard reader != nil else {
             position = offset
             return
         }
-        guard offset <= size else {
-            throw BlobStreamError(
-                .invalidOffset, "offset \(offset) is past the end of archive '\(path)' (\(size) bytes)")
-        }
-        position = offset
-        if offset == size {
-            state.isAtEnd = true
-        } else {
-            state.isAtEnd = false
-            state.hasBytesAvailable = true
-        }
+        try reader!.seek(to: offset, state: state)
     }
 
     /// `.blobContentIdentityKey` once open; `.fileCurrentOffsetKey` through `readOffset`.
@@ -122,6 +93,8 @@ final class ArchiveFileSource: BlobDataSource {
     }
 
     func close() {
+        position = reader?.position ?? position
+        reader = nil
         file?.close()
         file = nil
     }

@@ -33,16 +33,9 @@ enum FileErrors {
         failure.error(name, offset: offset, code: .ioFailed)
     }
 
-    /// The file ended before the length `fstat` gave at open.
-    static func shrank(_ name: String, offset: Int64, length: Int64) -> BlobStreamError {
-        BlobStreamError(
-            .changed,
-            "\(name) changed while being read: it ends at offset \(offset), but was \(length) bytes long when opened")
-    }
-
     /// An offset set before open lies past the end of the file.
     static func pastEnd(_ name: String, offset: Int64, length: Int64) -> BlobStreamError {
-        BlobStreamError(.invalidOffset, "offset \(offset) is past the end of \(name) (\(length) bytes)")
+        PositionalReader.pastEnd(name, offset: offset, length: length)
     }
 
     /// A negative offset handed to `seek(to:)`.

@@ -1,25 +1,25 @@
 import BlobStream
-import BlobStreamSystem
 
 /// Reads a regular file with `pread` from a position it keeps itself (the descriptor's own
 /// offset is never used nor moved), up to the length `fstat` gave at open: a consistent
-/// snapshot. Shared by `FileDataSource` and `FileHandleDataSource` over a regular file.
+/// snapshot. Shared by `FileDataSource` and `FileHandleDataSource` over a regular file, and
+/// by the archive module's reader of an archive opened by path.
 ///
 /// Does not own the descriptor. The hot path (`read`) makes one `pread` straight into the
 /// caller's buffer and touches `state` only at the end or on an error.
-struct PositionalReader {
-    let file: SystemFile
+package struct PositionalReader {
+    package let file: SystemFile
     /// The size at open; bytes appended later are not read, a file that shrinks below it is
     /// an error.
-    let length: Int64
+    package let length: Int64
     /// The offset of the next byte.
-    private(set) var position: Int64
-    /// Quoted name for messages.
-    let name: String
+    package private(set) var position: Int64
+    /// How messages name the file: `'/data/a.mov'`, `archive '/x.tar'`.
+    package let name: String
 
     /// Starts at `offset` (≤ `length`, checked by the caller) and announces the first state:
     /// `isOpenCompleted`, then `hasBytesAvailable` or, when nothing remains, `isAtEnd`.
-    init(file: SystemFile, length: Int64, offset: Int64, name: String, state: BlobDataSourceState) {
+    package init(file: SystemFile, length: Int64, offset: Int64, name: String, state: BlobDataSourceState) {
         self.file = file
         self.length = length
         self.position = offset
@@ -34,7 +34,8 @@ struct PositionalReader {
 
     /// One `pread` of up to `maxLength` bytes at the current position.
     @inline(__always)
-    mutating func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int, state: BlobDataSourceState) -> Int {
+    package mutating func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int, state: BlobDataSourceState) -> Int
+    {
         let remaining = length - position
         if remaining <= 0 {
             state.isAtEnd = true // already true unless moved there with `seek`: free then
@@ -48,10 +49,13 @@ struct PositionalReader {
             return n
         case .success:
             // The file ends before the length seen at open: it shrank. Never a short clean end.
-            state.error = FileErrors.shrank(name, offset: position, length: length)
+            state.error = BlobStreamError(
+                .changed,
+                "\(name) changed while being read: it ends at offset \(position), but was \(length) bytes long when opened"
+            )
             return -1
         case .failure(let failure):
-            state.error = FileErrors.read(failure, name, offset: position)
+            state.error = failure.error(name, offset: position, code: .ioFailed)
             return -1
         }
     }
@@ -60,8 +64,8 @@ struct PositionalReader {
     /// (`.invalidOffset` naming the file, the offset and the length), changing nothing.
     /// Announces the end when the offset is the length, and bytes again when moving back
     /// from the end.
-    mutating func seek(to offset: Int64, state: BlobDataSourceState) throws(BlobStreamError) {
-        guard offset <= length else { throw FileErrors.pastEnd(name, offset: offset, length: length) }
+    package mutating func seek(to offset: Int64, state: BlobDataSourceState) throws(BlobStreamError) {
+        guard offset <= length else { throw Self.pastEnd(name, offset: offset, length: length) }
         position = offset
         if position == length {
             state.isAtEnd = true
@@ -69,5 +73,10 @@ struct PositionalReader {
             if state.isAtEnd { state.isAtEnd = false }
             state.hasBytesAvailable = true
         }
+    }
+
+    /// An offset past the end of a file `length` bytes long, named `name`.
+    package static func pastEnd(_ name: String, offset: Int64, length: Int64) -> BlobStreamError {
+        BlobStreamError(.invalidOffset, "offset \(offset) is past the end of \(name) (\(length) bytes)")
     }
 }
