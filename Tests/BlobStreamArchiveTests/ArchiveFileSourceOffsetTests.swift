@@ -9,7 +9,7 @@ import Testing
 /// API only, and the conformance checks (which check `.fileCurrentOffsetKey` too); the key
 /// is also what the member tests of OffsetTests move through.
 @Suite("ArchiveFileSource: typed offsets")
-struct PathUpstreamOffsetTests {
+struct ArchiveFileSourceOffsetTests {
     static let bytes = TestData.pseudoRandom(800, seed: 0xA2C)
 
     @Test("seek before open, after open, past the end (naming the archive), readOffset after reads")
