@@ -56,7 +56,8 @@ import Synchronization
 /// - Offsets: `.seek` (a GET at the new offset; `.readAndDiscard` without a strong ETag, see
 ///   above), and `length` is known once open.
 /// - `close()` and `interrupt()` end a waiting read (`.closed`, a wait before a retry too)
-///   and cancel the GETs in flight; `close()` also shuts down the client the source made.
+///   and cancel the GETs in flight; `close()` also shuts down the client the source made
+///   (never the caller's `options.client`, nor a client of `options.pool`).
 ///
 /// Each request passes through `options.prepare` (after the `Range` and conditional headers
 /// are set), where a signer such as SigV4 adds its headers.
@@ -132,9 +133,15 @@ public final class HTTPRangeDataSource: BlobDataSource {
         self.shared = Shared()
         self.requests = RangeRequests(name: self.name, prepare: options.prepare)
         self.budget = RetryBudget(policy: options.retry)
-        self.ownsClient = options.client == nil
+        self.ownsClient = options.client == nil && options.pool == nil
         if let client = options.client {
             self.client = client
+        } else if let pool = options.pool {
+            do {
+                client = try pool.client(for: url)
+            } catch {
+                configurationError = error
+            }
         } else {
             do {
                 client = HTTPClient(

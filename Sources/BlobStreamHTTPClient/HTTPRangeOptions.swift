@@ -88,17 +88,23 @@ public struct HTTPRangeOptions: Sendable {
     /// A client of the caller's to send with (its configuration then applies: it should
     /// not follow redirects); nil: the source makes one, and shuts it down at `close()`.
     public var client: HTTPClient?
+    /// The connection pool to send with when `client` is nil: every source with the same
+    /// pool shares its client (its `connection` then applies, not this one's); the pool's
+    /// owner shuts it down. nil (and no `client`): the source makes a client of its own and
+    /// shuts it down at `close()`.
+    public var pool: HTTPClientPool?
     /// The hook for each request (see `Prepare`); nil: requests go as made.
     public var prepare: Prepare?
 
     /// Options with the given values (8 MiB blocks, three read ahead, the default retry
     /// policy, 5 redirects, connection options from the environment, a client of the
-    /// source's own, no hook).
+    /// source's own unless a `client` or a `pool` is given, no hook).
     public init(
         blockSize: Int = defaultBlockSize, readAhead: Int = defaultReadAhead,
         connection: HTTPConnectionOptions = .fromEnvironment(), client: HTTPClient? = nil, prepare: Prepare? = nil,
-        retry: HTTPRetryPolicy = HTTPRetryPolicy(), maxRedirects: Int = defaultMaxRedirects
+        retry: HTTPRetryPolicy = HTTPRetryPolicy(), maxRedirects: Int = defaultMaxRedirects, pool: HTTPClientPool? = nil
     ) {
+        self.pool = pool
         self.blockSize = max(blockSize, 64 << 10)
         self.readAhead = max(readAhead, 0)
         self.retry = retry

@@ -58,6 +58,8 @@ public final class MisbehavingHTTPPeer: Sendable {
         var listener: (any Channel)?
         var connections: [ObjectIdentifier: any Channel] = [:]
         var stopped = false
+        /// Between a `.down` fault and the listener's return: connections are closed unanswered.
+        var isDown = false
     }
 
     /// Starts listening on 127.0.0.1 on a free port.
@@ -148,6 +150,8 @@ public final class MisbehavingHTTPPeer: Sendable {
     }
 
     func opened(_ channel: any Channel) {
+        // A connection accepted just before the listener closed: refused as well.
+        if state.withLock({ $0.isDown }) { return channel.close(promise: nil) }
         state.withLock { $0.connections[ObjectIdentifier(channel)] = channel }
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
@@ -179,6 +183,7 @@ public final class MisbehavingHTTPPeer: Sendable {
             return .redirect(status, hops == 1 ? rest : "/hop/\(hops - 1)\(rest)")
         }
         return state.withLock { s in
+            if s.isDown { return .down(0) }
             guard let object = s.objects[head.uri] else { return .status(404) }
             s.gets += 1
             let index = s.gets - s.firstFaulted
@@ -211,15 +216,19 @@ public final class MisbehavingHTTPPeer: Sendable {
 
     /// Goes down: every connection closed, the listener too; listens again after `seconds`.
     func goDown(for seconds: Double) {
-        let (listener, connections) = state.withLock { s in
-            defer { (s.listener, s.connections) = (nil, [:]) }
-            return (s.listener, Array(s.connections.values))
+        let (listener, connections, wasDown) = state.withLock { s in
+            defer { (s.listener, s.connections, s.isDown) = (nil, [:], true) }
+            return (s.listener, Array(s.connections.values), s.isDown)
         }
         for connection in connections { connection.close(promise: nil) }
         listener?.close(promise: nil)
+        if wasDown { return }
         group.next().scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [weak self] in
             guard let self, !self.state.withLock({ $0.stopped }) else { return }
-            Self.bind(port: self.port, to: self).whenSuccess { Self.attach($0, to: self) }
+            Self.bind(port: self.port, to: self).whenSuccess {
+                self.state.withLock { $0.isDown = false }
+                Self.attach($0, to: self)
+            }
         }
     }
 }
