@@ -110,6 +110,17 @@ let package = Package(
         // Test-only: OpenStack Swift with its S3 API on 127.0.0.1 (scripts/swift-store), shared by
         // the suites of a test process, and Swift's own API to check what it holds.
         .target(name: "SwiftStoreTestServer", path: "Tests/SwiftStoreTestServer"),
+        // Test-only: misbehaving HTTP peers in the test process (SwiftNIO on 127.0.0.1): bodies
+        // cut mid-way, error statuses, redirect chains, a server that goes down and comes back.
+        .target(
+            name: "HTTPTestPeers",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Tests/HTTPTestPeers"
+        ),
         // Test-only: counts the allocations of the upload body producers (malloc-interposer).
         .executableTarget(
             name: "blobstream-upload-alloc-probe",
@@ -214,7 +225,7 @@ let package = Package(
                 "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
                 "blobstream-upload-alloc-probe",
                 "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
-                "SampleAssetLibrary",
+                "SampleAssetLibrary", "HTTPTestPeers",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

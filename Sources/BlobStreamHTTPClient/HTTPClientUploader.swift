@@ -18,18 +18,26 @@ import NIOHTTP1
 /// The body is read on a thread of its own and each chunk is handed to the event loop once
 /// (see `HTTPClientUpload` for redirects, early answers and the client's configuration).
 public struct HTTPClientUploader: UploadClient {
-    /// The client to send with; nil: each upload makes one of its own, configured from its
-    /// `UploadOptions`.
+    /// The client to send with; nil: the client of `pool` for the upload's URL, else one of
+    /// the upload's own, configured from its `UploadOptions`.
     public var client: HTTPClient?
+    /// The connection pool to send with when `client` is nil (the sources of the same pool
+    /// share its clients; its connection options apply, as for a `client`); nil: each upload
+    /// makes a client of its own and shuts it down.
+    public var pool: HTTPClientPool?
     /// The longest the whole request may take.
     public var timeout: TimeAmount
     /// The mode of the `BlobInputStream` the body is read through; both read the same bytes.
     public var mode: BlobInputStream.Mode
 
-    /// An uploader that sends with `client` (nil: a client of each upload's own).
-    public init(client: HTTPClient? = nil, timeout: TimeAmount = .hours(24), mode: BlobInputStream.Mode = .synchronous)
-    {
+    /// An uploader that sends with `client`, else with the client of `pool` for each URL
+    /// (neither: a client of each upload's own).
+    public init(
+        client: HTTPClient? = nil, timeout: TimeAmount = .hours(24), mode: BlobInputStream.Mode = .synchronous,
+        pool: HTTPClientPool? = nil
+    ) {
         self.client = client
+        self.pool = pool
         self.timeout = timeout
         self.mode = mode
     }
@@ -37,12 +45,13 @@ public struct HTTPClientUploader: UploadClient {
     /// Sends `body` to `url` (see `UploadClient`).
     ///
     /// - Throws: `BlobStreamError` naming the URL (`.malformedURL`, `.timedOut`,
-    ///   `.uploadFailed`), or `CancellationError`.
+    ///   `.uploadFailed`, `.closed` once the `pool` is shut down), or `CancellationError`.
     public func send(
         _ body: UploadBody, to url: URL, method: String, headers: [(name: String, value: String)],
         options: UploadOptions, progress: @escaping @Sendable (UploadProgress) -> Void
     ) async throws -> UploadResult {
-        try await HTTPClientUpload.perform(
+        let client = try self.client ?? pool?.client(for: url)
+        return try await HTTPClientUpload.perform(
             body, to: url, method: HTTPMethod(rawValue: method), headers: headers, client: client, options: options,
             timeout: timeout, mode: mode, progress: progress)
     }

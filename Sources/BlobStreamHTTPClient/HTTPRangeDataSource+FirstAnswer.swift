@@ -5,29 +5,6 @@ import Foundation
 // The first answer of an `HTTPRangeDataSource`: judged, then taken as the bytes it held, as
 // the first block (with a strong ETag), or read as it arrives (without one).
 extension HTTPRangeDataSource {
-    /// Prepares and sends the first GET (`bytes=OFFSET-`); a request that cannot be made
-    /// fails the open.
-    func start(
-        _ stream: RangeStream, onOpen: @escaping @Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void
-    ) {
-        guard let client else { return }
-        switch request(from: stream.offset, to: nil, etag: nil) {
-        case .failure(let error):
-            shared.lock.withLock {
-                shared.opening = .failure(error)
-                shared.lock.broadcast()
-            }
-            state.error = error
-        case .success(let prepared):
-            let interrupted = shared.lock.withLock {
-                shared.stream = stream
-                return shared.interrupted
-            }
-            if interrupted { return stream.cancel() }
-            stream.start(prepared, client: client, onOpen: onOpen)
-        }
-    }
-
     /// `.blobOffsetLimitKey`: once the first answer came without a strong ETag, why a move
     /// back fails (the URL, what the server sent); `.fileCurrentOffsetKey`: `readOffset`.
     public func property(forKey key: Stream.PropertyKey) -> Any? {
@@ -42,47 +19,77 @@ extension HTTPRangeDataSource {
     /// first block of a 206 with a strong ETag (its request then ends), or the 206 to read as
     /// it comes. The error that fails the read, if any.
     func takeOpening() -> BlobStreamError? {
-        guard let openStream else { return BlobStreamError(.notOpen, "\(name): the source is not open") }
+        guard openStream else { return BlobStreamError(.notOpen, "\(name): the source is not open") }
         let onLoop = deadlockCheck()
-        let (waited, opening) = shared.lock.withLock {
-            () -> (Bool, Result<(RemoteObject, FirstAnswer), BlobStreamError>?) in
-            if shared.opening == nil, !shared.interrupted, onLoop != nil { return (false, nil) }
+        let (waited, opening, stream) = shared.lock.withLock {
+            () -> (Bool, Result<(RemoteObject, FirstAnswer), BlobStreamError>?, RangeStream?) in
+            if shared.opening == nil, !shared.interrupted, onLoop != nil { return (false, nil, nil) }
             while shared.opening == nil, !shared.interrupted { shared.lock.wait() }
-            return (true, shared.opening)
+            return (true, shared.opening, shared.stream)
         }
         if !waited { return onLoop }
         guard case .success(let (object, first))? = opening else {
             return opening?.failureValue ?? BlobStreamError(.closed, "\(name): closed while opening")
         }
-        self.openStream = nil
+        self.openStream = false
         self.object = object
         switch first {
         case .held(let block):
             current = block
-        case .streamed(let last) where object.etag == nil:
+        case .streamed:
+            guard let stream else { return BlobStreamError(.closed, "\(name): closed while opening") }
+            return takeFirstBlock(of: stream, first: first, object: object)
+        }
+        return nil
+    }
+
+    /// Takes the first block out of the first answer (a 206 to `bytes=OFFSET-`): with a
+    /// strong ETag, its first `options.blockSize` bytes, then the request ends and the blocks
+    /// after it are asked for (a body cut before that block is whole is asked again, with
+    /// `If-Match`, under the retry budget); without one, the answer is read as it arrives.
+    private func takeFirstBlock(of openStream: RangeStream, first: FirstAnswer, object: RemoteObject)
+        -> BlobStreamError?
+    {
+        guard case .streamed(let last) = first else { return nil }
+        guard object.etag != nil else {
             streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
-        case .streamed(let last):
-            let count = Int(min(Int64(options.blockSize), last + 1 - openStream.offset))
-            var bytes = [UInt8](repeating: 0, count: count)
-            var filled = 0
-            let range = openStream.offset...openStream.offset + Int64(count) - 1
-            while filled < count {
-                let taken = bytes.withUnsafeMutableBufferPointer {
-                    take(from: openStream, into: $0.baseAddress! + filled, maxLength: count - filled)
-                }
-                switch taken {
-                case .success(.bytes(let n)): filled += n
-                case .success(.end(let received)): return judge.cut(nil, received: received, range: range)
-                case .success(.failed(let failure)): return judge.cut(failure, received: 0, range: range)
-                case .failure(let error): return error
-                }
+            return nil
+        }
+        let count = Int(min(Int64(options.blockSize), last + 1 - openStream.offset))
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        let range = openStream.offset...openStream.offset + Int64(count) - 1
+        while filled < count {
+            let taken = bytes.withUnsafeMutableBufferPointer {
+                take(from: openStream, into: $0.baseAddress! + filled, maxLength: count - filled)
             }
-            // The other blocks come with If-Match: this answer's request ends here.
+            let cut: BlobStreamError
+            let reason: RetryReason?
+            switch taken {
+            case .success(.bytes(let n)):
+                filled += n
+                continue
+            case .success(.end(let received)):
+                (cut, reason) = (judge.cut(nil, received: received, range: range), .failure)
+            case .success(.failed(let failure)):
+                cut = judge.cut(failure, received: 0, range: range)
+                reason = RetryBudget.reason(.failure(failure), judged: cut)
+            case .failure(let error):
+                return error
+            }
+            // The first block is asked again by itself (If-Match), as any later block is.
+            guard let reason, let wait = budget.wait(after: 1, reason: reason) else { return cut }
             openStream.cancel()
             shared.lock.withLock { shared.stream = nil }
-            current = RangeBlock(start: openStream.offset, bytes: bytes)
-            startAhead(after: openStream.offset + Int64(count))
+            if let stopped = pause(for: wait) { return stopped }
+            firstBlockAttempts = 2
+            return nil
         }
+        // The other blocks come with If-Match: this answer's request ends here.
+        openStream.cancel()
+        shared.lock.withLock { shared.stream = nil }
+        current = RangeBlock(start: openStream.offset, bytes: bytes)
+        startAhead(after: openStream.offset + Int64(count))
         return nil
     }
 

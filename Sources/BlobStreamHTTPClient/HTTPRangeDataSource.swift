@@ -23,10 +23,17 @@ import Synchronization
 ///   first from the first answer (whose request then ends), each later one by a GET that
 ///   carries `If-Match: <ETag>` and whose `Content-Range` and ETag are checked (an object
 ///   replaced while read fails with `.changed`, never with spliced bytes). The blocks after
-///   the one handed out are asked for at once (`options.readAhead` of them, 1 by default:
-///   that many GETs in flight while a block is read). A `read` whose block has not arrived
-///   yet waits for it (bounded by the idle timeout); called on an event loop of the client,
-///   it fails at once with `.wouldDeadlock` instead.
+///   the one handed out are asked for at once (`options.readAhead` of them, 3 by default:
+///   with the block being read, `options.parallelism` GETs in flight), and handed out in
+///   order; the memory held is about `blockSize × parallelism`. A `read` whose block has
+///   not arrived yet waits for it (bounded by the idle timeout); called on an event loop of
+///   the client, it fails at once with `.wouldDeadlock` instead.
+/// - Retries (`options.retry`, see `HTTPRetryPolicy`): a block whose GET fails (a cut or
+///   refused connection, a 5xx, a timeout) is asked again for the same bytes, with
+///   `If-Match`, after a jittered backoff; the bytes of a failed answer are never handed
+///   out. The first GET is sent again only while it brought none of the object's bytes.
+/// - Redirects (301, 302, 303, 307, 308) of the first GET are followed, at most
+///   `options.maxRedirects` (5); the blocks after it go to the last location, under its ETag.
 /// - Without a strong ETag (a weak one, only Last-Modified, none), no second request could
 ///   tell whether the file changed since the first, so every byte comes from the first
 ///   answer, read as it arrives (at most `options.blockSize` bytes held), and
@@ -48,8 +55,9 @@ import Synchronization
 ///   connection, TLS), `.invalidOffset` (an offset past the end).
 /// - Offsets: `.seek` (a GET at the new offset; `.readAndDiscard` without a strong ETag, see
 ///   above), and `length` is known once open.
-/// - `close()` and `interrupt()` end a waiting read (`.closed`) and cancel the GETs in
-///   flight; `close()` also shuts down the client the source made.
+/// - `close()` and `interrupt()` end a waiting read (`.closed`, a wait before a retry too)
+///   and cancel the GETs in flight; `close()` also shuts down the client the source made
+///   (never the caller's `options.client`, nor a client of `options.pool`).
 ///
 /// Each request passes through `options.prepare` (after the `Range` and conditional headers
 /// are set), where a signer such as SigV4 adds its headers.
@@ -64,21 +72,27 @@ public final class HTTPRangeDataSource: BlobDataSource {
     let name: String
     let judge: RangeJudgement
     let shared: Shared
+    let requests: RangeRequests
+    /// The retries left (all the source's requests share them).
+    let budget: RetryBudget
+    /// The attempts already made of the block at the offset of the first answer, when its
+    /// body was cut before the first block was whole (that block is then asked again).
+    var firstBlockAttempts = 1
     var client: HTTPClient?
     /// The client's event loops (fixed at creation: `completionContext` may be asked from
     /// any thread).
     private var eventLoopGroup: (any EventLoopGroup)?
     private let ownsClient: Bool
     var position: Int64 = 0
-    private var opened = false, closed = false
-    /// The first GET, until its answer is judged.
-    var openStream: RangeStream?
+    var opened = false, closed = false
+    /// True from `open()` until the first answer is judged and taken.
+    var openStream = false
     /// The first answer read as it arrives (no strong ETag): every byte comes from it.
     var streamed: Streamed?
     var object: RemoteObject?
     var current: RangeBlock?
     /// The GETs of the blocks after the current one, in order, contiguous.
-    private var aheads: [RangeFetch] = []
+    var aheads: [RangeFetch] = []
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 
@@ -93,6 +107,14 @@ public final class HTTPRangeDataSource: BlobDataSource {
         /// The first GET (cancelled with the others).
         var stream: RangeStream?
         var length: Int64?
+        /// Where the GETs go: the URL, or the last location a redirect of the first GET named.
+        var location: URL?
+        /// The first GET's next attempt, while it waits.
+        var retry: Scheduled<Void>?
+        /// Set by `close()` and a failure: no request is sent any more.
+        var ended = false
+        /// True once no request may be sent (interrupted, closed or failed).
+        var isStopped: Bool { interrupted || ended }
     }
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
@@ -109,9 +131,17 @@ public final class HTTPRangeDataSource: BlobDataSource {
         self.name = name ?? url.absoluteString
         self.judge = RangeJudgement(url: self.name, connection: options.connection)
         self.shared = Shared()
-        self.ownsClient = options.client == nil
+        self.requests = RangeRequests(name: self.name, prepare: options.prepare)
+        self.budget = RetryBudget(policy: options.retry)
+        self.ownsClient = options.client == nil && options.pool == nil
         if let client = options.client {
             self.client = client
+        } else if let pool = options.pool {
+            do {
+                client = try pool.client(for: url)
+            } catch {
+                configurationError = error
+            }
         } else {
             do {
                 client = HTTPClient(
@@ -165,11 +195,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
             fail(configurationError)
             return
         }
-        let (offset, blockSize) = (position, options.blockSize)
-        let range = offset...(offset + Int64(blockSize) - 1)
-        let stream = RangeStream(offset: offset, limit: blockSize, wholeLimit: blockSize + 1)
-        openStream = stream
-        let (state, shared, judge) = (self.state, self.shared, self.judge)
+        guard let client else { return }
+        openStream = true
+        let (offset, state, shared) = (position, self.state, self.shared)
         let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { judged in
             shared.lock.withLock {
                 shared.opening = judged
@@ -184,20 +212,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
                 state.error = error
             }
         }
-        let prober = client.map { LengthProbe(client: $0, url: url, name: name, prepare: options.prepare) }
-        start(stream) { result in
-            // A 416 that does not tell the length (S3 on Swift): a HEAD tells whether this is the end.
-            guard judge.needsLength(result), let prober else {
-                return announce(judge.opening(result, offset: offset, blockSize: blockSize))
-            }
-            let probe = RangeFetch(range: range)
-            let interrupted = shared.lock.withLock {
-                shared.fetches[ObjectIdentifier(probe)] = probe
-                return shared.interrupted
-            }
-            if interrupted { return probe.cancel() }
-            prober.start(probe, range: range) { announce(judge.probed($0, range: range)) }
-        }
+        let first = FirstRequest(
+            client: client, requests: requests, shared: shared, judge: judge, budget: budget, offset: offset,
+            blockSize: options.blockSize, maxRedirects: options.maxRedirects, announce: announce)
+        first.send(to: url)
     }
 
     /// Copies bytes of the current block; waits for the next block when this one is used
@@ -229,83 +247,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         return n
     }
 
-    /// The block that holds `offset`: the first one read ahead when it starts there, else a
-    /// fresh GET (the blocks read ahead are then dropped). Starts the read-ahead of the
-    /// blocks after it.
-    private func nextBlock(at offset: Int64, of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
-        // Only a strong ETag makes sure another request reads the same version.
-        guard object.etag != nil else { return .failure(judge.needsSecondRequest(at: offset, of: object)) }
-        let fetch: RangeFetch
-        if let first = aheads.first, first.range.lowerBound == offset {
-            fetch = aheads.removeFirst()
-        } else {
-            for ahead in aheads {
-                ahead.cancel()
-                forget(ahead)
-            }
-            aheads = []
-            fetch = RangeFetch(range: offset...min(offset + Int64(options.blockSize), object.length) - 1)
-            start(fetch, object: object)
-        }
-        if !fetch.isDone, let error = deadlockCheck() { return .failure(error) }
-        let result = judge.block(fetch.wait(), range: fetch.range, of: object)
-        forget(fetch)
-        if case .success(let block) = result { startAhead(after: block.end) }
-        return result
-    }
-
-    /// Asks for the blocks after `end` (after those already asked for) until
-    /// `options.readAhead` are in flight or the object's end is reached.
-    func startAhead(after end: Int64) {
-        guard let object else { return }
-        var next = aheads.last.map { $0.range.upperBound + 1 } ?? end
-        while aheads.count < options.readAhead, next < object.length {
-            let fetch = RangeFetch(range: next...min(next + Int64(options.blockSize), object.length) - 1)
-            aheads.append(fetch)
-            start(fetch, object: object)
-            next = fetch.range.upperBound + 1
-        }
-    }
-
-    /// Prepares and sends the GET of one block, with `If-Match`.
-    private func start(_ fetch: RangeFetch, object: RemoteObject) {
-        guard let client else { return fetch.cancel() }
-        switch request(from: fetch.range.lowerBound, to: fetch.range.upperBound, etag: object.etag) {
-        case .failure(let error):
-            fetch.fail(error)
-        case .success(let prepared):
-            let interrupted = shared.lock.withLock {
-                shared.fetches[ObjectIdentifier(fetch)] = fetch
-                return shared.interrupted
-            }
-            if interrupted { return fetch.cancel() }
-            fetch.start(prepared, client: client, deadline: nil)
-        }
-    }
-
-    /// A GET of the bytes `first`…`last` (nil: to the end), with `If-Match` when `etag` is
-    /// given, through `options.prepare`.
-    func request(from first: Int64, to last: Int64?, etag: String?) -> Result<
-        HTTPClient.Request, BlobStreamError
-    > {
-        var request = HTTPRangeRequest(url: url, range: first...(last ?? HTTPRangeRequest.toEnd))
-        request.headers.add(name: "Range", value: "bytes=\(first)-" + (last.map { String($0) } ?? ""))
-        if let etag { request.headers.add(name: "If-Match", value: etag) }
-        do {
-            try options.prepare?(&request)
-        } catch {
-            return .failure(BlobStreamError(.sourceFailed, "preparing GET \(name) failed: \(error)", cause: error))
-        }
-        do {
-            return .success(
-                try HTTPClient.Request(
-                    url: request.url.absoluteString, method: request.method, headers: request.headers))
-        } catch {
-            return .failure(BlobStreamError(.malformedURL, "\(name): \(error)", cause: error))
-        }
-    }
-
-    private func forget(_ fetch: RangeFetch) {
+    func forget(_ fetch: RangeFetch) {
         _ = shared.lock.withLock { shared.fetches.removeValue(forKey: ObjectIdentifier(fetch)) }
     }
 
@@ -327,16 +269,19 @@ public final class HTTPRangeDataSource: BlobDataSource {
     }
 
     private func cancelAll() {
-        let (fetches, stream) = shared.lock.withLock {
+        let (fetches, stream, retry) = shared.lock.withLock {
             defer {
                 shared.fetches = [:]
                 shared.stream = nil
+                shared.retry = nil
+                shared.ended = true
                 shared.lock.broadcast()
             }
-            return (Array(shared.fetches.values), shared.stream)
+            return (Array(shared.fetches.values), shared.stream, shared.retry)
         }
         for fetch in fetches { fetch.cancel() }
         stream?.cancel()
+        retry?.cancel()
     }
 
     /// The offset of the next byte (before `open()`, where reading starts).
@@ -385,7 +330,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         cancelAll()
         current = nil
         aheads = []
-        openStream = nil
+        openStream = false
         streamed = nil
         if ownsClient, let client {
             _ = client.shutdown()

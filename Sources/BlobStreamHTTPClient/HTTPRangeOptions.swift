@@ -35,44 +35,80 @@ public struct HTTPRangeRequest: Sendable {
     }
 }
 
-/// How `HTTPRangeDataSource` reads: the block size, the connection (trust roots, proxy,
-/// timeouts), an optional client of the caller's, and the hook that prepares each request.
+/// How `HTTPRangeDataSource` reads: the block size and how many blocks are in flight, the
+/// retry policy and the redirects followed, the connection (trust roots, proxy, timeouts), an
+/// optional client of the caller's, and the hook that prepares each request.
+///
+/// ```swift
+/// var options = HTTPRangeOptions(blockSize: 16 << 20)  // 16 MiB per GET
+/// options.parallelism = 8                              // 8 GETs in flight, 128 MiB at most
+/// options.retry = HTTPRetryPolicy(maxWaiting: .seconds(120))
+/// ```
 public struct HTTPRangeOptions: Sendable {
     /// Called for every request after its `Range` and `If-Match` headers are set, just
     /// before it is sent, on the thread that asks for the bytes (the reading thread), except
-    /// for the `HEAD` (no `Range`) that follows a first GET answered 416 without the
-    /// object's length, prepared on an event loop of the client: the hook must not block.
+    /// for the first GET sent again (a retry, a redirect: `request.url` is then the new
+    /// location) and the `HEAD` (no `Range`) that follows a first GET answered 416 without
+    /// the object's length, prepared on an event loop of the client: the hook must not block.
     /// It may add headers or sign the request (by `request.method`); an error it throws
     /// fails the read (`.sourceFailed`, naming the URL, the error as cause). Synchronous on
     /// purpose: reading never depends on the cooperative thread pool.
     public typealias Prepare = @Sendable (inout HTTPRangeRequest) throws -> Void
 
-    /// The default block: 4 MiB per ranged GET.
-    public static let defaultBlockSize = 4 << 20
+    /// The default block: 8 MiB per ranged GET (the part size of uploads).
+    public static let defaultBlockSize = 8 << 20
+    /// The default read-ahead: 3 blocks after the one being read, so 4 GETs in flight (the
+    /// parallelism of uploads).
+    public static let defaultReadAhead = 3
+    /// The most redirects a read follows by default: 5 (as wget; `curl -L` follows 50).
+    public static let defaultMaxRedirects = 5
 
     /// The bytes one GET asks for (at least 64 KiB).
     public var blockSize: Int
     /// How many blocks after the one being read are asked for ahead (GETs in flight while
-    /// a block is read): 1 by default; more helps on links with long round trips or servers
-    /// slow to answer each GET. The memory held is about `blockSize × (readAhead + 1)`.
+    /// a block is read): 3 by default; more helps on links with long round trips or servers
+    /// slow to answer each GET. The blocks are handed out in order; the memory held is
+    /// about `blockSize × (readAhead + 1)`.
     public var readAhead: Int
+    /// The GETs in flight: the block being read and those read ahead (`readAhead + 1`; at
+    /// least 1). 4 by default; the memory held is about `blockSize × parallelism`.
+    public var parallelism: Int {
+        get { readAhead + 1 }
+        set { readAhead = max(newValue, 1) - 1 }
+    }
+    /// How a failed GET is tried again (see `HTTPRetryPolicy`): by default at most 5
+    /// attempts per range and 30 s of waiting per source.
+    public var retry: HTTPRetryPolicy
+    /// The most redirects (301, 302, 303, 307, 308) the first GET follows; the ranges after
+    /// it go to the last location, under that location's own ETag. 0: a redirect is an error.
+    public var maxRedirects: Int
     /// Trust roots, proxy and timeouts of the client the source makes (ignored for them
     /// when `client` is given, except for the idle limit of each request).
     public var connection: HTTPConnectionOptions
     /// A client of the caller's to send with (its configuration then applies: it should
     /// not follow redirects); nil: the source makes one, and shuts it down at `close()`.
     public var client: HTTPClient?
+    /// The connection pool to send with when `client` is nil: every source with the same
+    /// pool shares its client (its `connection` then applies, not this one's); the pool's
+    /// owner shuts it down. nil (and no `client`): the source makes a client of its own and
+    /// shuts it down at `close()`.
+    public var pool: HTTPClientPool?
     /// The hook for each request (see `Prepare`); nil: requests go as made.
     public var prepare: Prepare?
 
-    /// Options with the given values (4 MiB blocks, one read ahead, connection options from
-    /// the environment, a client of the source's own, no hook).
+    /// Options with the given values (8 MiB blocks, three read ahead, the default retry
+    /// policy, 5 redirects, connection options from the environment, a client of the
+    /// source's own unless a `client` or a `pool` is given, no hook).
     public init(
-        blockSize: Int = defaultBlockSize, readAhead: Int = 1, connection: HTTPConnectionOptions = .fromEnvironment(),
-        client: HTTPClient? = nil, prepare: Prepare? = nil
+        blockSize: Int = defaultBlockSize, readAhead: Int = defaultReadAhead,
+        connection: HTTPConnectionOptions = .fromEnvironment(), client: HTTPClient? = nil, prepare: Prepare? = nil,
+        retry: HTTPRetryPolicy = HTTPRetryPolicy(), maxRedirects: Int = defaultMaxRedirects, pool: HTTPClientPool? = nil
     ) {
+        self.pool = pool
         self.blockSize = max(blockSize, 64 << 10)
         self.readAhead = max(readAhead, 0)
+        self.retry = retry
+        self.maxRedirects = max(maxRedirects, 0)
         self.connection = connection
         self.client = client
         self.prepare = prepare

@@ -8,7 +8,8 @@ public enum HTTPSources {
     public static let schemes = ["http", "https"]
 
     /// Registers `http:` and `https:` in `registry`; every source made reads with `options`
-    /// (by default: 4 MiB blocks, trust roots and proxies from the environment, see
+    /// (by default: 8 MiB blocks, 4 GETs in flight, retries, 5 redirects; trust roots and
+    /// proxies from the environment, see
     /// `HTTPConnectionOptions.fromEnvironment`).
     public static func register(in registry: DataSourceRegistry, options: HTTPRangeOptions = HTTPRangeOptions()) {
         for scheme in schemes {

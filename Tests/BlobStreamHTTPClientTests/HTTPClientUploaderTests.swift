@@ -37,4 +37,23 @@ final class HTTPClientUploaderTests {
     func urlTyped() async throws {
         try await checks.urlTyped(name: "HTTPClient")
     }
+
+    @Test("uploads through a pool: the copies identical, one client for them all; after shutdown, .closed")
+    func pooled() async throws {
+        let pool = HTTPClientPool(connection: HTTPConnectionOptions())
+        let pooled = UploadClientChecks(server: server, client: HTTPClientUploader(pool: pool))
+        try await pooled.resultAndProgress(name: "pooled-1")
+        try await pooled.resultAndProgress(name: "pooled-2")
+        #expect(pool.clientCount == 1)
+        try await pool.shutdown()
+        let url = server.baseURL + "/files/after-shutdown.bin"
+        let error = await #expect(throws: BlobStreamError.self) {
+            try await HTTPClientUploader(pool: pool).upload(
+                UploadBody(length: 1) { DataBytesSource(Data("x".utf8)) }, to: url
+            )
+            .result
+        }
+        #expect(error?.code == .closed)
+        #expect(error?.message.contains(url) == true)
+    }
 }

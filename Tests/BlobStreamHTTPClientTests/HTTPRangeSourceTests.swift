@@ -16,8 +16,11 @@ import Testing
 final class HTTPRangeSourceTests {
     let server: StaticFileServer
     /// Small blocks, so that a few hundred KiB take many GETs; no proxy, no extra roots
-    /// (whatever the environment of the test run says).
-    let options = HTTPRangeOptions(blockSize: 64 << 10, connection: HTTPConnectionOptions())
+    /// (whatever the environment of the test run says); retries after 10-20 ms, not 1 s, so
+    /// that a server that always drops fails in a second (the policy: RemoteReadFaultTests).
+    let options = HTTPRangeOptions(
+        blockSize: 64 << 10, connection: HTTPConnectionOptions(),
+        retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
 
     init() throws {
         server = try StaticFileServer()

@@ -130,7 +130,9 @@ final class UnvalidatedChangeTests {
         #expect(data.count >= 65_536 && data == versionA.prefix(data.count), "every byte delivered is A's")
         let requests = peer.recorded("requests")
         #expect(requests.first == "bytes=0-|-|-")
-        #expect(requests.dropFirst().first == "bytes=65536-131071|\"a\"|-", "\(requests)")
+        // The blocks after the first go together (three read ahead), each with If-Match.
+        #expect(requests.dropFirst().contains("bytes=65536-131071|\"a\"|-"), "\(requests)")
+        #expect(requests.dropFirst().allSatisfy { $0.contains("|\"a\"|") }, "\(requests)")
     }
 
     @Test(

@@ -1,0 +1,101 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+
+// The blocks after the first answer: each a GET with If-Match, several in flight, taken in
+// order; a block whose GET fails is asked again at its offset under the retry budget.
+extension HTTPRangeDataSource {
+    /// The block that holds `offset`: the first one read ahead when it starts there, else a
+    /// fresh GET (the blocks read ahead are then dropped). A GET that fails for a reason the
+    /// retry policy names is sent again for the same bytes after a wait; the bytes of a failed
+    /// answer are never handed out. Starts the read-ahead of the blocks after it.
+    func nextBlock(at offset: Int64, of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
+        // Only a strong ETag makes sure another request reads the same version.
+        guard object.etag != nil else { return .failure(judge.needsSecondRequest(at: offset, of: object)) }
+        var fetch: RangeFetch
+        if let first = aheads.first, first.range.lowerBound == offset {
+            fetch = aheads.removeFirst()
+        } else {
+            for ahead in aheads {
+                ahead.cancel()
+                forget(ahead)
+            }
+            aheads = []
+            fetch = RangeFetch(range: offset...min(offset + Int64(options.blockSize), object.length) - 1)
+            start(fetch, object: object)
+        }
+        let attempts = firstBlockAttempts
+        firstBlockAttempts = 1
+        let result = completed(fetch, of: object, attempts: attempts)
+        if case .success(let block) = result { startAhead(after: block.end) }
+        return result
+    }
+
+    /// The block `fetch` brings, once it is complete; a GET that fails for a reason the
+    /// retry policy names is sent again for the same bytes after the budget's wait, until it
+    /// succeeds or the budget says no more (`attempts`: those already made, the one of
+    /// `fetch` included).
+    func completed(_ fetch: RangeFetch, of object: RemoteObject, attempts: Int = 1) -> Result<
+        RangeBlock, BlobStreamError
+    > {
+        var (fetch, attempt) = (fetch, attempts)
+        while true {
+            if !fetch.isDone, let error = deadlockCheck() { return .failure(error) }
+            let answer = fetch.wait()
+            forget(fetch)
+            let judged = judge.block(answer, range: fetch.range, of: object)
+            guard case .failure(let error) = judged else { return judged }
+            guard let reason = RetryBudget.reason(answer, judged: error),
+                let wait = budget.wait(after: attempt, reason: reason)
+            else { return .failure(budget.gaveUp(error, at: fetch.range.lowerBound, attempts: attempt)) }
+            if let stopped = pause(for: wait) { return .failure(stopped) }
+            attempt += 1
+            fetch = RangeFetch(range: fetch.range)
+            start(fetch, object: object)
+        }
+    }
+
+    /// Asks for the blocks after `end` (after those already asked for) until
+    /// `options.readAhead` are in flight or the object's end is reached.
+    func startAhead(after end: Int64) {
+        guard let object else { return }
+        var next = aheads.last.map { $0.range.upperBound + 1 } ?? end
+        while aheads.count < options.readAhead, next < object.length {
+            let fetch = RangeFetch(range: next...min(next + Int64(options.blockSize), object.length) - 1)
+            aheads.append(fetch)
+            start(fetch, object: object)
+            next = fetch.range.upperBound + 1
+        }
+    }
+
+    /// Prepares and sends the GET of one block, with `If-Match`, to the object's location.
+    func start(_ fetch: RangeFetch, object: RemoteObject) {
+        guard let client else { return fetch.cancel() }
+        let location = shared.lock.withLock { shared.location } ?? url
+        switch requests.make(url: location, from: fetch.range.lowerBound, to: fetch.range.upperBound, etag: object.etag)
+        {
+        case .failure(let error):
+            fetch.fail(error)
+        case .success(let prepared):
+            let stopped = shared.lock.withLock {
+                shared.fetches[ObjectIdentifier(fetch)] = fetch
+                return shared.isStopped
+            }
+            if stopped { return fetch.cancel() }
+            fetch.start(prepared, client: client, deadline: nil)
+        }
+    }
+
+    /// Waits `wait` before an attempt again; `.closed` when `close()` or `interrupt()` ends
+    /// the wait, `.wouldDeadlock` on an event loop of the client.
+    func pause(for wait: Duration) -> BlobStreamError? {
+        if let error = deadlockCheck() { return error }
+        let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
+        let until = Date(timeIntervalSinceNow: seconds)
+        let stopped = shared.lock.withLock {
+            while !shared.isStopped, shared.lock.wait(until: until) {}
+            return shared.isStopped
+        }
+        return stopped ? BlobStreamError(.closed, "\(name): closed while a read waited to ask again") : nil
+    }
+}

@@ -1,0 +1,91 @@
+import BlobStream
+import Foundation
+
+// Several ranges asked for together, neighbours coalesced into one GET (as Arrow's
+// object_store `get_ranges` does), for index and member reads.
+extension HTTPRangeDataSource {
+    /// Ranges whose gap is at most this many bytes are fetched by one GET (1 MiB, as Arrow's
+    /// object_store `OBJECT_STORE_COALESCE_DEFAULT`).
+    public static let defaultCoalescingGap: Int64 = 1 << 20
+
+    /// The bytes of each of `ranges` (offsets in the object, in any order, overlaps and empty
+    /// ranges allowed), in the order given. Ranges whose gap is at most `coalescingGap` bytes
+    /// are fetched by one GET and sliced (the bytes of the gap are read and dropped); the GETs
+    /// go `options.parallelism` at a time, each with `If-Match` and the retry policy, as the
+    /// blocks of a read. Blocks until every range is in: call it on the thread that reads
+    /// (never on an event loop of the client: `.wouldDeadlock`), after `open()`. The read
+    /// offset does not move. Memory: the coalesced ranges in flight, then the results.
+    ///
+    /// ```swift
+    /// let source = HTTPRangeDataSource(url: url)
+    /// source.open()
+    /// let parts = try source.bytes(in: [0..<512, 4_096..<8_192, 1_000_000..<1_000_100])  // 2 GETs
+    /// ```
+    ///
+    /// - Throws: `BlobStreamError`: `.offsetUnsupported` when the server sent no strong ETag
+    ///   (a second request could read another version), `.invalidOffset` for a range outside
+    ///   the object, the error of the open, and those of a GET (`.changed`, `.httpFailed`…)
+    ///   once its retries are spent.
+    public func bytes(in ranges: [Range<Int64>], coalescingGap: Int64 = defaultCoalescingGap) throws(BlobStreamError)
+        -> [Data]
+    {
+        if let error = state.error as? BlobStreamError { throw error }
+        guard opened, !closed else {
+            throw BlobStreamError(.notOpen, "\(name): open the source before asking for ranges")
+        }
+        if object == nil, let error = takeOpening() {
+            fail(error)
+            throw error
+        }
+        guard let object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
+        guard object.etag != nil else {
+            throw judge.needsSecondRequest(at: ranges.first?.lowerBound ?? 0, of: object)
+        }
+        if let outside = ranges.first(where: { $0.lowerBound < 0 || $0.upperBound > object.length }) {
+            throw BlobStreamError(
+                .invalidOffset,
+                "bytes \(outside.lowerBound)..<\(outside.upperBound) are outside \(name) (\(object.length) bytes)")
+        }
+        let merged = RangeCoalescing.coalesce(ranges, gap: max(coalescingGap, 0))
+        var fetched: [RangeBlock] = []
+        for window in stride(from: 0, to: merged.count, by: options.parallelism) {
+            let fetches = merged[window..<min(window + options.parallelism, merged.count)].map {
+                RangeFetch(range: $0.lowerBound...$0.upperBound - 1)
+            }
+            for fetch in fetches { start(fetch, object: object) }
+            for (index, fetch) in fetches.enumerated() {
+                switch completed(fetch, of: object) {
+                case .success(let block): fetched.append(block)
+                case .failure(let error):
+                    for other in fetches[(index + 1)...] {
+                        other.cancel()
+                        forget(other)
+                    }
+                    throw error
+                }
+            }
+        }
+        return ranges.map { range in
+            guard !range.isEmpty else { return Data() }
+            let block = fetched.first { $0.start <= range.lowerBound && range.upperBound <= $0.end }!
+            return Data(block.bytes[Int(range.lowerBound - block.start)..<Int(range.upperBound - block.start)])
+        }
+    }
+}
+
+/// Merges byte ranges for fewer requests.
+enum RangeCoalescing {
+    /// The non-empty `ranges`, sorted, with those that overlap or lie at most `gap` bytes
+    /// apart merged into one.
+    static func coalesce(_ ranges: [Range<Int64>], gap: Int64) -> [Range<Int64>] {
+        var merged: [Range<Int64>] = []
+        for range in ranges.filter({ !$0.isEmpty }).sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, range.lowerBound <= last.upperBound + gap {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
+    }
+}

@@ -1,0 +1,36 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+import NIOHTTP1
+
+/// Makes the GETs of one source: the `Range` header, `If-Match` when the strong ETag is
+/// known, then the caller's `prepare` hook (a signer). Sendable, so that the event loops
+/// that send the first GET again (a retry, a redirect) make it the same way.
+struct RangeRequests: Sendable {
+    /// How errors name the object.
+    let name: String
+    /// The caller's hook.
+    let prepare: HTTPRangeOptions.Prepare?
+
+    /// A GET of the bytes `first`…`last` (nil: to the end) of `url`, with `If-Match` when
+    /// `etag` is given, through `prepare`.
+    func make(url: URL, from first: Int64, to last: Int64?, etag: String?) -> Result<
+        HTTPClient.Request, BlobStreamError
+    > {
+        var request = HTTPRangeRequest(url: url, range: first...(last ?? HTTPRangeRequest.toEnd))
+        request.headers.add(name: "Range", value: "bytes=\(first)-" + (last.map { String($0) } ?? ""))
+        if let etag { request.headers.add(name: "If-Match", value: etag) }
+        do {
+            try prepare?(&request)
+        } catch {
+            return .failure(BlobStreamError(.sourceFailed, "preparing GET \(name) failed: \(error)", cause: error))
+        }
+        do {
+            return .success(
+                try HTTPClient.Request(
+                    url: request.url.absoluteString, method: request.method, headers: request.headers))
+        } catch {
+            return .failure(BlobStreamError(.malformedURL, "\(name): \(error)", cause: error))
+        }
+    }
+}

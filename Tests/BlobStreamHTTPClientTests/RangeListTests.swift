@@ -1,0 +1,70 @@
+import BlobStream
+import BlobStreamHTTPClient
+import BlobStreamTestSupport
+import Foundation
+import HTTPTestPeers
+import Testing
+
+/// `HTTPRangeDataSource.bytes(in:)`: several ranges at once, neighbours coalesced into one GET.
+@Suite("Remote reads: a list of ranges, coalesced", .serialized)
+struct RangeListTests {
+    let peer: MisbehavingHTTPPeer
+    let bytes = sampleBytes(3 << 20, seed: 71)
+    let options = HTTPRangeOptions(
+        blockSize: 64 << 10, readAhead: 0, connection: HTTPConnectionOptions(),
+        retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+
+    init() throws {
+        peer = try MisbehavingHTTPPeer()
+        peer.serve(bytes, at: "/object.bin")
+    }
+
+    @Test("each range's bytes, in the order asked; neighbours within the gap share one GET with If-Match")
+    func coalesced() throws {
+        defer { peer.stop() }
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options)
+        source.open()
+        defer { source.close() }
+        let ranges: [Range<Int64>] = [
+            2_000_000..<2_000_100, 100..<200, 150..<250, 900..<1_000, 3_000..<3_000, 1_000_000..<1_000_001,
+            3_145_000..<3_145_728,
+        ]
+        let parts = try source.bytes(in: ranges, coalescingGap: 1_000)
+        #expect(parts.count == ranges.count)
+        for (range, part) in zip(ranges, parts) {
+            #expect(part == bytes.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)), "\(range)")
+        }
+        let pinned = peer.requests.filter { $0.ifMatch != nil }.compactMap(\.range).sorted()
+        #expect(
+            pinned == ["bytes=100-999", "bytes=1000000-1000000", "bytes=2000000-2000099", "bytes=3145000-3145727"],
+            "\(peer.requests)")
+        #expect(source.readOffset == 0, "the read offset does not move")
+    }
+
+    @Test("a range GET cut mid-way is asked again; a range past the end is .invalidOffset")
+    func retriedAndRefused() throws {
+        defer { peer.stop() }
+        peer.setFaults([.cut(afterBytes: 10)], from: 2)
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options)
+        source.open()
+        defer { source.close() }
+        let parts = try source.bytes(in: [500_000..<600_000])
+        #expect(parts == [bytes.subdata(in: 500_000..<600_000)])
+        #expect(peer.requests.filter { $0.range == "bytes=500000-599999" }.map(\.action) == ["cut", "served"])
+        #expect(throws: BlobStreamError.self) { try source.bytes(in: [3_145_000..<3_145_729]) }
+    }
+
+    @Test("without a strong ETag no second request is made: .offsetUnsupported naming the URL")
+    func noValidator() throws {
+        defer { peer.stop() }
+        peer.serveWithoutETag(bytes, at: "/weak.bin")
+        let url = peer.url("/weak.bin")
+        let source = HTTPRangeDataSource(url: URL(string: url)!, options: options)
+        source.open()
+        defer { source.close() }
+        let error = #expect(throws: BlobStreamError.self) { try source.bytes(in: [10..<20]) }
+        #expect(error?.code == .offsetUnsupported)
+        #expect(error?.message.contains(url) == true)
+        #expect(peer.requests.count == 1)
+    }
+}

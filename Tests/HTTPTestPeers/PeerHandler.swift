@@ -1,0 +1,82 @@
+import NIOCore
+import NIOHTTP1
+
+/// Answers the requests of one connection to a `MisbehavingHTTPPeer` (on its event loop).
+final class PeerHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let peer: MisbehavingHTTPPeer?
+    private var head: HTTPRequestHead?
+
+    init(peer: MisbehavingHTTPPeer?) {
+        self.peer = peer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard let peer else { return context.close(promise: nil) }
+        peer.opened(context.channel)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body: break
+        case .end:
+            guard let head, let peer else { return }
+            self.head = nil
+            respond(to: head, peer: peer, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, peer: MisbehavingHTTPPeer, context: ChannelHandlerContext) {
+        switch peer.answer(head) {
+        case .redirect(let status, let location):
+            peer.log(head, "redirect")
+            write(status, ["Location": location], body: [], context: context)
+        case .status(let code):
+            peer.log(head, code == 404 ? "notFound" : code == 412 ? "refused" : "status")
+            write(
+                HTTPResponseStatus(statusCode: code), [:], body: Array("status \(code)\n".utf8)[...], context: context)
+        case .unsatisfiable(let length):
+            peer.log(head, "status")
+            write(.rangeNotSatisfiable, ["Content-Range": "bytes */\(length)"], body: [], context: context)
+        case .down(let seconds):
+            peer.log(head, "down")
+            context.close(promise: nil)
+            peer.goDown(for: seconds)
+        case .body(let status, let etag, let range, let bytes, let cutAfter):
+            var headers = etag.map { ["ETag": $0] } ?? [:]
+            if let range { headers["Content-Range"] = range }
+            guard let cutAfter, cutAfter < bytes.count else {
+                peer.log(head, "served")
+                return write(status, headers, body: bytes, context: context)
+            }
+            peer.log(head, "cut")
+            var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
+            fields.add(name: "Content-Length", value: String(bytes.count))
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))),
+                promise: nil)
+            let part = context.channel.allocator.buffer(bytes: bytes.prefix(cutAfter))
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(part))), promise: nil)
+            context.close(promise: nil)
+        }
+    }
+
+    private func write(
+        _ status: HTTPResponseStatus, _ headers: [String: String], body: ArraySlice<UInt8>,
+        context: ChannelHandlerContext
+    ) {
+        var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
+        fields.add(name: "Content-Length", value: String(body.count))
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))), promise: nil)
+        if !body.isEmpty {
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
