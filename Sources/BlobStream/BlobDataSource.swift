@@ -219,18 +219,6 @@ extension BlobDataSource {
     public var isAtEnd: Bool { state.isAtEnd }
     /// `state.error`.
     public var error: (any Error)? { state.error }
-
-    /// Subscribes to one of the source's values named by a key path; traps on a key path
-    /// other than the four. Use the typed form, `observe(.isAtEnd) { … }`, which the
-    /// compiler checks.
-    @available(*, deprecated, message: "use observe(_:options:_:) with a BlobObservable: observe(.isAtEnd) { … }")
-    public func observe<Value: Sendable>(
-        _ keyPath: KeyPath<BlobDataSourceStatus, Value>,
-        options: BlobObservationOptions = [.new],
-        _ handler: @escaping @Sendable (BlobObservedChange<Value>) -> Void
-    ) -> BlobObservation {
-        state.observe(keyPath, options: options, handler)
-    }
 }
 
 /// Reads an offset value as handed to `setProperty(_:forKey: .fileCurrentOffsetKey)`.

@@ -86,7 +86,7 @@ struct ObservationTests {
         let source: any BlobDataSource = InMemoryDataSource(data: sampleBytes(10), open: .async(queue: queue, delay: 0))
         let onQueue = Box(false)
         let done = DispatchSemaphore(value: 0)
-        let token = source.observe(\.isOpenCompleted) { _ in
+        let token = source.observe(.isOpenCompleted) { _ in
             onQueue.value = BlobCompletionContext.queue(queue).isCurrent
             done.signal()
         }
@@ -110,7 +110,7 @@ struct ObservationTests {
                             data: bytes, open: .async(queue: announcer, delay: 0), chunkSize: 3000 + cycle,
                             refillDelay: cycle % 2 == 0 ? (announcer, 0) : nil)
                         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
-                        let watcher = source.observe(\.hasBytesAvailable) { _ in }
+                        let watcher = source.observe(.hasBytesAvailable) { _ in }
                         stream.open()
                         let (data, last) = drain(stream, size: 4096 + cycle)
                         if last != 0 || digest(data) != expected {
