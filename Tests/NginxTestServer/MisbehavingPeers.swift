@@ -63,8 +63,8 @@ public final class StallingPeer: @unchecked Sendable {
 
 /// An HTTP peer on 127.0.0.1 (a small Python server) that answers `201 Created` after it
 /// has read `answerAfter` bytes of the request body, not the whole body. Then it either
-/// goes on reading and discarding the rest (`drain`, so the client sees no error from the
-/// connection) or closes the connection at once. It records nothing.
+/// goes on reading and discarding the rest after a 3 s pause (`drain`, so the client sees no
+/// error from the connection) or closes the connection at once. It records nothing.
 public final class EarlyAnswerPeer: @unchecked Sendable {
     // Unchecked Sendable: set in `init`, the process is only killed by `stop()`.
     /// The port it listens on (127.0.0.1).
@@ -103,6 +103,12 @@ public final class EarlyAnswerPeer: @unchecked Sendable {
                 got += len(chunk)
             conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             if drain:
+                # Read nothing for a while first: the client's writes then stall on full
+                # buffers with most of the body unwritten, so its answer is seen while the
+                # body is still being written even on a slow machine (under ThreadSanitizer a
+                # peer that drained at once let a slowed client finish writing first).
+                import time
+                time.sleep(3)
                 conn.settimeout(10)
                 try:
                     while conn.recv(1 << 20): pass
