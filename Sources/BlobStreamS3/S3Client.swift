@@ -71,6 +71,34 @@ public struct S3Client: Sendable {
         self.ownsHTTPClient = true
     }
 
+    /// A client for the store `configuration` names that sends with `pool`'s client for the
+    /// endpoint: the one the remote sources of the same pool use (`HTTPRangeOptions.pool`),
+    /// so that uploads and reads share connections. The pool's owner shuts it down;
+    /// `shutdown()` does nothing for this client.
+    ///
+    /// ```swift
+    /// let pool = HTTPClientPool(connection: .fromEnvironment())
+    /// let client = try S3Client(configuration: try S3Configuration.resolve(), pool: pool)
+    /// // … uploads with S3Uploader(client: client), reads with HTTPRangeOptions(pool: pool) …
+    /// try await pool.shutdown()
+    /// ```
+    ///
+    /// - Throws: `S3Error` `.invalidConfiguration` when the pool cannot make a client (an
+    ///   unreadable CA bundle, a pool already shut down), naming the endpoint.
+    public init(
+        configuration: S3Configuration, pool: HTTPClientPool, requestTimeout: TimeAmount = .minutes(5)
+    ) throws(S3Error) {
+        let endpoint = Self.endpointURL(configuration)
+        do {
+            self.httpClient = try pool.client(for: endpoint)
+        } catch {
+            throw S3Error(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
+        }
+        self.configuration = configuration
+        self.requestTimeout = requestTimeout
+        self.ownsHTTPClient = false
+    }
+
     /// Shuts down the HTTP client this client made (`init(configuration:connection:)`);
     /// does nothing for a client given (`sharedHTTPClient` or the caller's own).
     public func shutdown() async throws {

@@ -28,9 +28,9 @@ struct Blobstream: AsyncParsableCommand {
         // as awscli finds them (AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE, ~/.aws), looked up
         // when an s3:// source is made.
         RemoteSchemes.install { registry, caBundle, s3 in
-            // One connection pool for every http(s):// and s3:// source of the run; it lives
-            // as long as the process (CommandMain ends the run with exit).
-            let pool = HTTPClientPool(connection: .fromEnvironment(caBundle: caBundle))
+            // One connection pool for every http(s):// and s3:// source and the upload of
+            // the run (RunConnections).
+            let pool = RunConnections.pool(caBundle: caBundle)
             let options = HTTPRangeOptions(connection: pool.connection, pool: pool)
             HTTPSources.register(in: registry, options: options)
             // Objects in a store: 8 MiB GETs (awscli's chunk), 3 in flight ahead of the reader

@@ -68,8 +68,7 @@ enum S3UploadCommand {
         let client: S3Client
         do {
             client = try S3Client(
-                configuration: configuration,
-                connection: .fromEnvironment(caBundle: arguments.options.caBundle))
+                configuration: configuration, pool: RunConnections.pool(caBundle: arguments.options.caBundle))
         } catch {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }
@@ -101,7 +100,7 @@ enum S3UploadCommand {
         let client: S3Client
         do {
             client = try S3Client(
-                configuration: configuration, connection: .fromEnvironment(caBundle: arguments.options.caBundle))
+                configuration: configuration, pool: RunConnections.pool(caBundle: arguments.options.caBundle))
         } catch {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }

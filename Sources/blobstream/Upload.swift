@@ -1,5 +1,4 @@
 import ArgumentParser
-import AsyncHTTPClient
 import BlobStreamCLI
 import BlobStreamHTTPClient
 import Foundation
@@ -17,29 +16,21 @@ struct Upload: AsyncParsableCommand {
         if arguments.quiet { Console.beQuiet() }
         if arguments.isS3 { return try await S3UploadCommand.run(arguments) }
         if arguments.client == .urlsession { URLSessionHandOver.handOver() }
-        // --ca-bundle (or AWS_CA_BUNDLE, SSL_CERT_FILE) and HTTPS_PROXY/HTTP_PROXY apply to
-        // the upload too: then it runs on a client configured with them (no redirects
-        // followed by the client: the upload follows 307 and 308 itself, as without).
-        let connection = HTTPConnectionOptions.fromEnvironment(caBundle: arguments.options.caBundle)
-        guard connection.caBundle != nil || connection.httpsProxy != nil || connection.httpProxy != nil,
-            let target = URL(string: arguments.to)
-        else { return try await arguments.run(with: HTTPClientUploader()) }
-        var configuration: HTTPClient.Configuration
-        do {
-            configuration = try connection.clientConfiguration(for: target)
-        } catch {
-            throw ToolFailure(message: "upload to \(arguments.to): \(error)")
+        // The run's one connection pool (the source's ranged GETs, if remote, share it):
+        // --ca-bundle (or AWS_CA_BUNDLE, SSL_CERT_FILE), HTTPS_PROXY/HTTP_PROXY and
+        // --connect-timeout apply to the upload; the client follows no redirect (the upload
+        // follows 307 and 308 itself).
+        let pool = RunConnections.pool(
+            caBundle: arguments.options.caBundle,
+            connectTimeout: .nanoseconds(Int64(arguments.connectTimeout * 1e9)))
+        if let target = URL(string: arguments.to) {
+            do {
+                _ = try pool.client(for: target)
+            } catch {
+                throw ToolFailure(message: "upload to \(arguments.to): \(error)")
+            }
         }
-        configuration.timeout = .init(connect: .nanoseconds(Int64(arguments.connectTimeout * 1e9)))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let outcome: Result<Void, any Error>
-        do {
-            outcome = .success(try await arguments.run(with: HTTPClientUploader(client: client)))
-        } catch {
-            outcome = .failure(error)
-        }
-        try? await client.shutdown()
-        try outcome.get()
+        try await arguments.run(with: HTTPClientUploader(pool: pool))
     }
 }
 
