@@ -239,8 +239,8 @@ let package = Package(
         .testTarget(
             name: "BlobStreamS3Tests",
             dependencies: [
-                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamTestSupport", "SwiftStoreTestServer",
-                "BlobStreamHTTPClient", "NginxTestServer",
+                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamTestSupport",
+                "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

@@ -1,7 +1,8 @@
 import Foundation // `stat`, for the deprecated `file(_: stat)` only (Foundation re-exports Glibc)
 
-/// What identifies a source's content without reading all of it: its size, its modification
-/// time and the CRC-32s of sampled bytes. Gzip seek-point indexes and archive member indexes
+/// What identifies a source's content without reading all of it: for a file, its size, its
+/// modification time and the CRC-32s of sampled bytes; for a remote object, its size and its
+/// strong ETag (`entityTag`), which the server changes with the content. Gzip seek-point indexes and archive member indexes
 /// record one and are used only on content that still matches it (a copy made with
 /// `cp -a` or rsync keeps its index: no device or inode is part of it). The compression kit
 /// (`BlobStreamCompression`) samples a file (`init(ofFileAtPath:)`) and says which ranges
@@ -17,12 +18,22 @@ public struct BlobContentIdentity: Sendable, Hashable {
     public var modified: Timestamp
     /// The CRC-32 of each sampled range, in order.
     public var sampleCRC32s: [UInt32]
+    /// A remote object's strong ETag, quotes included (`"5d41402a…"`); nil for a file.
+    public var entityTag: String?
 
     /// Makes an identity.
-    public init(size: Int64, modified: Timestamp, sampleCRC32s: [UInt32]) {
+    public init(size: Int64, modified: Timestamp, sampleCRC32s: [UInt32], entityTag: String? = nil) {
         self.size = size
         self.modified = modified
         self.sampleCRC32s = sampleCRC32s
+        self.entityTag = entityTag
+    }
+
+    /// The identity of a remote object: its size and strong ETag (no time, no samples: the
+    /// server's validator changes with the content).
+    public static func remote(size: Int64, entityTag: String) -> BlobContentIdentity {
+        BlobContentIdentity(
+            size: size, modified: Timestamp(seconds: 0, nanoseconds: 0), sampleCRC32s: [], entityTag: entityTag)
     }
 
     /// A point in time as seconds and nanoseconds since 1970-01-01 00:00 UTC, as a file

@@ -44,14 +44,46 @@ func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, e
                     index = found
                 }
             }
+        } else if let object = upstream as? any BlobRangeReading {
+            // An object on a store or a web server's file: its index beside it (KEY.gzidx,
+            // one small request) or the one named (a path or a URL), checked against the
+            // object's size and strong ETag.
+            index = try remoteIndex(for: object, at: inner, use, registry: registry)
         } else if case .named(let indexPath, _) = use {
             throw BlobStreamError(
-                .unsupported, "\(inner): --index \(indexPath) applies to gzip: sources over files only")
+                .unsupported,
+                "\(inner): --index \(indexPath) applies to gzip: sources over files and remote objects only")
         }
         // Only a foreign index the user accepted by name gets here without chunk CRC-32s.
         return GzipDataSource(
             upstream: upstream, name: inner, index: index, engine: engine,
             acceptsUncheckedIndex: index.map { !$0.hasChunkCRC32s } ?? false)
+    }
+}
+
+/// The index a `gzip:` source over a remote object reads with: the one named (any problem
+/// thrown), else a matching `URL.gzidx` beside the object, else none.
+private func remoteIndex(
+    for object: any BlobRangeReading, at url: String, _ use: GzipIndexUse, registry: DataSourceRegistry
+) throws(BlobStreamError) -> GzipIndex? {
+    object.open()
+    switch use {
+    case .none:
+        return nil
+    case .implicit:
+        let found = try GzipIndex.lookUp(for: object, at: url) { try registry.makeSource(url: $0) }
+        if case .matching(let index) = found { return index }
+        return nil
+    case .named(let indexURL, let acceptsUnchecked):
+        let found = try GzipIndex.lookUp(for: object, at: url, indexURL: indexURL) { try registry.makeSource(url: $0) }
+        guard case .matching(let index) = found else { return nil }
+        if !index.hasChunkCRC32s && !acceptsUnchecked {
+            throw BlobStreamError(
+                .unsupported,
+                "\(indexURL) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; name --unverified-index to read through it UNVERIFIED"
+            )
+        }
+        return index
     }
 }
 

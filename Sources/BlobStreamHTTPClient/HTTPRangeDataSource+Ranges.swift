@@ -89,3 +89,30 @@ enum RangeCoalescing {
         return merged
     }
 }
+
+// What an index is read through and checked against (`BlobRangeReading`): ranges by
+// `bytes(in:)`, the identity from the first answer (size and strong ETag).
+extension HTTPRangeDataSource: BlobRangeReading {
+    /// `bytes(in:)` with the default coalescing gap.
+    public func bytes(at ranges: [Range<Int64>]) throws(BlobStreamError) -> [Data] {
+        try bytes(in: ranges)
+    }
+
+    /// The object's size and strong ETag, from the first answer (waited for); nil when the
+    /// server sent no strong ETag (a second request could read another version, so no
+    /// index can be checked against the object).
+    ///
+    /// - Throws: `BlobStreamError`: `.notOpen` before `open()`, the error of the open.
+    public func contentIdentity() throws(BlobStreamError) -> BlobContentIdentity? {
+        if let error = state.error as? BlobStreamError { throw error }
+        guard opened, !closed else {
+            throw BlobStreamError(.notOpen, "\(name): open the source before asking what it holds")
+        }
+        if object == nil, let error = takeOpening() {
+            fail(error)
+            throw error
+        }
+        guard let object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
+        return object.etag.map { BlobContentIdentity.remote(size: object.length, entityTag: $0) }
+    }
+}

@@ -3,7 +3,7 @@ import BlobStreamCLI
 
 /// `blobstream index FILE`: writes the seek-point index of a gzip file, or the member index of
 /// an uncompressed tar or a zip.
-struct IndexCommand: ParsableCommand {
+struct IndexCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index",
         abstract:
@@ -19,7 +19,11 @@ struct IndexCommand: ParsableCommand {
             pass: ARCHIVE.blobidx holds the members (offsets in the inflated tar, CRC-32s) and embeds the seek \
             points, which also go to ARCHIVE.gzidx; cat then inflates a member from the seek point before it, \
             checking every chunk and the member's CRC-32. An index that does not match its file is never used.
-            Only a regular file is indexed. An index is written only to a new path or over a regular file that \
+            A gzip object on a store (s3://bucket/key) or a web server (http(s)://, with a strong ETag) is \
+            read through ranged GETs and gets a seek-point index recording its size and ETag, written beside it \
+            as an object of its own (s3://bucket/key.gzidx; --output names a path or another s3:// URL); \
+            cat and checksum gzip:s3://… find it there (one small request) and use it while the object's ETag \
+            matches. Only a regular file is indexed locally. An index is written only to a new path or over a regular file that \
             is not FILE (through any link), through a temporary file in the same folder renamed over it; a \
             FIFO, a device, a directory or FILE itself there is a usage error (status 2).
             """)
@@ -44,14 +48,24 @@ struct IndexCommand: ParsableCommand {
     var from: String?
 
     @Argument(
-        help: "The gzip file (a path, file:///… or gzip:file:///…), or a tar, tar.gz, tar.xz or zip archive (a path).")
+        help:
+            "The gzip file (a path, file:///… or gzip:file:///…) or gzip object (s3://bucket/key, http(s)://… with a strong ETag), or a tar, tar.gz, tar.xz or zip archive (a path)."
+    )
     var file: String
+
+    @OptionGroup(title: "S3 objects (s3://bucket/key)") var s3: S3SourceArguments
 
     func validate() throws {
         if spacing < 1 { throw ValidationError("--spacing must be positive, not \(spacing)") }
     }
 
-    func run() throws {
+    func run() async throws {
+        if RemoteGzipIndexing.isRemote(file) {
+            guard from == nil else { throw ValidationError("--from adopts an index for a local gzip file only") }
+            let written = try await RemoteGzipIndexing.run(file, output: output, spacing: spacing, s3: s3.settings)
+            try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
+            return
+        }
         if let from {
             guard try isGzipFile(file) else {
                 throw ToolFailure(message: "\(file): --from \(from) adopts a gzip index, and this is not a gzip file")

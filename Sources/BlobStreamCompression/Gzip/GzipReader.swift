@@ -23,7 +23,8 @@ package final class GzipReader {
     package let errors: GzipErrors
     /// The engine of the sequential decoder: `.isal` or `.zlib`.
     package let engine: InflateEngine
-    /// The seek points (nil over an asynchronous upstream: an index needs reads that wait).
+    /// The seek points (nil over an asynchronous upstream that cannot seek: an index needs
+    /// reads that wait).
     package let index: GzipIndex?
     /// An `index` without chunk CRC-32s may be used (unverified reads).
     private let acceptsUncheckedIndex: Bool
@@ -44,7 +45,7 @@ package final class GzipReader {
     ///
     /// - Parameters:
     ///   - index: seek points of these compressed bytes (ignored over an asynchronous
-    ///     upstream).
+    ///     upstream that cannot seek).
     ///   - indexSpacing: build an index while reading from the start (synchronous upstream,
     ///     no `index`); nil: don't.
     ///   - parallelism: with an `index` that allows it (over an upstream that can seek), how
@@ -56,7 +57,10 @@ package final class GzipReader {
         self.upstream = upstream
         self.errors = GzipErrors(name: name)
         self.engine = engine.resolved(with: isal)
-        self.index = upstream.isAsynchronous ? nil : index
+        // An index needs reads that wait: a synchronous upstream, or an asynchronous one
+        // that can seek (an object read by ranged GETs, whose reads wait for their bytes
+        // once it is open).
+        self.index = upstream.isAsynchronous && upstream.offsetCapability != .seek ? nil : index
         self.acceptsUncheckedIndex = acceptsUncheckedIndex
         self.indexSpacing = index == nil && !upstream.isAsynchronous ? indexSpacing : nil
         if let index, !upstream.isAsynchronous, parallelism > 1, upstream.offsetCapability == .seek,

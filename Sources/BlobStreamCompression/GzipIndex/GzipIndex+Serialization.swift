@@ -13,14 +13,17 @@ import BlobStreamSystem
 /// followed by BlobStream's record (absent in a foreign file):
 ///
 /// ```
-/// "BSGZIDX" version(u8 = 1) flags(u8: 1 = identity present)
-/// [identity: size (u64), mtime seconds (i64), mtime nanoseconds (u32), sample count S (u8), S × CRC-32 (u32)]
+/// "BSGZIDX" version(u8 = 1, or 2 with flag 2) flags(u8: 1 = identity present, 2 = the identity has an ETag)
+/// [identity: size (u64), mtime seconds (i64), mtime nanoseconds (u32), sample count S (u8), S × CRC-32 (u32)
+///  [version 2: ETag length L (u16), L bytes of UTF-8: a remote object's strong ETag]]
 /// count N (u32, = the GZIDX count), N × chunk CRC-32 (u32)
 /// CRC-32 of this record up to here (u32)
 /// ```
 extension GzipIndex {
     private static let gzidxMagic: [UInt8] = Array("GZIDX".utf8)
     private static let recordMagic: [UInt8] = Array("BSGZIDX".utf8)
+    /// The longest ETag a record holds (S3's are 34–45 bytes with their quotes).
+    static let maxEntityTagLength = 1024
 
     /// The index as bytes: GZIDX, then BlobStream's record.
     ///
@@ -58,15 +61,23 @@ extension GzipIndex {
         for point in points where point.hasWindow { if let bytes = try window(point) { out.bytes(bytes) } }
         guard hasChunkCRC32s || identity != nil else { return out.data }
         let recordStart = out.data.count
+        // Version 1 unless the identity has an ETag: an index of a file stays readable by
+        // the builds before version 2.
+        let entityTag = identity?.entityTag.map { Array($0.utf8.prefix(Self.maxEntityTagLength)) }
         out.bytes(Self.recordMagic)
-        out.u8(1)
-        out.u8(identity == nil ? 0 : 1)
+        out.u8(entityTag == nil ? 1 : 2)
+        out.u8(identity == nil ? 0 : entityTag == nil ? 1 : 3)
         if let identity {
             out.u64(UInt64(identity.size))
             out.u64(UInt64(bitPattern: identity.modified.seconds))
             out.u32(UInt32(clamping: identity.modified.nanoseconds))
             out.u8(UInt8(clamping: identity.sampleCRC32s.count))
             for crc in identity.sampleCRC32s.prefix(255) { out.u32(crc) }
+            if let entityTag {
+                out.u8(UInt8(entityTag.count & 0xFF))
+                out.u8(UInt8(entityTag.count >> 8))
+                out.bytes(entityTag)
+            }
         }
         out.u32(UInt32(points.count))
         for point in points { out.u32(point.chunkCRC32 ?? 0) }
@@ -110,7 +121,7 @@ extension GzipIndex {
     private static let headerSize = 5 + 1 + 1 + 8 + 8 + 4 + 4 + 4
 
     /// Reads the index in `file` at `offset`: header, point table and record, the windows left there.
-    static func read(from file: PositionalFile, offset: Int64, length: Int64) throws(BlobStreamError)
+    static func read(from file: any IndexByteStore, offset: Int64, length: Int64) throws(BlobStreamError)
         -> GzipIndex
     {
         let head = try file.bytes(count: Int(min(Int64(headerSize), length)), at: offset, what: "gzip index")
@@ -139,7 +150,7 @@ extension GzipIndex {
         }
         // The record after the windows, at most as long as a record can be (one byte more
         // shows that something follows it).
-        let recordLimit = recordMagic.count + 2 + 8 + 8 + 4 + 1 + 255 * 4 + 4 + count * 4 + 4
+        let recordLimit = recordMagic.count + 2 + 8 + 8 + 4 + 1 + 255 * 4 + 2 + maxEntityTagLength + 4 + count * 4 + 4
         let tailLength = Int(min(length - windowsStart - windowsLength, Int64(recordLimit + 1)))
         let tail = try file.bytes(count: tailLength, at: offset + windowsStart + windowsLength, what: "gzip index")
         var r = ByteReader(bytes: head + table + tail, name: file.label)
@@ -152,7 +163,7 @@ extension GzipIndex {
         /// In the bytes, after the point table.
         case inline
         /// In the file, from `start` on (the reader's bytes skip them).
-        case file(PositionalFile, start: Int64)
+        case file(any IndexByteStore, start: Int64)
     }
 
     private static func parse(_ r: inout ByteReader, windows source: WindowSource) throws(BlobStreamError)
@@ -218,8 +229,14 @@ extension GzipIndex {
             guard try r.bytes(Self.recordMagic.count) == Self.recordMagic else {
                 throw r.bad("unknown bytes after the GZIDX data at byte \(r.filePosition(recordStart))")
             }
-            guard try r.u8() == 1 else { throw r.bad("BlobStream record version is not supported") }
+            let recordVersion = try r.u8()
+            guard recordVersion == 1 || recordVersion == 2 else {
+                throw r.bad("BlobStream record version \(recordVersion) is not supported (1 and 2 are)")
+            }
             let flags = try r.u8()
+            guard flags & 2 == 0 || (recordVersion == 2 && flags & 1 != 0) else {
+                throw r.bad("BlobStream record flags \(flags) do not fit its version \(recordVersion)")
+            }
             if flags & 1 != 0 {
                 let size = try r.i64("identity size")
                 let seconds = Int64(bitPattern: try r.u64())
@@ -227,8 +244,17 @@ extension GzipIndex {
                 let samples = Int(try r.u8())
                 var crcs: [UInt32] = []
                 for _ in 0..<samples { crcs.append(try r.u32()) }
+                var entityTag: String?
+                if flags & 2 != 0 {
+                    let length = Int(try r.u8()) | Int(try r.u8()) << 8
+                    guard length <= Self.maxEntityTagLength,
+                        let tag = String(validating: try r.bytes(length), as: UTF8.self)
+                    else { throw r.bad("the record's ETag is not UTF-8 of at most \(Self.maxEntityTagLength) bytes") }
+                    entityTag = tag
+                }
                 identity = BlobContentIdentity(
-                    size: size, modified: .init(seconds: seconds, nanoseconds: nanoseconds), sampleCRC32s: crcs)
+                    size: size, modified: .init(seconds: seconds, nanoseconds: nanoseconds), sampleCRC32s: crcs,
+                    entityTag: entityTag)
             }
             guard try r.u32() == UInt32(count) else { throw r.bad("the record's point count differs from GZIDX's") }
             var crcs: [UInt32] = []
@@ -320,5 +346,32 @@ struct ByteReader {
         let v = try u64()
         guard v <= UInt64(Int64.max) else { throw bad("\(what) \(v) is out of range") }
         return Int64(v)
+    }
+}
+
+extension GzipIndex {
+    /// Reads the index that `source` holds — an index object on a store (`KEY.gzidx`), a web
+    /// server's file — by range, never whole: the header and point table now (one request
+    /// for up to about 3,600 points), BlobStream's record after the windows, and each window
+    /// when a decode needs it (see `SeekPoint.loadWindow()`).
+    ///
+    /// ```swift
+    /// let object = try registry.makeSource(url: "s3://photos/big.bin.gz.gzidx") as! any BlobRangeReading
+    /// object.open()
+    /// let index = try GzipIndex(readingFrom: object, name: "s3://photos/big.bin.gz.gzidx")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - source: the index's bytes, open, its length known; the index takes it over (its
+    ///     windows are read from it) and closes it when the last copy of the index is released.
+    ///   - name: how errors name the index.
+    /// - Throws: the errors of `init(serialized:name:)`; the source's error, naming `name`
+    ///   and the offset; `.unsupported` when the source's length is unknown.
+    public init(readingFrom source: any BlobRangeReading, name: String) throws(BlobStreamError) {
+        if source.length == nil { _ = try source.contentIdentity() } // waits for the first answer
+        guard let length = source.length else {
+            throw BlobStreamError(.unsupported, "\(name): the index's length is unknown, so it cannot be read by range")
+        }
+        self = try Self.read(from: SourceIndexBytes(source, label: name), offset: 0, length: length)
     }
 }

@@ -110,8 +110,8 @@ public struct GzipIndex: Sendable, Equatable {
         case none
         /// In memory.
         case bytes([UInt8])
-        /// In an index file, at a byte offset: read when a decode needs it.
-        case stored(PositionalFile, offset: Int64)
+        /// In an index file or object, at a byte offset: read when a decode needs it.
+        case stored(any IndexByteStore, offset: Int64)
     }
 
     /// indexed_gzip's default spacing, 4 MiB: an index of 1 GiB holds 256 windows (8 MiB,

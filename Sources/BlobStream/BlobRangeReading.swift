@@ -1,0 +1,30 @@
+import Foundation
+
+/// A source that hands out the bytes of given ranges without moving its read offset, and
+/// says what its content is: what an index (a gzip seek-point index, an archive's member
+/// index) is read through and checked against, whatever the source is — a file, an object
+/// on a store, a web server's file with a strong validator.
+///
+/// ```swift
+/// let object = HTTPRangeDataSource(url: url)   // a BlobRangeReading
+/// object.open()
+/// let parts = try object.bytes(at: [0..<35, 4_096..<8_192])
+/// let identity = try object.contentIdentity()  // size and strong ETag
+/// ```
+///
+/// Both calls block until their answer is in, so call them on the thread that reads the
+/// source, after `open()`.
+public protocol BlobRangeReading: BlobDataSource {
+    /// The bytes of each of `ranges` (offsets from the start of the content, in any order),
+    /// in the order given. The read offset does not move.
+    ///
+    /// - Throws: `BlobStreamError`: `.invalidOffset` for a range outside the content,
+    ///   `.notOpen` before `open()`, the source's own errors, naming it.
+    func bytes(at ranges: [Range<Int64>]) throws(BlobStreamError) -> [Data]
+
+    /// What the content is, for an index to be checked against; nil when the source cannot
+    /// tell (a web server's file without a strong ETag: no index can be trusted for it).
+    ///
+    /// - Throws: `BlobStreamError`: the source's error, naming it.
+    func contentIdentity() throws(BlobStreamError) -> BlobContentIdentity?
+}

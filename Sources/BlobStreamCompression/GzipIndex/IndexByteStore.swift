@@ -1,0 +1,90 @@
+import BlobStream
+import BlobStreamSystem
+import Foundation
+import Synchronization
+
+/// Where the bytes of an index are read by range when it is read lazily (its windows left
+/// there until a decode needs one): an index file (`PositionalFile`, by `pread`), or any
+/// `BlobRangeReading` source, such as an index object on a store (`SourceIndexBytes`).
+package protocol IndexByteStore: Sendable {
+    /// How errors name the index.
+    var label: String { get }
+    /// Exactly `count` bytes at `offset`; `what` names them in errors.
+    ///
+    /// - Throws: `.corrupt` when the index ends before (cut or damaged), naming it, `what`
+    ///   and the offset; the store's own error otherwise.
+    func bytes(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8]
+}
+
+extension PositionalFile: IndexByteStore {}
+
+/// The ranges of a `BlobRangeReading` source as an index's store. The source is used by one
+/// caller at a time (a lock around each request) and is closed when the last index that
+/// reads from it is released. The first request asks for at least `prefixLength` bytes from
+/// the start and keeps them, so that a GZIDX header and its point table come in one request.
+///
+/// Unchecked `Sendable`: the source is touched only under `lock`.
+package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
+    package let label: String
+    private let source: any BlobRangeReading
+    private let lock = Mutex(())
+    private let prefix = Mutex<[UInt8]?>(nil)
+    /// How much of the start the first request brings: 64 KiB, the point table of about
+    /// 3,600 seek points (a 14 GiB stream at the default spacing).
+    package static let prefixLength = 64 << 10
+
+    /// A store over `source`, open; the store takes it over and closes it when released.
+    package init(_ source: any BlobRangeReading, label: String) {
+        self.label = label
+        self.source = source
+    }
+
+    package func bytes(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
+        guard count > 0 else { return [] }
+        let end = offset + Int64(count)
+        if let kept = prefix.withLock({ $0 }), end <= Int64(kept.count) {
+            return Array(kept[Int(offset)..<Int(end)])
+        }
+        if offset == 0, count < Self.prefixLength {
+            let length = lock.withLock { _ in source.length } ?? Int64(count)
+            let start = try fetch(
+                count: Int(min(Int64(Self.prefixLength), max(length, Int64(count)))), at: 0, what: what)
+            prefix.withLock { $0 = start }
+            return Array(start[..<count])
+        }
+        return try fetch(count: count, at: offset, what: what)
+    }
+
+    private func fetch(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
+        let label = self.label
+        let source = self.source
+        let result: Result<Data, BlobStreamError> = lock.withLock { _ in
+            let end = offset + Int64(count)
+            if let length = source.length, end > length {
+                return .failure(
+                    BlobStreamError(
+                        .corrupt,
+                        "\(label): corrupt \(what): truncated (it ends at byte \(length); \(count) bytes expected at byte \(offset))"
+                    ))
+            }
+            do throws(BlobStreamError) {
+                return .success(try source.bytes(at: [offset..<end]).first ?? Data())
+            } catch {
+                return .failure(
+                    BlobStreamError(
+                        error.code, "\(label): reading the \(what) at byte \(offset) failed: \(error.message)",
+                        cause: error))
+            }
+        }
+        let data = try result.get()
+        guard data.count == count else {
+            throw BlobStreamError(
+                .corrupt, "\(label): corrupt \(what): \(data.count) bytes came for \(count) asked at byte \(offset)")
+        }
+        return [UInt8](data)
+    }
+
+    deinit {
+        lock.withLock { _ in source.close() }
+    }
+}
