@@ -18,7 +18,9 @@ package enum GzipIndexUse: Sendable {
 }
 
 /// Registers `gzip:` again so that, over a `file:` URL, it reads with the index `use` picks.
-func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine) {
+func registerIndexedGzip(
+    in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine, indexObjects: DataSourceRegistry
+) {
     if case .none = use { return }
     registry.register(scheme: GzipSources.scheme) { url, registry in
         let inner = BlobURL.removingScheme(url)
@@ -48,7 +50,7 @@ func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, e
             // An object on a store or a web server's file: its index beside it (KEY.gzidx,
             // one small request) or the one named (a path or a URL), checked against the
             // object's size and strong ETag.
-            index = try remoteIndex(for: object, at: inner, use, registry: registry)
+            index = try remoteIndex(for: object, at: inner, use, registry: indexObjects)
         } else if case .named(let indexPath, _) = use {
             throw BlobStreamError(
                 .unsupported,

@@ -22,10 +22,14 @@ package func makeRegistry(
     s3: S3SourceSettings = S3SourceSettings()
 ) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
-    RemoteSchemes.register(in: registry, caBundle: caBundle, s3: s3)
+    RemoteSchemes.register(in: registry, caBundle: caBundle, s3: s3, reads: .content)
     FileSources.register(in: registry)
     GzipSources.register(in: registry, engine: inflate)
-    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate)
+    // Index objects (KEY.gzidx beside a remote object) are read by small ranges: the point
+    // table first, each window when a decode needs it.
+    let indexObjects = DataSourceRegistry()
+    RemoteSchemes.register(in: indexObjects, caBundle: caBundle, s3: s3, reads: .indexObjects)
+    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: indexObjects)
     ArchiveSources.register(
         in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate)
     if let library {
@@ -47,8 +51,15 @@ package enum RemoteSchemes {
     /// the S3 options given.
     package typealias Registrar =
         @Sendable (
-            _ registry: DataSourceRegistry, _ caBundle: String?, _ s3: S3SourceSettings
+            _ registry: DataSourceRegistry, _ caBundle: String?, _ s3: S3SourceSettings, _ reads: RemoteReads
         ) -> Void
+
+    /// What a registry's remote sources read: content (large blocks, read ahead) or index
+    /// objects (small ranges: a header and a point table, then one window at a time).
+    package enum RemoteReads: Sendable {
+        case content
+        case indexObjects
+    }
 
     private static let registrar = Mutex<Registrar?>(nil)
 
@@ -57,7 +68,7 @@ package enum RemoteSchemes {
         self.registrar.withLock { $0 = registrar }
     }
 
-    static func register(in registry: DataSourceRegistry, caBundle: String?, s3: S3SourceSettings) {
-        registrar.withLock { $0 }?(registry, caBundle, s3)
+    static func register(in registry: DataSourceRegistry, caBundle: String?, s3: S3SourceSettings, reads: RemoteReads) {
+        registrar.withLock { $0 }?(registry, caBundle, s3, reads)
     }
 }

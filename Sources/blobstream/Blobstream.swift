@@ -27,11 +27,22 @@ struct Blobstream: AsyncParsableCommand {
         // S3's endpoint, region and credentials from --endpoint-url, --region, --profile, else
         // as awscli finds them (AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE, ~/.aws), looked up
         // when an s3:// source is made.
-        RemoteSchemes.install { registry, caBundle, s3 in
+        RemoteSchemes.install { registry, caBundle, s3, reads in
             // One connection pool for every http(s):// and s3:// source and the upload of
             // the run (RunConnections).
             let pool = RunConnections.pool(caBundle: caBundle)
-            let options = HTTPRangeOptions(connection: pool.connection, pool: pool)
+            var options = HTTPRangeOptions(connection: pool.connection, pool: pool)
+            if reads == .indexObjects {
+                // An index object: 64 KiB ranges, none read ahead (its header and point
+                // table come with the first answer; each window is asked for when needed).
+                options.blockSize = 64 << 10
+                options.readAhead = 0
+                HTTPSources.register(in: registry, options: options)
+                S3Sources.register(in: registry, options: options) {
+                    try S3Configuration.resolve(profile: s3.profile, region: s3.region, endpointURL: s3.endpointURL)
+                }
+                return
+            }
             HTTPSources.register(in: registry, options: options)
             // Objects in a store: 8 MiB GETs (awscli's chunk), 3 in flight ahead of the reader
             // (a store such as Swift takes a while to answer each GET); ~32 MiB held at most.
