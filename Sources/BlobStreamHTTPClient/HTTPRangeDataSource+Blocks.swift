@@ -4,7 +4,26 @@ import Foundation
 
 // The blocks after the first answer: each a GET with If-Match, several in flight, taken in
 // order; a block whose GET fails is asked again at its offset under the retry budget.
+//
+// After a jump (a seek away from the blocks asked for), reading starts small, as the
+// kernel's read-ahead does: a block of an eighth of `options.blockSize` (1 MiB for 8 MiB) and
+// one ahead of it, each next block twice as large, until blocks are `blockSize` with
+// `readAhead` of them ahead. A random read of 1 MiB then moves about 3 MiB, not
+// `blockSize × parallelism` (32 MiB); a long read reaches full speed after 15 MiB.
 extension HTTPRangeDataSource {
+    /// The first block after a jump: an eighth of the block size, at least 64 KiB.
+    var jumpBlockSize: Int { max(64 << 10, options.blockSize / 8) }
+
+    /// The size of the next block asked for: doubling after a jump, then `blockSize`.
+    private func nextSize() -> Int {
+        guard let ramp = rampSize, ramp < options.blockSize else {
+            rampSize = nil
+            return options.blockSize
+        }
+        rampSize = min(ramp * 2, options.blockSize)
+        return ramp
+    }
+
     /// The block that holds `offset`: the first one read ahead when it starts there, else a
     /// fresh GET (the blocks read ahead are then dropped). A GET that fails for a reason the
     /// retry policy names is sent again for the same bytes after a wait; the bytes of a failed
@@ -21,13 +40,18 @@ extension HTTPRangeDataSource {
                 forget(ahead)
             }
             aheads = []
-            fetch = RangeFetch(range: offset...min(offset + Int64(options.blockSize), object.length) - 1)
+            if offset != lastBlockEnd { rampSize = jumpBlockSize } // a jump, not the next block
+            let size = nextSize()
+            fetch = RangeFetch(range: offset...min(offset + Int64(size), object.length) - 1)
             start(fetch, object: object)
         }
         let attempts = firstBlockAttempts
         firstBlockAttempts = 1
         let result = completed(fetch, of: object, attempts: attempts)
-        if case .success(let block) = result { startAhead(after: block.end) }
+        if case .success(let block) = result {
+            lastBlockEnd = block.end
+            startAhead(after: block.end)
+        }
         return result
     }
 
@@ -56,12 +80,16 @@ extension HTTPRangeDataSource {
     }
 
     /// Asks for the blocks after `end` (after those already asked for) until
-    /// `options.readAhead` are in flight or the object's end is reached.
+    /// `options.readAhead` are in flight (one while the blocks still grow after a jump) or
+    /// the object's end is reached.
     func startAhead(after end: Int64) {
         guard let object else { return }
         var next = aheads.last.map { $0.range.upperBound + 1 } ?? end
-        while aheads.count < options.readAhead, next < object.length {
-            let fetch = RangeFetch(range: next...min(next + Int64(options.blockSize), object.length) - 1)
+        while next < object.length {
+            let limit = rampSize == nil ? options.readAhead : min(1, options.readAhead)
+            guard aheads.count < limit else { break }
+            let size = nextSize()
+            let fetch = RangeFetch(range: next...min(next + Int64(size), object.length) - 1)
             aheads.append(fetch)
             start(fetch, object: object)
             next = fetch.range.upperBound + 1

@@ -83,12 +83,14 @@ extension HTTPRangeDataSource {
             shared.lock.withLock { shared.stream = nil }
             if let stopped = pause(for: wait) { return stopped }
             firstBlockAttempts = 2
+            lastBlockEnd = range.lowerBound  // asked again whole: the next block, not a jump
             return nil
         }
         // The other blocks come with If-Match: this answer's request ends here.
         openStream.cancel()
         shared.lock.withLock { shared.stream = nil }
         current = RangeBlock(start: openStream.offset, bytes: bytes)
+        lastBlockEnd = openStream.offset + Int64(count)
         startAhead(after: openStream.offset + Int64(count))
         return nil
     }

@@ -93,6 +93,11 @@ public final class HTTPRangeDataSource: BlobDataSource {
     var current: RangeBlock?
     /// The GETs of the blocks after the current one, in order, contiguous.
     var aheads: [RangeFetch] = []
+    /// The size of the next block asked for after a jump: it starts small and doubles as the
+    /// reading goes on, up to `options.blockSize` (see `HTTPRangeDataSource+Blocks`).
+    var rampSize: Int?
+    /// Where the last block handed out ended: a block asked for there is the next one, not a jump.
+    var lastBlockEnd: Int64?
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 
