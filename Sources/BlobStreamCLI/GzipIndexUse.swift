@@ -1,4 +1,5 @@
-// `gzip:` sources over files read with a seek-point index (cat/checksum --offset, --index).
+// `gzip:` sources over files read with a seek-point index: the matching sidecar (the
+// library's default), or the one named with --index.
 
 import BlobStream
 import BlobStreamFiles
@@ -6,47 +7,42 @@ import BlobStreamGzip
 import Foundation
 
 /// Which seek-point index a `gzip:` source over a file uses.
-package enum GzipIndexUse: Sendable {
-    /// None: inflate from the start.
+package enum GzipIndexUse: Sendable, Equatable {
+    /// None: inflate from the start (`--index none`).
     case none
     /// `FILE.gz.gzidx` beside the file, when it carries BlobStream's identity and matches
-    /// the file; otherwise none (a stale or foreign sidecar is never used).
+    /// the file; otherwise none (a stale or foreign sidecar is never used). The default:
+    /// `GzipSources` looks for it.
     case implicit
     /// The index at this path; an error when it cannot be read or does not match, or when
     /// it is foreign (no chunk CRC-32s) and not `acceptsUnchecked` (`--unverified-index`).
     case named(String, acceptsUnchecked: Bool)
 }
 
-/// Registers `gzip:` again so that, over a `file:` URL, it reads with the index `use` picks.
+/// With an index named (`--index PATH`), registers `gzip:` again so that, over a `file:`
+/// URL, it reads with that index; `.none` and `.implicit` are `GzipSources`'s own.
 func registerIndexedGzip(in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine) {
-    if case .none = use { return }
+    guard case .named(let indexPath, let acceptsUnchecked) = use else { return }
     registry.register(scheme: GzipSources.scheme) { url, registry in
         let inner = BlobURL.removingScheme(url)
         guard !inner.isEmpty else {
             throw BlobStreamError(.malformedURL, "'\(url)' names no inner URL (expected gzip:<url>)")
         }
         let upstream = try registry.makeSource(url: inner)
-        var index: GzipIndex?
-        if BlobURL.scheme(of: inner)?.lowercased() == "file" {
-            let path = try BlobURL.path(ofFileURL: inner)
-            switch use {
-            case .none: break
-            case .implicit:
-                if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path) { index = found }
-            case .named(let indexPath, let acceptsUnchecked):
-                if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) {
-                    if !found.hasChunkCRC32s && !acceptsUnchecked {
-                        throw BlobStreamError(
-                            .unsupported,
-                            "\(indexPath) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; adopt it (blobstream index --from \(indexPath) \(path)) and use the index that writes, or name --unverified-index to read through it UNVERIFIED"
-                        )
-                    }
-                    index = found
-                }
-            }
-        } else if case .named(let indexPath, _) = use {
+        guard BlobURL.scheme(of: inner)?.lowercased() == "file" else {
             throw BlobStreamError(
                 .unsupported, "\(inner): --index \(indexPath) applies to gzip: sources over files only")
+        }
+        let path = try BlobURL.path(ofFileURL: inner)
+        var index: GzipIndex?
+        if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) {
+            if !found.hasChunkCRC32s && !acceptsUnchecked {
+                throw BlobStreamError(
+                    .unsupported,
+                    "\(indexPath) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; adopt it (blobstream index --from \(indexPath) \(path)) and use the index that writes, or name --unverified-index to read through it UNVERIFIED"
+                )
+            }
+            index = found
         }
         // Only a foreign index the user accepted by name gets here without chunk CRC-32s.
         return GzipDataSource(
