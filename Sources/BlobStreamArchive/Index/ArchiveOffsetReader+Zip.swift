@@ -20,7 +20,16 @@ struct ZipDirectoryEntry {
     var size: Int64
     var localHeaderOffset: Int64
     var external: UInt32
-    var modificationSeconds: Int64
+    /// The MS-DOS date and time, and the extended timestamp's seconds when there is one.
+    var dosDate: UInt16
+    var dosTime: UInt16
+    var unixTime: Int64?
+
+    /// Seconds since 1970: the extended timestamp, else the MS-DOS time (local time). Made
+    /// only for the member read: `mktime` looks at the time zone file on every call.
+    var modificationSeconds: Int64 {
+        unixTime ?? ArchiveOffsetReader.dosTime(date: dosDate, time: dosTime)
+    }
 
     /// What the entry is: from its Unix mode when a Unix system made it, else from its name.
     var type: ArchiveEntry.EntryType {
@@ -136,7 +145,7 @@ extension ArchiveOffsetReader {
         var local = Int64(Self.u32(d, p + 42))
         let end = p + 46 + nameLength + extraLength + commentLength
         guard end <= d.count else { throw corrupt("a central directory entry runs past its end", entryOffset) }
-        var mtime = Self.dosTime(date: Self.u16(d, p + 14), time: Self.u16(d, p + 12))
+        var mtime: Int64?
         // Extra fields: zip64 sizes and offset (0x0001), extended timestamp (0x5455).
         var e = p + 46 + nameLength
         let extraEnd = e + extraLength
@@ -165,7 +174,8 @@ extension ArchiveOffsetReader {
             entryOffset: entryOffset, nameBytes: Array(d[(p + 46)..<(p + 46 + nameLength)]),
             madeBy: Self.u16(d, p + 4), flags: Self.u16(d, p + 8), method: Self.u16(d, p + 10),
             crc: Self.u32(d, p + 16), compressedSize: compressed, size: size, localHeaderOffset: local,
-            external: Self.u32(d, p + 38), modificationSeconds: mtime)
+            external: Self.u32(d, p + 38), dosDate: Self.u16(d, p + 14), dosTime: Self.u16(d, p + 12),
+            unixTime: mtime)
     }
 
     /// The member an entry describes: its local header read (it must agree with the entry:
