@@ -60,13 +60,34 @@ extension ArchiveOffsetReader {
     func zipMember(named wanted: [UInt8], in directory: ZipCentralDirectory) throws(BlobStreamError)
         -> ArchiveIndex.Member?
     {
-        for entry in try zipEntries(directory)
-        where entry.nameBytes.withUnsafeBufferPointer({
-            $0[ArchiveMemberDataSource.normalizedBounds($0)].elementsEqual(wanted)
-        }) {
-            return try zipMember(entry)
+        // Every entry's frame is checked (a directory cut short fails whatever is asked for),
+        // the names compared in place: only the member found is parsed whole.
+        let d = directory.bytes
+        var p = 0
+        var found: Int?
+        for i in 0..<directory.count {
+            guard p + 46 <= d.count, Self.u32(d, p) == 0x0201_4b50 else {
+                throw corrupt(
+                    "the central directory holds \(i) entries where its end record counts \(directory.count): it is damaged or cut short",
+                    directory.offset + Int64(p))
+            }
+            let nameLength = Int(Self.u16(d, p + 28))
+            let end = p + 46 + nameLength + Int(Self.u16(d, p + 30)) + Int(Self.u16(d, p + 32))
+            guard end <= d.count else {
+                throw corrupt("a central directory entry runs past its end", directory.offset + Int64(p))
+            }
+            if found == nil {
+                let start = p + 46
+                let matches = d.withUnsafeBufferPointer { all in
+                    let name = UnsafeBufferPointer(rebasing: all[start..<(start + nameLength)])
+                    return name[ArchiveMemberDataSource.normalizedBounds(name)].elementsEqual(wanted)
+                }
+                if matches { found = p }
+            }
+            p = end
         }
-        return nil
+        guard var at = found else { return nil }
+        return try zipMember(try zipEntry(d, &at, at: directory.offset))
     }
 
     /// Every entry of the central directory, in its order.
