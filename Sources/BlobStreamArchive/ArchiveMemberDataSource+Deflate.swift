@@ -90,7 +90,7 @@ final class MemberInflation {
                 throw Problem(
                     code: .corrupt,
                     message:
-                        "the member's deflate data is damaged (\(failure.message)) after \(produced) bytes of output",
+                        "the member's deflate data (from offset \(start)) is damaged (\(failure.message)) after \(produced) bytes of output",
                     cause: failure.cause)
             }
             if step.ended { ended = true }
@@ -164,7 +164,7 @@ extension ArchiveMemberDataSource {
         if let expected = s.expectedCRC, inflation.crc != expected {
             return makeError(
                 .corrupt,
-                "a CRC check failed (CRC-32 \(String(format: "%08x", inflation.crc)), the archive says \(String(format: "%08x", expected)))"
+                "a CRC check failed on the member's bytes inflated from offset \(s.start) (CRC-32 \(String(format: "%08x", inflation.crc)), the archive says \(String(format: "%08x", expected)))"
             )
         }
         s.hashed = s.length

@@ -76,6 +76,14 @@ extension ArchiveMemberDataSource {
             handle?.free()
             handle = nil
             block = nil
+            foundBy = .memberIndex
+            return
+        }
+        if activeIndex == nil, try locateInCentralDirectory() {
+            handle?.free()
+            handle = nil
+            block = nil
+            foundBy = .zipCentralDirectory
             return
         }
         var wanted = self.wanted
@@ -142,6 +150,7 @@ extension ArchiveMemberDataSource {
                 header = found
             }
             guard let target = try accept(header) else {
+                foundBy = walked != nil ? .tarHeaderWalk : .libarchive
                 if let walked {
                     handle?.free()
                     handle = nil

@@ -130,7 +130,7 @@ extension ArchiveMemberDataSource {
         let what =
             s.mismatchCode == .changed
             ? "the member's bytes changed since the archive was indexed (CRC-32 \(hex(s.crc)), the index says \(hex(expected)))"
-            : "a CRC check failed (CRC-32 \(hex(s.crc)), the archive says \(hex(expected)))"
+            : "a CRC check failed on the member's bytes at offset \(s.start) (CRC-32 \(hex(s.crc)), the archive says \(hex(expected)))"
         return makeError(s.mismatchCode, what)
     }
 

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamCompression
+import BlobStreamSystem
 import Foundation
 
 /// A data source that streams one member of an archive: any format and filter libarchive
@@ -96,7 +97,11 @@ import Foundation
 /// member whose bytes differ from those indexed); a zip member compressed with deflate is
 /// inflated from exactly its compressed bytes (ISA-L when it loads, zlib otherwise), its
 /// size and CRC-32 checked at its end (`.corrupt`); other zip members (other methods,
-/// encrypted) are read by libarchive. A tar.gz member is inflated from the gzip seek point
+/// encrypted) are read by libarchive. Without an index, a zip over an upstream that can
+/// seek is its own index: the member is found in its central directory (zip64 too; the
+/// member's local header must agree with it) and read the same way, stored or inflated,
+/// its size and CRC-32 checked (`lookup` says `.zipCentralDirectory`). A tar.gz member is
+/// inflated from the gzip seek point
 /// before it (see `ArchiveIndex`); nothing after a member read through an index is read, in
 /// either `verification` mode.
 ///
@@ -198,6 +203,12 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     var archivePath: String?
     /// The index in use, once resolved at the first search.
     var activeIndex: ArchiveIndex?
+    /// How the member was found (`lookup`).
+    var foundBy: ArchiveMemberLookup?
+    /// The archive file opened by path for `storedRegion`, once checked to be the
+    /// upstream's file.
+    var storedBytes: PositionalFile?
+    var storedBytesFileChecked = false
     var indexResolved = false
     /// The inflate engine of a gzip layer and of members inflated here (set before `open()`).
     var inflateEngine: InflateEngine = .automatic
@@ -338,6 +349,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         handle = nil
         block = nil
         slice = nil
+        storedBytes = nil
         reader.close()
     }
 }

@@ -155,7 +155,7 @@ package struct SourceOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); refused when it does not match. Without it, --offset uses FILE.gz.gzidx beside the file when it matches."
+            "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); refused when it does not match. Without it, FILE.gz.gzidx beside the file is used when it matches (a whole read then decodes in parallel); `none` uses no index."
     )
     package var index: String?
 
@@ -166,11 +166,19 @@ package struct SourceOptions: ParsableArguments {
     )
     package var unverifiedIndex = false
 
-    /// How `gzip:` sources over files find a seek-point index: the one named, or with
-    /// `--offset` the matching sidecar beside the file.
+    @Flag(
+        name: .long,
+        help:
+            "Say on stderr how each source is read: through which index (a gzip seek-point index, an archive's member index, a zip's central directory, a tar header walk) and on how many threads."
+    )
+    package var verbose = false
+
+    /// How `gzip:` sources over files find a seek-point index: the one named, none
+    /// (`--index none`), or the matching sidecar beside the file.
     package var gzipIndexes: GzipIndexUse {
+        if index == "none" { return .none }
         if let index { return .named(index, acceptsUnchecked: unverifiedIndex) }
-        return (offset ?? 0) > 0 ? .implicit : .none
+        return .implicit
     }
 
     package init() {}

@@ -12,6 +12,9 @@ package enum Console {
         FileHandle.standardError.write(Data("blobstream: \(BlobURL.escapedText(message))\n".utf8))
     }
 
+    /// A note on stderr (`--verbose`), written as `error` writes a line.
+    package static func note(_ message: String) { error(message) }
+
     /// Writes all of `buffer` to stdout; throws `StdoutClosed` when the reader went away.
     package static func writeOut(_ buffer: UnsafeRawBufferPointer) throws {
         var done = 0
@@ -23,6 +26,40 @@ package enum Console {
                 throw ToolFailure(message: "cannot write to standard output: \(String(cString: strerror(errno)))")
             }
             done += n
+        }
+    }
+
+    /// Standard output is a pipe (or a FIFO): its reader takes what `sendOut` moves.
+    package static var stdoutIsPipe: Bool {
+        var status = stat()
+        return fstat(1, &status) == 0 && (status.st_mode & S_IFMT) == S_IFIFO
+    }
+
+    /// Before writing a lot into a pipe: makes its buffer 1 MiB (Linux's default is 64 KiB,
+    /// so a writer and its reader take turns every 64 KiB), when the system allows that size
+    /// to this user. Never shrinks it; a refusal changes nothing.
+    package static func widenStdoutPipe() {
+        // F_GETPIPE_SZ and F_SETPIPE_SZ (Linux), which Glibc's Swift module does not name.
+        let getSize: Int32 = 1032
+        let setSize: Int32 = 1031
+        let wanted: Int32 = 1 << 20
+        let size = fcntl(1, getSize)
+        if size >= 0, size < wanted { _ = fcntl(1, setSize, wanted) }
+    }
+
+    /// Moves up to `count` bytes at `offset` of the regular file `descriptor` to stdout
+    /// (a pipe) with `sendfile`: the kernel passes them on without a copy through this
+    /// process. Returns how many were moved, 0 when `sendfile` cannot (the caller then reads
+    /// and writes them); throws `StdoutClosed` when the reader went away.
+    package static func sendOut(from descriptor: Int32, offset: Int64, count: Int64) throws -> Int64 {
+        var position = Int(offset)
+        let chunk = Int(min(count, 8 << 20))
+        while true {
+            let n = sendfile(1, descriptor, &position, chunk)
+            if n >= 0 { return Int64(n) }
+            if errno == EINTR { continue }
+            if errno == EPIPE { throw StdoutClosed() }
+            return 0 // EINVAL, ENOSYS, EAGAIN (a non-blocking stdout): write instead
         }
     }
 

@@ -37,14 +37,17 @@ extension SourceOptions {
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
     /// that pumps its bytes to a consumer, with a progress line on a terminal. `s3:` sources
     /// read from where `s3` says. With `length`, each source gives at most that many bytes,
-    /// checked as `pump` checks them (not with `unverifiedPrefix`).
+    /// checked as `pump` checks them (not with `unverifiedPrefix`). With `sendingToPipe`
+    /// (cat into a pipe) bytes that come unchanged from a file may go to stdout without
+    /// passing through the consumer (see `pump`).
     package func forEachStream(
         _ sources: [String], s3: S3SourceSettings = S3SourceSettings(), length: Int64? = nil,
-        unverifiedPrefix: Bool = false,
+        unverifiedPrefix: Bool = false, sendingToPipe: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         try forEachStream(
-            sources, registry: makeRegistry(s3: s3), length: length, unverifiedPrefix: unverifiedPrefix, body)
+            sources, registry: makeRegistry(s3: s3), length: length, unverifiedPrefix: unverifiedPrefix,
+            sendingToPipe: sendingToPipe, body)
     }
 
     /// `forEachStream(_:s3:length:_:)` through a registry the caller made once
@@ -52,18 +55,20 @@ extension SourceOptions {
     /// (`checksum --check`).
     package func forEachStream(
         _ sources: [String], registry: DataSourceRegistry, length: Int64? = nil, unverifiedPrefix: Bool = false,
+        sendingToPipe: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: offset)
             defer { stream.close() }
+            if verbose, let note = readingNote(for: stream.dataSource) { Console.note("\(source): \(note)") }
             let remaining = stream.dataSource.length.map { max($0 - (offset ?? 0), 0) }
             let total = length.map { limit in remaining.map { min($0, limit) } ?? limit } ?? remaining
             let progress = ProgressLine(label: source, total: total)
             try body(source) { consume in
                 try pump(
-                    stream, name: source, progress: progress, limit: length, unverifiedPrefix: unverifiedPrefix, consume
-                )
+                    stream, name: source, progress: progress, limit: length, unverifiedPrefix: unverifiedPrefix,
+                    sendingToPipe: sendingToPipe, consume)
             }
         }
     }

@@ -1,4 +1,5 @@
-// `gzip:` sources over files read with a seek-point index (cat/checksum --offset, --index).
+// `gzip:` sources over files read with a seek-point index: the matching sidecar (the
+// library's default), or the one named with --index.
 
 import BlobStream
 import BlobStreamFiles
@@ -6,18 +7,22 @@ import BlobStreamGzip
 import Foundation
 
 /// Which seek-point index a `gzip:` source over a file uses.
-package enum GzipIndexUse: Sendable {
-    /// None: inflate from the start.
+package enum GzipIndexUse: Sendable, Equatable {
+    /// None: inflate from the start (`--index none`).
     case none
     /// `FILE.gz.gzidx` beside the file, when it carries BlobStream's identity and matches
-    /// the file; otherwise none (a stale or foreign sidecar is never used).
+    /// the file; otherwise none (a stale or foreign sidecar is never used). The default:
+    /// `GzipSources` looks for it.
     case implicit
     /// The index at this path; an error when it cannot be read or does not match, or when
     /// it is foreign (no chunk CRC-32s) and not `acceptsUnchecked` (`--unverified-index`).
     case named(String, acceptsUnchecked: Bool)
 }
 
-/// Registers `gzip:` again so that, over a `file:` URL, it reads with the index `use` picks.
+/// Registers `gzip:` again so that it reads with the index `use` picks: over a `file:` URL the
+/// matching sidecar (`.implicit`, as `GzipSources` does) or the one named; over a remote object
+/// (`BlobRangeReading`: `s3:`, `http(s):`) its index object beside it (`URL.gzidx`, one small
+/// request) or the one named, checked against the object's size and strong ETag.
 func registerIndexedGzip(
     in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine, indexObjects: DataSourceRegistry
 ) {
@@ -30,12 +35,11 @@ func registerIndexedGzip(
         let upstream = try registry.makeSource(url: inner)
         var index: GzipIndex?
         if BlobURL.scheme(of: inner)?.lowercased() == "file" {
-            let path = try BlobURL.path(ofFileURL: inner)
             switch use {
             case .none: break
-            case .implicit:
-                if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path) { index = found }
+            case .implicit: index = GzipSources.sidecarIndex(forURL: inner)
             case .named(let indexPath, let acceptsUnchecked):
+                let path = try BlobURL.path(ofFileURL: inner)
                 if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) {
                     if !found.hasChunkCRC32s && !acceptsUnchecked {
                         throw BlobStreamError(

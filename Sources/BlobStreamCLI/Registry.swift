@@ -15,16 +15,16 @@ import Synchronization
 /// Remote schemes (`http`, `https`) come from the program through `RemoteSchemes`, with
 /// `caBundle` (`--ca-bundle`) as an extra trust root, and `s3` (`--endpoint-url`, `--region`,
 /// `--profile`) for `s3:` sources. `gzipIndexes` says which seek-point index `gzip:` sources
-/// over files use.
+/// over files use (by default the matching sidecar beside the file).
 package func makeRegistry(
     library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil,
-    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .none,
+    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .implicit,
     s3: S3SourceSettings = S3SourceSettings()
 ) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
     RemoteSchemes.register(in: registry, caBundle: caBundle, s3: s3, reads: .content)
     FileSources.register(in: registry)
-    GzipSources.register(in: registry, engine: inflate)
+    GzipSources.register(in: registry, engine: inflate, usesSidecarIndex: gzipIndexes == .implicit)
     // Index objects (KEY.gzidx beside a remote object) are read by small ranges: the point
     // table first, each window when a decode needs it.
     let indexObjects = DataSourceRegistry()

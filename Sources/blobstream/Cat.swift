@@ -44,8 +44,11 @@ struct Cat: ParsableCommand {
 
     func run() throws {
         if quiet { Console.beQuiet() }
-        try options.forEachStream(sources, s3: s3.settings, length: length, unverifiedPrefix: unverifiedPrefix) {
-            _, pumpBytes in
+        let pipe = Console.stdoutIsPipe
+        if pipe { Console.widenStdoutPipe() }
+        try options.forEachStream(
+            sources, s3: s3.settings, length: length, unverifiedPrefix: unverifiedPrefix, sendingToPipe: pipe
+        ) { _, pumpBytes in
             try pumpBytes { try Console.writeOut($0) }
         }
     }

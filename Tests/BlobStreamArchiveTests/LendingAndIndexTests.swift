@@ -79,7 +79,14 @@ struct LendingAndIndexTests {
                 "\(label) \(name): \(result.data.count) bytes instead of \(bytes.count)")
             lentTotal += lent
         }
-        #expect(lentTotal > 0, "\(label): nothing was lent")
+        if label == "zip" {
+            // Its members are deflated: found through the central directory, they are inflated
+            // by BlobStream straight into the reader's buffer, so there is nothing to lend
+            // (stored.zip's members are lent).
+            #expect(lentTotal == 0, "\(label): \(lentTotal) bytes lent")
+        } else {
+            #expect(lentTotal > 0, "\(label): nothing was lent")
+        }
     }
 
     @Test("a sparse member read through getBuffer has its holes as zeros")

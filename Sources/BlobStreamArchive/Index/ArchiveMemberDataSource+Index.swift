@@ -9,7 +9,8 @@ public enum ArchiveIndexOption: Sendable {
     /// beside it when it matches the archive; one that does not match, or cannot be read,
     /// is ignored (never used): the member is then found by walking the headers.
     case automatic
-    /// No index.
+    /// No index, not even a zip's central directory: libarchive reads a zip (and walks
+    /// or reads a tar's headers) as without one.
     case none
     /// This index; refused (`.changed`) when it does not match the archive. Over an upstream
     /// with no path (see `useIndex(_:archivePath:)`) the modification time cannot be

@@ -9,12 +9,18 @@ struct ArchiveOffsetReader {
     let reader: BlobUpstreamReader
     let length: Int64
     let name: String
+    /// The member being read (its spelling in messages), when the reads are made for one:
+    /// messages then name it beside the archive.
+    var member: String? = nil
+
+    /// How messages start: `archive 'NAME'`, or `archive 'NAME', member 'MEMBER'`.
+    var label: String { member.map { "archive '\(name)', member '\($0)'" } ?? "archive '\(name)'" }
 
     /// Lends exactly `count` (≤ the reader's buffer) bytes at `offset`.
     func bytes(at offset: Int64, count: Int, what: String) throws(BlobStreamError) -> UnsafeRawBufferPointer {
         guard offset >= 0, offset + Int64(count) <= length else {
             throw BlobStreamError(
-                .truncated, "archive '\(name)': \(what) at offset \(offset) goes past the archive's end (\(length))")
+                .truncated, "\(label): \(what) at offset \(offset) goes past the archive's end (\(length))")
         }
         if count == 0 { return UnsafeRawBufferPointer(start: nil, count: 0) }
         try reader.seek(to: offset)
@@ -23,10 +29,10 @@ struct ArchiveOffsetReader {
         case .failed(let error):
             throw BlobStreamError(
                 (error as? BlobStreamError)?.code ?? .ioFailed,
-                "archive '\(name)': reading \(what) at offset \(offset)",
+                "\(label): reading \(what) at offset \(offset)",
                 cause: error)
         default:
-            throw BlobStreamError(.truncated, "archive '\(name)': it ends inside \(what) at offset \(offset)")
+            throw BlobStreamError(.truncated, "\(label): it ends inside \(what) at offset \(offset)")
         }
     }
 

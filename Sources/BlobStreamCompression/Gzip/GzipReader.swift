@@ -84,6 +84,10 @@ package final class GzipReader {
     /// How errors name the source.
     package var name: String { errors.name }
 
+    /// How many threads decode a whole read: the parallel reader's workers, or 1 (the
+    /// sequential decoder, or the walker from a seek point).
+    package var decodingThreads: Int { parallel?.workers ?? 1 }
+
     /// Decompressed bytes produced so far (handed out, looked ahead or discarded).
     package var produced: Int64 { strategy.produced }
     /// The last member ended at the upstream's end.

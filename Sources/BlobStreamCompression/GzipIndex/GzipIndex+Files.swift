@@ -129,7 +129,8 @@ extension GzipIndex {
     ///   problem is thrown (`.corrupt` for a bad file, `.changed` naming both when it does
     ///   not match); a foreign GZIDX is accepted when its compressed size matches.
     /// - Without: `FILE.gz.gzidx` beside the file is used only when it carries BlobStream's
-    ///   identity and that matches; otherwise the answer is `.unusable` (rebuild) or `.absent`.
+    ///   identity and that matches, and the file is a regular file (a FIFO is never opened
+    ///   to be checked); otherwise the answer is `.unusable` (rebuild) or `.absent`.
     public static func lookUp(forFileAtPath path: String, indexPath: String? = nil) throws(BlobStreamError)
         -> LookUp
     {
@@ -140,6 +141,10 @@ extension GzipIndex {
         }
         let sidecar = sidecarPath(forFileAtPath: path)
         guard FileManager.default.fileExists(atPath: sidecar) else { return .absent }
+        // Only a regular file is sampled: opening a FIFO to check it would wait for a writer.
+        guard case .success(let status) = FileStatus.at(path), status.isRegular else {
+            return .unusable(reason: "\(path) is not a regular file: its sidecar \(sidecar) is not used")
+        }
         do {
             let index = try read(fromPath: sidecar)
             guard index.identity != nil else {

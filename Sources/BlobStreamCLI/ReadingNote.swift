@@ -1,0 +1,17 @@
+// `--verbose`: one line on stderr per SOURCE saying how it is read.
+
+import BlobStream
+import BlobStreamArchive
+import BlobStreamGzip
+
+/// What `--verbose` says about an open source: for a `gzip:` source whether it reads
+/// through a seek-point index and on how many threads, for an archive member how it was
+/// found (a member index, a zip's central directory, a tar header walk, libarchive); nil
+/// for other sources.
+package func readingNote(for source: any BlobDataSource) -> String? {
+    if let gzip = source as? GzipDataSource { return gzip.decoding.description }
+    if let member = source as? ArchiveMemberDataSource, let lookup = member.lookup {
+        return lookup.description
+    }
+    return nil
+}
