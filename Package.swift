@@ -88,7 +88,7 @@ let package = Package(
         .target(
             name: "BlobStreamS3",
             dependencies: [
-                "BlobStream", "BlobStreamUpload", "BlobStreamHTTPClient",
+                "BlobStream", "BlobStreamUpload", "BlobStreamHTTPClient", "BlobStreamCompression",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -240,7 +240,7 @@ let package = Package(
             name: "BlobStreamS3Tests",
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamTestSupport",
-                "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer",
+                "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer", "BlobStreamCompression",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

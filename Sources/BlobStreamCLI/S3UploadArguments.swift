@@ -45,7 +45,52 @@ package struct S3UploadArguments: ParsableArguments {
     @Option(help: "User metadata, KEY=VALUE (repeatable), stored as x-amz-meta-KEY.")
     package var metadata: [String] = []
 
+    @Option(
+        help:
+            "The S3 checksum stored beside the object: CRC32, CRC32C, SHA1, SHA256 or CRC64NVME (as awscli's; without it, CRC32 when the store keeps S3 checksums, unless AWS_REQUEST_CHECKSUM_CALCULATION=when_required)."
+    )
+    package var checksumAlgorithm: String?
+
+    @Option(
+        help:
+            "The one check of each request's body that the store verifies: auto (the cheapest), payload-sha256, content-md5, or checksum (UNSIGNED-PAYLOAD with the --checksum-algorithm value: only for stores that verify it)."
+    )
+    package var bodyCheck: String = "auto"
+
+    @Option(help: "The object's Cache-Control.")
+    package var cacheControl: String?
+
+    @Option(help: "The object's Content-Disposition.")
+    package var contentDisposition: String?
+
+    @Option(help: "The object's Content-Encoding (the bytes are sent as they are).")
+    package var contentEncoding: String?
+
+    @Option(help: "The object's storage class: STANDARD, STANDARD_IA, GLACIER, … (as the store offers them).")
+    package var storageClass: String?
+
+    @Option(help: "Server-side encryption: AES256 or aws:kms.")
+    package var sse: String?
+
+    @Option(help: "The object's tags, URL-encoded: KEY=VALUE&KEY2=VALUE2.")
+    package var tagging: String?
+
     package init() {}
+
+    /// The values `--checksum-algorithm` takes.
+    package static let checksumAlgorithms = ["CRC32", "CRC32C", "SHA1", "SHA256", "CRC64NVME"]
+    /// The values `--body-check` takes.
+    package static let bodyChecks = ["auto", "payload-sha256", "content-md5", "checksum"]
+
+    /// The object settings given, as `--option value` pairs (for messages).
+    private var objectSettings: [(String, String?)] {
+        [
+            ("--content-type", contentType), ("--cache-control", cacheControl),
+            ("--content-disposition", contentDisposition), ("--content-encoding", contentEncoding),
+            ("--storage-class", storageClass), ("--sse", sse), ("--tagging", tagging),
+            ("--checksum-algorithm", checksumAlgorithm),
+        ]
+    }
 
     /// `--part-size` when not given.
     package static let defaultPartSize = "8MiB"
@@ -76,11 +121,24 @@ package struct S3UploadArguments: ParsableArguments {
         }
         if abort {
             let extra =
-                [("--resume", resume), ("--keep-parts", keepParts), ("--content-type", contentType != nil)]
-                .filter { $0.1 }.map(\.0) + (metadata.isEmpty ? [] : ["--metadata"])
+                [("--resume", resume), ("--keep-parts", keepParts)].filter { $0.1 }.map(\.0)
+                + objectSettings.filter { $0.1 != nil }.map(\.0) + (metadata.isEmpty ? [] : ["--metadata"])
             if let first = extra.first {
                 throw UsageError(description: "--abort ends an unfinished upload: \(first) does not apply")
             }
+        }
+        if let checksumAlgorithm, !Self.checksumAlgorithms.contains(checksumAlgorithm.uppercased()) {
+            throw UsageError(
+                description:
+                    "--checksum-algorithm must be \(Self.checksumAlgorithms.joined(separator: ", ")), not \(checksumAlgorithm)"
+            )
+        }
+        guard Self.bodyChecks.contains(bodyCheck) else {
+            throw UsageError(
+                description: "--body-check must be \(Self.bodyChecks.joined(separator: ", ")), not \(bodyCheck)")
+        }
+        if bodyCheck == "checksum" && checksumAlgorithm == nil {
+            throw UsageError(description: "--body-check checksum needs --checksum-algorithm")
         }
         guard (1...64).contains(parallel) else {
             throw UsageError(description: "--parallel must be 1 to 64, not \(parallel)")
@@ -97,7 +155,8 @@ package struct S3UploadArguments: ParsableArguments {
         let given =
             endpointURL != nil || region != nil || profile != nil || partSize != Self.defaultPartSize || parallel != 4
             || resume
-            || uploadId != nil || keepParts || abort || contentType != nil || !metadata.isEmpty
+            || uploadId != nil || keepParts || abort || !metadata.isEmpty || bodyCheck != "auto"
+            || objectSettings.contains { $0.1 != nil }
         if given { throw UsageError(description: "the S3 options need --to s3://bucket/key") }
     }
 

@@ -22,6 +22,14 @@ public struct S3PendingUpload: Sendable, Equatable {
     public var initiated: String
 }
 
+/// A part as CompleteMultipartUpload names it: number, ETag, and its checksum (base64)
+/// when the upload has one.
+struct S3CompletedPart: Sendable {
+    var number: Int
+    var etag: String
+    var checksum: String? = nil
+}
+
 /// What HeadObject tells of an object.
 public struct S3ObjectInfo: Sendable, Equatable {
     /// Its size in bytes.
@@ -30,29 +38,39 @@ public struct S3ObjectInfo: Sendable, Equatable {
     public var etag: String
     /// Its content type, if any.
     public var contentType: String?
+    /// Its `Cache-Control`, if any.
+    public var cacheControl: String? = nil
+    /// Its `Content-Disposition`, if any.
+    public var contentDisposition: String? = nil
+    /// Its `Content-Encoding`, if any.
+    public var contentEncoding: String? = nil
 }
 
 extension S3Client {
-    /// Stores `body` as the object at `location` in one request (with `Content-MD5`);
-    /// returns its ETag (without quotes).
+    /// Stores `body` as the object at `location` in one request, its SHA-256 signed as the
+    /// payload hash (the one check of the body, which the store verifies); returns its ETag
+    /// (without quotes).
     public func putObject(
         _ location: S3Location, body: ByteBuffer, contentType: String? = nil, metadata: [(String, String)] = []
     ) async throws -> String {
-        try await putObject(
-            location, payload: .bytes(body), contentMD5: Self.contentMD5(body), contentType: contentType,
-            metadata: metadata)
+        let digest = DigestPlan(sha256: true).digest(body)
+        return try await putObject(
+            location, payload: .bytes(body), digest: digest, check: .payloadSHA256,
+            headers: Self.objectHeaders(contentType: contentType, metadata: metadata)
+        ).etag
     }
 
-    /// `putObject` with a body in memory or streamed (`contentMD5`: its base64 MD5).
+    /// `putObject` with a body in memory or streamed, its `digest` computed as `check` needs,
+    /// and the object's header fields; returns the ETag and the answer's header fields.
     func putObject(
-        _ location: S3Location, payload: Payload, contentMD5: String, contentType: String?,
-        metadata: [(String, String)]
-    ) async throws -> String {
-        var headers = Self.objectHeaders(contentType: contentType, metadata: metadata)
-        headers.append((name: "Content-MD5", value: contentMD5))
+        _ location: S3Location, payload: Payload, digest: PartDigest, check: S3BodyCheck,
+        headers: [(name: String, value: String)]
+    ) async throws -> (etag: String, headers: HTTPHeaders) {
         let response = try await send(
-            "PutObject", method: .PUT, location: location, headers: headers, payload: payload)
-        return Self.unquoted(response.headers.first(name: "ETag") ?? "")
+            "PutObject", method: .PUT, location: location,
+            headers: headers + digest.headers(sendingMD5: check == .contentMD5), payload: payload,
+            payloadHash: digest.payloadHash)
+        return (Self.unquoted(response.headers.first(name: "ETag") ?? ""), response.headers)
     }
 
     /// The object's size, ETag and type.
@@ -65,7 +83,10 @@ extension S3Client {
         }
         return S3ObjectInfo(
             size: length, etag: Self.unquoted(response.headers.first(name: "ETag") ?? ""),
-            contentType: response.headers.first(name: "Content-Type"))
+            contentType: response.headers.first(name: "Content-Type"),
+            cacheControl: response.headers.first(name: "Cache-Control"),
+            contentDisposition: response.headers.first(name: "Content-Disposition"),
+            contentEncoding: response.headers.first(name: "Content-Encoding"))
     }
 
     /// The object's bytes, or those of `range` (`bytes=0-9` semantics: lower and upper bound included).
@@ -78,34 +99,49 @@ extension S3Client {
     public func createMultipartUpload(
         _ location: S3Location, contentType: String? = nil, metadata: [(String, String)] = []
     ) async throws -> String {
+        try await createMultipartUpload(
+            location, headers: Self.objectHeaders(contentType: contentType, metadata: metadata)
+        )
+        .uploadID
+    }
+
+    /// Starts a multipart upload with the object's header fields (`x-amz-checksum-algorithm`
+    /// among them, when asked); returns its id and the checksum algorithm the store says it
+    /// keeps for it (nil: the store keeps none, or was not asked).
+    func createMultipartUpload(_ location: S3Location, headers: [(name: String, value: String)]) async throws -> (
+        uploadID: String, checksumAlgorithm: String?
+    ) {
         let response = try await send(
-            "CreateMultipartUpload", method: .POST, location: location, query: [("uploads", "")],
-            headers: Self.objectHeaders(contentType: contentType, metadata: metadata))
+            "CreateMultipartUpload", method: .POST, location: location, query: [("uploads", "")], headers: headers)
         let document = try Self.document(response, "CreateMultipartUpload", location)
         guard let id = document["UploadId"], !id.isEmpty else {
             throw S3Error(
                 .invalidResponse, "CreateMultipartUpload \(location): no UploadId in the answer",
                 bucket: location.bucket, key: location.key)
         }
-        return id
+        return (id, response.headers.first(name: "x-amz-checksum-algorithm") ?? document["ChecksumAlgorithm"])
     }
 
-    /// Sends part `number` of upload `uploadID` with `Content-MD5`; returns its ETag (without quotes).
+    /// Sends part `number` of upload `uploadID`, its SHA-256 signed as the payload hash (the
+    /// one check of the body, which the store verifies); returns its ETag (without quotes).
     public func uploadPart(_ location: S3Location, uploadID: String, number: Int, body: ByteBuffer) async throws
         -> String
     {
         try await uploadPart(
-            location, uploadID: uploadID, number: number, payload: .bytes(body), contentMD5: Self.contentMD5(body))
+            location, uploadID: uploadID, number: number, payload: .bytes(body),
+            digest: DigestPlan(sha256: true).digest(body), check: .payloadSHA256)
     }
 
-    /// `uploadPart` with a body in memory or streamed (`contentMD5`: its base64 MD5).
-    func uploadPart(_ location: S3Location, uploadID: String, number: Int, payload: Payload, contentMD5: String)
-        async throws -> String
-    {
+    /// `uploadPart` with a body in memory or streamed, its `digest` computed as `check` needs.
+    func uploadPart(
+        _ location: S3Location, uploadID: String, number: Int, payload: Payload, digest: PartDigest,
+        check: S3BodyCheck
+    ) async throws -> String {
         let response = try await send(
             "UploadPart \(number)", method: .PUT, location: location,
             query: [("partNumber", String(number)), ("uploadId", uploadID)],
-            headers: [(name: "Content-MD5", value: contentMD5)], payload: payload)
+            headers: digest.headers(sendingMD5: check == .contentMD5), payload: payload,
+            payloadHash: digest.payloadHash)
         guard let etag = response.headers.first(name: "ETag") else {
             throw S3Error(
                 .invalidResponse, "UploadPart \(number) \(location): no ETag in the answer",
@@ -116,13 +152,22 @@ extension S3Client {
 
     /// Every part stored so far in upload `uploadID`, following the pages to the end.
     public func listParts(_ location: S3Location, uploadID: String) async throws -> [S3StoredPart] {
+        try await listPartsAndChecksum(location, uploadID: uploadID).parts
+    }
+
+    /// `listParts`, and the checksum algorithm the store keeps for the upload (nil: none).
+    func listPartsAndChecksum(_ location: S3Location, uploadID: String) async throws -> (
+        parts: [S3StoredPart], checksumAlgorithm: String?
+    ) {
         var parts: [S3StoredPart] = []
+        var algorithm: String?
         var marker: String?
         repeat {
             var query = [(name: "uploadId", value: uploadID)]
             if let marker { query.append((name: "part-number-marker", value: marker)) }
             let response = try await send("ListParts", method: .GET, location: location, query: query)
             let document = try Self.document(response, "ListParts", location)
+            algorithm = algorithm ?? document["ChecksumAlgorithm"]
             for part in document.children("Part") {
                 guard let number = part["PartNumber"].flatMap({ Int($0) }),
                     let size = part["Size"].flatMap({ Int64($0) })
@@ -144,7 +189,7 @@ extension S3Client {
                 marker = nil
             }
         } while marker != nil
-        return parts
+        return (parts, algorithm)
     }
 
     /// The unfinished uploads for exactly `location`'s key (one page: Swift's s3api cannot page it).
@@ -164,26 +209,45 @@ extension S3Client {
     public func completeMultipartUpload(_ location: S3Location, uploadID: String, parts: [(number: Int, etag: String)])
         async throws -> String
     {
+        try await completeMultipartUpload(
+            location, uploadID: uploadID, parts: parts.map { S3CompletedPart(number: $0.number, etag: $0.etag) },
+            checksum: nil
+        ).etag
+    }
+
+    /// Finishes upload `uploadID` from `parts`, with their checksums when the upload has one
+    /// (`checksum`: the algorithm, its type, and the whole object's value for a full-object
+    /// checksum); returns the ETag and the object's checksum as the store gives it.
+    func completeMultipartUpload(
+        _ location: S3Location, uploadID: String, parts: [S3CompletedPart],
+        checksum: (algorithm: S3ChecksumAlgorithm, type: S3ChecksumType, object: String?)?
+    ) async throws -> (etag: String, checksum: String?) {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts {
-            xml +=
-                "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(S3XMLWriter.escape(part.etag))\"</ETag></Part>"
+            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(S3XMLWriter.escape(part.etag))\"</ETag>"
+            if let checksum, let value = part.checksum {
+                let name = checksum.algorithm.elementName
+                xml += "<\(name)>\(S3XMLWriter.escape(value))</\(name)>"
+            }
+            xml += "</Part>"
         }
         xml += "</CompleteMultipartUpload>"
         let body = ByteBuffer(string: xml)
+        var headers = [(name: "Content-Type", value: "application/xml")]
+        if let checksum {
+            headers.append((name: "x-amz-checksum-type", value: checksum.type.rawValue))
+            if let object = checksum.object { headers.append((name: checksum.algorithm.headerName, value: object)) }
+        }
         let response = try await send(
             "CompleteMultipartUpload", method: .POST, location: location, query: [("uploadId", uploadID)],
-            headers: [
-                (name: "Content-Type", value: "application/xml"), (name: "Content-MD5", value: Self.contentMD5(body)),
-            ],
-            body: body)
+            headers: headers, body: body)
         let document = try Self.document(response, "CompleteMultipartUpload", location)
         guard let etag = document["ETag"] else {
             throw S3Error(
                 .invalidResponse, "CompleteMultipartUpload \(location): no ETag in the answer",
                 bucket: location.bucket, key: location.key)
         }
-        return Self.unquoted(etag)
+        return (Self.unquoted(etag), checksum.flatMap { document[$0.algorithm.elementName] })
     }
 
     /// Abandons upload `uploadID`: the store drops its parts.

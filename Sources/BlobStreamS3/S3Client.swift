@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import BlobStreamHTTPClient
-import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -158,24 +157,21 @@ public struct S3Client: Sendable {
         case streamed(StreamedBody)
     }
 
-    /// `send` with any `Payload`.
+    /// `send` with any `Payload`; `payloadHash` when computed before (the SHA-256, or
+    /// `UNSIGNED-PAYLOAD` when a signed header binds the body), else the body's SHA-256.
     func send(
         _ operation: String, method: HTTPMethod, location: S3Location?, bucket: String? = nil,
         query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
-        payload: Payload
+        payload: Payload, payloadHash given: String? = nil
     ) async throws -> Response {
         let bucketName = location?.bucket ?? bucket
         let target = self.target(bucket: bucketName, key: location?.key)
         let payloadHash: String
         switch payload {
+        case _ where given != nil: payloadHash = given!
         case .empty: payloadHash = SigV4Signer.emptyPayloadHash
-        case .bytes(let buffer):
-            payloadHash = buffer.withUnsafeReadableBytes { bytes in
-                var hasher = SHA256()
-                hasher.update(bufferPointer: bytes)
-                return SigV4Signer.hex(hasher.finalize())
-            }
-        case .streamed(let streamed): payloadHash = streamed.digest.sha256Hex
+        case .bytes(let buffer): payloadHash = DigestPlan(sha256: true).digest(buffer).payloadHash
+        case .streamed(let streamed): payloadHash = streamed.digest.payloadHash
         }
         var unsigned = SigV4Request(method: method.rawValue, path: target.path, query: query, headers: headers)
         unsigned.headers.append((name: "Host", value: target.host))
@@ -271,6 +267,13 @@ public struct S3Client: Sendable {
     /// The URL's scheme and authority, the decoded path, and the `Host` value, for a
     /// bucket and key (path-style or virtual-hosted).
     func target(bucket: String?, key: String?) -> (base: String, path: String, host: String) {
+        Self.target(configuration, bucket: bucket, key: key)
+    }
+
+    /// `target(bucket:key:)` for the store `configuration` names.
+    static func target(_ configuration: S3Configuration, bucket: String?, key: String?) -> (
+        base: String, path: String, host: String
+    ) {
         let endpoint = Self.endpointURL(configuration)
         let scheme = endpoint.scheme?.lowercased() ?? "https"
         var host = endpoint.host ?? ""
@@ -294,19 +297,11 @@ public struct S3Client: Sendable {
 
     /// The base64 MD5 of `bytes`, for `Content-MD5`.
     public static func contentMD5(_ bytes: ByteBuffer) -> String {
-        Data(md5(bytes)).base64EncodedString()
+        DigestPlan(md5: true).digest(bytes).contentMD5!
     }
 
     /// The hex MD5 of `bytes`, as S3 gives a part's ETag (without quotes).
     public static func md5Hex(_ bytes: ByteBuffer) -> String {
-        SigV4Signer.hex(md5(bytes))
-    }
-
-    private static func md5(_ bytes: ByteBuffer) -> Insecure.MD5.Digest {
-        bytes.withUnsafeReadableBytes { raw in
-            var hasher = Insecure.MD5()
-            hasher.update(bufferPointer: raw)
-            return hasher.finalize()
-        }
+        DigestPlan(md5: true).digest(bytes).md5Hex!
     }
 }

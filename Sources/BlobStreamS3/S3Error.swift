@@ -81,9 +81,12 @@ public struct S3Error: Error, CustomStringConvertible, Sendable {
 
     /// True for an error worth another attempt: a 5xx answer, a connection failure, a
     /// timeout, `BadDigest` (a part damaged on the way), `SlowDown`/`RequestTimeout`; never
-    /// for refused credentials or other 4xx answers.
+    /// for refused credentials, other 4xx answers, or what the store does not implement
+    /// (501 `NotImplemented`: server-side encryption, tagging on OpenStack Swift).
     public var isRetryable: Bool {
-        if Code.authenticationCodes.contains(code) { return false }
+        if Code.authenticationCodes.contains(code) || code == Code("NotImplemented") || statusCode == 501 {
+            return false
+        }
         switch code {
         case .connectionFailed, .timedOut, Code("BadDigest"), Code("SlowDown"), Code("RequestTimeout"),
             Code("InternalError"), Code("ServiceUnavailable"), Code("IncompleteBody"):

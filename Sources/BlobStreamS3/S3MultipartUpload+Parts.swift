@@ -11,6 +11,7 @@ extension S3MultipartUpload {
         var etag: String
         var sent: Bool
         var size: Int
+        var checksum: S3Checksum?
     }
 
     /// What the parts have come to so far, for progress and the result.
@@ -21,7 +22,7 @@ extension S3MultipartUpload {
         private struct State {
             var bytes: Int64 = 0
             var sent = 0
-            var etags: [Int: String] = [:]
+            var parts: [Int: (etag: String, checksum: S3Checksum?)] = [:]
         }
         private let state = NIOLockedValueBox(State())
 
@@ -30,7 +31,7 @@ extension S3MultipartUpload {
             state.withLockedValue {
                 $0.bytes += Int64(outcome.size)
                 if outcome.sent { $0.sent += 1 }
-                $0.etags[outcome.number] = outcome.etag
+                $0.parts[outcome.number] = (outcome.etag, outcome.checksum)
                 return $0.bytes
             }
         }
@@ -38,15 +39,25 @@ extension S3MultipartUpload {
         var bytes: Int64 { state.withLockedValue { $0.bytes } }
         var partsSent: Int { state.withLockedValue { $0.sent } }
         /// The parts in order, for CompleteMultipartUpload.
-        var parts: [(number: Int, etag: String)] {
-            state.withLockedValue { $0.etags.sorted { $0.key < $1.key }.map { (number: $0.key, etag: $0.value) } }
+        var parts: [S3CompletedPart] {
+            checksummedParts.map { S3CompletedPart(number: $0.number, etag: $0.etag, checksum: $0.checksum?.base64) }
+        }
+
+        /// The parts in order with their checksums.
+        var checksummedParts: [(number: Int, etag: String, checksum: S3Checksum?)] {
+            state.withLockedValue {
+                $0.parts.sorted { $0.key < $1.key }.map {
+                    (number: $0.key, etag: $0.value.etag, checksum: $0.value.checksum)
+                }
+            }
         }
     }
 
     /// Sends the parts of a source that can seek: each read from a source of its own at its
     /// offset, `parallelism` at a time, into the buffer of a part sent before.
-    func sendRanged(uploadID: String, length: Int64, partSize: Int, facts: PartReader.Facts) async throws -> Tally {
-        let stored = try await storedParts(uploadID)
+    func sendRanged(
+        uploadID: String, length: Int64, partSize: Int, facts: PartReader.Facts, stored: [Int: S3StoredPart]
+    ) async throws -> Tally {
         let count = Int((length + Int64(partSize) - 1) / Int64(partSize))
         let tally = Tally()
         try await withThrowingTaskGroup(of: PartOutcome.self) { group in
@@ -58,16 +69,16 @@ extension S3MultipartUpload {
                 let size = Int(min(Int64(partSize), length - offset))
                 group.addTask {
                     if size > options.partsInMemoryUpTo {
-                        let (etag, sent) = try await sendStreamedPart(
+                        let (etag, sent, checksum) = try await sendStreamedPart(
                             offset: offset, size: size, number: number, uploadID: uploadID, stored: stored[number],
                             facts: facts)
-                        return PartOutcome(number: number, etag: etag, sent: sent, size: size)
+                        return PartOutcome(number: number, etag: etag, sent: sent, size: size, checksum: checksum)
                     }
                     let body = try await readPart(offset: offset, size: size, facts: facts)
-                    let (etag, sent) = try await sendPart(
+                    let (etag, sent, checksum) = try await sendPart(
                         body, number: number, uploadID: uploadID, stored: stored[number])
                     buffers.recycle(consume body)
-                    return PartOutcome(number: number, etag: etag, sent: sent, size: size)
+                    return PartOutcome(number: number, etag: etag, sent: sent, size: size, checksum: checksum)
                 }
             }
             for try await done in group {
@@ -109,9 +120,9 @@ extension S3MultipartUpload {
     /// first two parts; at most `parallelism` parts are in flight and one more is read, into
     /// the buffer of a part sent before.
     func sendSequential(
-        uploadID: String, reader: PartReader, partSize: Int, head: consuming ByteBuffer, ahead: consuming ByteBuffer
+        uploadID: String, reader: PartReader, partSize: Int, head: consuming ByteBuffer, ahead: consuming ByteBuffer,
+        stored: [Int: S3StoredPart]
     ) async throws -> Tally {
-        let stored = try await storedParts(uploadID)
         let tally = Tally()
         // The buffers move from here to the tasks that send them (`consume`, `Handoff`):
         // nothing else holds one once sent, so the next part reads into it.
@@ -137,11 +148,11 @@ extension S3MultipartUpload {
                 let partNumber = number
                 group.addTask {
                     let body = handoff.take()
-                    let (etag, sent) = try await sendPart(
+                    let (etag, sent, checksum) = try await sendPart(
                         body, number: partNumber, uploadID: uploadID, stored: stored[partNumber])
                     let size = body.readableBytes
                     buffers.recycle(consume body)
-                    return PartOutcome(number: partNumber, etag: etag, sent: sent, size: size)
+                    return PartOutcome(number: partNumber, etag: etag, sent: sent, size: size, checksum: checksum)
                 }
                 if let ready = upcoming.take() {
                     next = ready
@@ -164,8 +175,16 @@ extension S3MultipartUpload {
     func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> S3UploadResult {
         try await checkIdentity(facts)
         let parts = tally.parts
-        let etag = try await withRetries("CompleteMultipartUpload") {
-            try await client.completeMultipartUpload(location, uploadID: uploadID, parts: parts)
+        let checksums = tally.checksummedParts.compactMap(\.checksum)
+        let objectChecksum =
+            checks.checksum == nil || checksums.count != parts.count
+            ? nil : S3Checksum.object(checksums, type: checks.type)
+        let completion = checks.checksum.map { algorithm in
+            (algorithm: algorithm, type: checks.type, object: checks.type == .fullObject ? objectChecksum : nil)
+        }
+        let (etag, storedChecksum) = try await withRetries("CompleteMultipartUpload") {
+            try await client.completeMultipartUpload(
+                location, uploadID: uploadID, parts: parts, checksum: completion)
         }
         let info = try await client.headObject(location)
         guard etag.hasSuffix("-\(parts.count)"), info.size == tally.bytes else {
@@ -177,6 +196,7 @@ extension S3MultipartUpload {
         progress(UploadProgress(sent: tally.bytes, total: tally.bytes, isFinished: true))
         return S3UploadResult(
             location: location, etag: etag, size: info.size, parts: parts.count, partsSent: tally.partsSent,
-            uploadID: uploadID)
+            uploadID: uploadID, checksum: storedChecksum ?? objectChecksum, checksumAlgorithm: checks.checksum,
+            checksumStored: checks.stored)
     }
 }

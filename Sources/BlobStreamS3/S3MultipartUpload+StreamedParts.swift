@@ -2,16 +2,16 @@ import BlobStream
 import Foundation
 
 /// Parts of a source that can seek too large for one buffer (`S3UploadOptions.largestPartInMemory`):
-/// each is read twice from a source of its own at its offset, first to hash it (`Content-MD5`
-/// and the SHA-256 the signature covers must be sent before the body), then streamed as the
-/// request's body. Bytes that differ on the second read are refused by the store
-/// (`BadDigest`, a SHA-256 mismatch), so an object is never stored from changed bytes.
+/// each is read twice from a source of its own at its offset, first to hash it (the body
+/// check must be sent before the body), then streamed as the request's body. Bytes that
+/// differ on the second read are refused by the store (`BadDigest`: the body check does not
+/// match), so an object is never stored from changed bytes.
 extension S3MultipartUpload {
     /// The digest of the `size` bytes at `offset` (the first pass).
-    func digestPart(offset: Int64, size: Int, facts: PartReader.Facts) async throws -> PartDigest {
+    func digestPart(offset: Int64, size: Int, facts: PartReader.Facts, plan: DigestPlan) async throws -> PartDigest {
         let reader = try await openPart(at: offset, facts: facts)
         defer { reader.close() }
-        let (digest, bytes) = try await reader.digest(count: size)
+        let (digest, bytes) = try await reader.digest(count: size, plan: plan)
         guard bytes == size else {
             throw S3Error(
                 .sourceChanged,
@@ -38,32 +38,37 @@ extension S3MultipartUpload {
     /// stored already; returns its ETag and whether it was sent.
     func sendStreamedPart(
         offset: Int64, size: Int, number: Int, uploadID: String, stored: S3StoredPart?, facts: PartReader.Facts
-    ) async throws -> (etag: String, sent: Bool) {
-        let digest = try await digestPart(offset: offset, size: size, facts: facts)
+    ) async throws -> (etag: String, sent: Bool, checksum: S3Checksum?) {
+        let digest = try await digestPart(
+            offset: offset, size: size, facts: facts, plan: checks.plan(comparing: stored != nil))
         if let stored, stored.size == Int64(size), stored.etag == digest.md5Hex {
-            return (stored.etag, false)
+            return (stored.etag, false, digest.checksum)
         }
         let etag = try await withRetries("UploadPart \(number)") {
             try await withStreamedBody(offset: offset, size: size, digest: digest, facts: facts) { body in
                 try await client.uploadPart(
-                    location, uploadID: uploadID, number: number, payload: .streamed(body),
-                    contentMD5: digest.contentMD5)
+                    location, uploadID: uploadID, number: number, payload: .streamed(body), digest: digest,
+                    check: checks.body)
             }
         }
-        return (etag, true)
+        return (etag, true, digest.checksum)
     }
 
     /// The whole source, `length` bytes, in one PutObject, streamed.
     func putSingleStreamed(length: Int, facts: PartReader.Facts) async throws -> S3UploadResult {
-        let digest = try await digestPart(offset: 0, size: length, facts: facts)
+        let digest = try await digestPart(offset: 0, size: length, facts: facts, plan: checks.plan(comparing: false))
         try await checkIdentity(facts)
-        let etag = try await withRetries("PutObject") {
+        let (etag, answer) = try await withRetries("PutObject") {
             try await withStreamedBody(offset: 0, size: length, digest: digest, facts: facts) { body in
-                try await client.putObject(
-                    location, payload: .streamed(body), contentMD5: digest.contentMD5,
-                    contentType: options.contentType, metadata: options.metadata)
+                do {
+                    return try await client.putObject(
+                        location, payload: .streamed(body), digest: digest, check: checks.body,
+                        headers: options.objectHeaders)
+                } catch let error as S3Error {
+                    throw options.namingRefusedSetting(error)
+                }
             }
         }
-        return try await checkSingle(etag: etag, size: length)
+        return try await checkSingle(etag: etag, size: length, checksum: digest.checksum, answer: answer)
     }
 }

@@ -80,6 +80,34 @@ public struct S3UploadOptions: Sendable {
     /// that the user can resume with it after a crash.
     public var uploadStarted: (@Sendable (_ uploadID: String) -> Void)?
 
+    /// The checksum S3 stores beside the object (awscli's `--checksum-algorithm`): sent with
+    /// every request of the upload (`x-amz-checksum-…`), and for a multipart upload the
+    /// parts' checksums in CompleteMultipartUpload. A store that keeps no S3 checksums
+    /// (OpenStack Swift's s3api) fails a multipart upload with `.checksumNotSupported` before
+    /// any part is sent. Nil: as `checksumCalculation` says.
+    public var checksumAlgorithm: S3ChecksumAlgorithm? = nil
+    /// How a multipart upload's checksum covers the object (nil: the algorithm's own,
+    /// `S3ChecksumAlgorithm.defaultType`; `.fullObject` takes a CRC only).
+    public var checksumType: S3ChecksumType? = nil
+    /// When a checksum is sent without `checksumAlgorithm` (awscli's
+    /// `request_checksum_calculation`).
+    public var checksumCalculation: S3ChecksumCalculation = .whenSupported
+    /// The one check of each request's body that the signature covers and the store
+    /// verifies (`.automatic`: the cheapest such, see `S3BodyCheck`).
+    public var bodyCheck: S3BodyCheck = .automatic
+    /// The object's `Cache-Control`.
+    public var cacheControl: String? = nil
+    /// The object's `Content-Disposition`.
+    public var contentDisposition: String? = nil
+    /// The object's `Content-Encoding` (the bytes are sent as they are).
+    public var contentEncoding: String? = nil
+    /// The object's storage class (`x-amz-storage-class`: `STANDARD`, `STANDARD_IA`, …).
+    public var storageClass: String? = nil
+    /// Server-side encryption (`x-amz-server-side-encryption`: `AES256`, `aws:kms`).
+    public var serverSideEncryption: String? = nil
+    /// The object's tags, URL-encoded `KEY=VALUE&…` (`x-amz-tagging`).
+    public var tagging: String? = nil
+
     /// Parts larger than this are not held in memory but streamed from their source
     /// (`largestPartInMemory`; tests make it small to reach that path with small parts).
     package var partsInMemoryUpTo = S3UploadOptions.largestPartInMemory
@@ -112,6 +140,45 @@ public struct S3UploadOptions: Sendable {
     }
 }
 
+/// When an upload sends a checksum it was not asked for (awscli's `request_checksum_calculation`).
+public enum S3ChecksumCalculation: String, Sendable, Equatable {
+    /// When the store keeps S3 checksums: a multipart upload asks for CRC-32 (botocore's
+    /// default) when it is created and sends it only if the store says it keeps it (a single
+    /// PutObject, which cannot ask first, sends none). A store that keeps none (Swift's
+    /// s3api) costs no hashing.
+    case whenSupported = "when_supported"
+    /// Only when `checksumAlgorithm` names one.
+    case whenRequired = "when_required"
+}
+
+/// The one check of a request's body that the signature covers and the store verifies:
+/// a store refuses a body that does not match it (`BadDigest`, `XAmzContentSHA256Mismatch`),
+/// so a part damaged on the way is sent again. Never none.
+public enum S3BodyCheck: String, Sendable, Equatable {
+    /// The cheapest check the store verifies: over https, to a store that keeps S3 checksums
+    /// (it said so when the upload was created), `UNSIGNED-PAYLOAD` with the checksum sent
+    /// anyway (as botocore does); otherwise the signed payload SHA-256, which every S3 store
+    /// verifies and which costs the client less than MD5 (SHA-256 runs in hardware on
+    /// x86-64 with SHA extensions and on ARMv8), and the store less in all than
+    /// `Content-MD5` costs the client.
+    case automatic
+    /// The body's SHA-256 as the signed payload hash (`x-amz-content-sha256`).
+    case payloadSHA256 = "payload-sha256"
+    /// `UNSIGNED-PAYLOAD` with a signed `Content-MD5`.
+    case contentMD5 = "content-md5"
+    /// `UNSIGNED-PAYLOAD` with the signed `x-amz-checksum-…` of `checksumAlgorithm`: only for
+    /// a store that verifies S3 checksums (OpenStack Swift 2.30's s3api stores them without
+    /// checking); a multipart upload to a store that keeps none fails with
+    /// `.checksumNotSupported`.
+    case checksum
+}
+
+extension S3Error.Code {
+    /// The store keeps no S3 checksums, and one was asked for (`checksumAlgorithm`, or the
+    /// `.checksum` body check).
+    public static let checksumNotSupported = S3Error.Code("checksumNotSupported")
+}
+
 /// What a finished upload to S3 tells.
 public struct S3UploadResult: Sendable, Equatable {
     /// Where the object is.
@@ -126,6 +193,14 @@ public struct S3UploadResult: Sendable, Equatable {
     public var partsSent: Int
     /// The multipart upload's id (nil for a single PutObject).
     public var uploadID: String?
+    /// The object's S3 checksum, base64 (`-N` for a composite one of N parts), when one was
+    /// sent: as the store gave it back, else as computed here.
+    public var checksum: String? = nil
+    /// Its algorithm, when one was sent.
+    public var checksumAlgorithm: S3ChecksumAlgorithm? = nil
+    /// True when the store said it keeps the checksum (it echoed it back); false when it
+    /// took the request without a word of it (Swift's s3api: nothing is stored).
+    public var checksumStored = false
 }
 
 /// An upload to S3 under way: its progress as an `AsyncSequence`, its result, and a way to

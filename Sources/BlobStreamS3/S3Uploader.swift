@@ -2,6 +2,7 @@ import BlobStream
 import BlobStreamUpload
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// Uploads a source to S3: one PutObject for a source no longer than a part, else a
 /// multipart upload with `parallelism` parts in flight, each part retried on its own,
@@ -15,8 +16,11 @@ import NIOCore
 /// let result = try await upload.result
 /// ```
 ///
-/// Every part carries `Content-MD5` and its SHA-256 as the signed payload hash, so a part
-/// damaged on the way is refused by the store (`BadDigest`) and sent again. A source whose
+/// Every request carries one check of its body that the signature covers and the store
+/// verifies (`S3UploadOptions.bodyCheck`: by default its SHA-256 as the signed payload hash),
+/// so a part damaged on the way is refused by the store and sent again; an S3 checksum
+/// (`checksumAlgorithm`) goes beside it. A resumed upload compares the parts already stored
+/// with the source (their MD5 with the stored ETags) and sends those that differ. A source whose
 /// identity (`.blobContentIdentityKey`) or length changes during the upload fails it with
 /// `.sourceChanged` (and the upload is aborted): the object is never a splice of two versions.
 ///
@@ -52,6 +56,8 @@ struct S3MultipartUpload: Sendable {
     let progress: @Sendable (UploadProgress) -> Void
     /// The parts' buffers, each used again once its part is sent.
     let buffers = PartBufferPool()
+    /// The checks the requests carry (resolved in `run`).
+    var checks = UploadChecks(body: .payloadSHA256, checksum: nil, type: .composite, stored: false)
 
     func run() async throws -> S3UploadResult {
         let first = PartReader(source: try makeSource(), name: source.name)
@@ -70,7 +76,9 @@ struct S3MultipartUpload: Sendable {
         {
             // Too large for one buffer (which also holds a byte more, to see a file that grew).
             first.close()
-            return try await putSingleStreamed(length: Int(length), facts: facts)
+            var single = self
+            single.checks = try singleChecks()
+            return try await single.putSingleStreamed(length: Int(length), facts: facts)
         } else if let length = facts.length, ranged {
             head = length <= Int64(partSize) ? try await first.read(upTo: Int(length) + 1) : ByteBuffer()
             if length <= Int64(partSize) { try check(head, expected: Int(length), offset: 0) }
@@ -80,18 +88,25 @@ struct S3MultipartUpload: Sendable {
         }
         let single = ranged ? facts.length! <= Int64(partSize) : (ahead?.readableBytes ?? 0) == 0
         if single {
-            return try await putSingle(head, facts: facts)
+            var upload = self
+            upload.checks = try singleChecks()
+            return try await upload.putSingle(head, facts: facts)
         }
         if ranged { first.close() }
-        let uploadID = try await startOrFind()
-        options.uploadStarted?(uploadID)
+        let (uploadID, kept) = try await startOrFind()
         do {
+            var upload = self
+            upload.checks = try multipartChecks(kept: kept)
+            options.uploadStarted?(uploadID)
+            let stored = try await upload.storedParts(uploadID)
             let tally =
                 ranged
-                ? try await sendRanged(uploadID: uploadID, length: facts.length!, partSize: partSize, facts: facts)
-                : try await sendSequential(
-                    uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!)
-            return try await complete(uploadID: uploadID, tally: tally, facts: facts)
+                ? try await upload.sendRanged(
+                    uploadID: uploadID, length: facts.length!, partSize: partSize, facts: facts, stored: stored)
+                : try await upload.sendSequential(
+                    uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!,
+                    stored: stored)
+            return try await upload.complete(uploadID: uploadID, tally: tally, facts: facts)
         } catch {
             var aborted = false
             if options.abortsOnFailure { aborted = await abort(uploadID) }
@@ -139,15 +154,23 @@ struct S3MultipartUpload: Sendable {
 
     func putSingle(_ body: ByteBuffer, facts: PartReader.Facts) async throws -> S3UploadResult {
         try await checkIdentity(facts)
-        let etag = try await withRetries("PutObject") {
-            try await client.putObject(
-                location, body: body, contentType: options.contentType, metadata: options.metadata)
+        let digest = checks.plan(comparing: false).digest(body)
+        let (etag, answer) = try await withRetries("PutObject") {
+            do {
+                return try await client.putObject(
+                    location, payload: .bytes(body), digest: digest, check: checks.body, headers: options.objectHeaders)
+            } catch let error as S3Error {
+                throw options.namingRefusedSetting(error)
+            }
         }
-        return try await checkSingle(etag: etag, size: body.readableBytes)
+        return try await checkSingle(etag: etag, size: body.readableBytes, checksum: digest.checksum, answer: answer)
     }
 
-    /// The object a single PutObject stored has the size sent; the result.
-    func checkSingle(etag: String, size: Int) async throws -> S3UploadResult {
+    /// The object a single PutObject stored has the size sent; the result, with the checksum
+    /// sent (`checksum`) as the store gave it back in its answer's header fields.
+    func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: HTTPHeaders) async throws
+        -> S3UploadResult
+    {
         let info = try await client.headObject(location)
         guard info.size == Int64(size) else {
             throw S3Error(
@@ -155,42 +178,59 @@ struct S3MultipartUpload: Sendable {
                 bucket: location.bucket, key: location.key)
         }
         progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
-        return S3UploadResult(location: location, etag: etag, size: info.size, parts: 0, partsSent: 0, uploadID: nil)
+        let echoed = checksum.flatMap { answer.first(name: $0.algorithm.headerName) }
+        return S3UploadResult(
+            location: location, etag: etag, size: info.size, parts: 0, partsSent: 0, uploadID: nil,
+            checksum: echoed ?? checksum?.base64, checksumAlgorithm: checksum?.algorithm, checksumStored: echoed != nil)
     }
 
-    /// A new upload's id, or the one `options.resume` names.
-    func startOrFind() async throws -> String {
+    /// A new upload's id, or the one `options.resume` names; and the checksum algorithm the
+    /// store says it keeps for it (CreateMultipartUpload's answer, or ListParts').
+    func startOrFind() async throws -> (uploadID: String, kept: String?) {
         switch options.resume {
         case .no:
-            return try await withRetries("CreateMultipartUpload") {
-                try await client.createMultipartUpload(
-                    location, contentType: options.contentType, metadata: options.metadata)
+            let created = try await withRetries("CreateMultipartUpload") {
+                do {
+                    return try await client.createMultipartUpload(location, headers: createHeaders)
+                } catch let error as S3Error {
+                    throw options.namingRefusedSetting(error)
+                }
             }
+            return (created.uploadID, created.checksumAlgorithm)
         case .uploadID(let id):
-            return id
+            return (id, try await listStored(id).checksumAlgorithm)
         case .latest:
-            return try await client.findUploadToResume(location, lookup: options.resumeLookup).uploadID
+            let id = try await client.findUploadToResume(location, lookup: options.resumeLookup).uploadID
+            return (id, try await listStored(id).checksumAlgorithm)
         }
+    }
+
+    /// ListParts of a resumed upload.
+    private func listStored(_ uploadID: String) async throws -> (parts: [S3StoredPart], checksumAlgorithm: String?) {
+        try await withRetries("ListParts") { try await client.listPartsAndChecksum(location, uploadID: uploadID) }
     }
 
     /// The parts already stored when resuming (none for a new upload).
     func storedParts(_ uploadID: String) async throws -> [Int: S3StoredPart] {
         guard options.resume != .no else { return [:] }
-        let parts = try await withRetries("ListParts") { try await client.listParts(location, uploadID: uploadID) }
+        let parts = try await listStored(uploadID).parts
         return Dictionary(parts.map { ($0.partNumber, $0) }, uniquingKeysWith: { $1 })
     }
 
-    /// Sends one part unless the same bytes are stored already; returns its ETag and whether it was sent.
+    /// Sends one part unless the same bytes are stored already (its MD5 is the stored
+    /// ETag); returns its ETag, whether it was sent, and its checksum.
     func sendPart(_ body: ByteBuffer, number: Int, uploadID: String, stored: S3StoredPart?) async throws -> (
-        etag: String, sent: Bool
+        etag: String, sent: Bool, checksum: S3Checksum?
     ) {
-        if let stored, stored.size == Int64(body.readableBytes), stored.etag == S3Client.md5Hex(body) {
-            return (stored.etag, false)
+        let digest = checks.plan(comparing: stored != nil).digest(body)
+        if let stored, stored.size == Int64(body.readableBytes), stored.etag == digest.md5Hex {
+            return (stored.etag, false, digest.checksum)
         }
         let etag = try await withRetries("UploadPart \(number)") {
-            try await client.uploadPart(location, uploadID: uploadID, number: number, body: body)
+            try await client.uploadPart(
+                location, uploadID: uploadID, number: number, payload: .bytes(body), digest: digest, check: checks.body)
         }
-        return (etag, true)
+        return (etag, true, digest.checksum)
     }
 
     /// `body`, tried again on retryable errors, at most `maxAttempts` times in all, waiting

@@ -43,9 +43,11 @@ public struct SigV4Request: Sendable {
 /// let signed = signer.sign(request, payloadHash: SigV4Signer.sha256Hex(body), date: Date())
 /// ```
 ///
-/// The payload hash is always the SHA-256 of the body (never `UNSIGNED-PAYLOAD`), and S3
-/// requests carry it in `x-amz-content-sha256` as S3 requires. S3 does not normalize paths
-/// (`normalizesPath` is false by default): `a//b` and `a/./b` are different keys.
+/// The payload hash is the SHA-256 of the body, or `UNSIGNED-PAYLOAD` (`unsignedPayload`)
+/// when another signed header binds the body (`Content-MD5`, `x-amz-checksum-…`); S3 requests
+/// carry it in `x-amz-content-sha256` as S3 requires. S3 does not normalize paths
+/// (`normalizesPath` is false by default): `a//b` and `a/./b` are different keys. Presigned
+/// URLs (query signing): `presign(_:expiresIn:date:)`.
 public struct SigV4Signer: Sendable {
     /// The keys to sign with.
     public var credentials: S3Credentials
@@ -70,6 +72,10 @@ public struct SigV4Signer: Sendable {
         self.normalizesPath = normalizesPath
         self.addsContentSHA256Header = addsContentSHA256Header
     }
+
+    /// The payload hash of a request whose body the signature does not cover (a presigned
+    /// URL, or a body bound by a signed `Content-MD5` or `x-amz-checksum-…` instead).
+    public static let unsignedPayload = "UNSIGNED-PAYLOAD"
 
     /// The SHA-256 of an empty body, in hex.
     public static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -18,7 +18,9 @@ struct Blobstream: AsyncParsableCommand {
             what to do when there is something to do), 2 for a usage error (wrong or missing arguments).
             """,
         version: BlobStreamVersion.current,
-        subcommands: [Cat.self, Checksum.self, Info.self, List.self, IndexCommand.self, Upload.self, Demo.self]
+        subcommands: [
+            Cat.self, Checksum.self, Info.self, List.self, IndexCommand.self, Upload.self, Presign.self, Demo.self,
+        ]
     )
 
     static func main() async {

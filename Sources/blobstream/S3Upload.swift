@@ -47,6 +47,18 @@ enum S3UploadCommand {
         var options = S3UploadOptions(
             partSize: s3.partSizeBytes, parallelism: s3.parallel, contentType: s3.contentType,
             metadata: s3.metadataPairs, abortsOnFailure: !s3.keepParts)
+        options.checksumAlgorithm = s3.checksumAlgorithm.flatMap { S3ChecksumAlgorithm(name: $0) }
+        // awscli's setting: when_supported (its default) or when_required.
+        if ProcessInfo.processInfo.environment["AWS_REQUEST_CHECKSUM_CALCULATION"]?.lowercased() == "when_required" {
+            options.checksumCalculation = .whenRequired
+        }
+        options.bodyCheck = s3.bodyCheck == "auto" ? .automatic : S3BodyCheck(rawValue: s3.bodyCheck) ?? .automatic
+        options.cacheControl = s3.cacheControl
+        options.contentDisposition = s3.contentDisposition
+        options.contentEncoding = s3.contentEncoding
+        options.storageClass = s3.storageClass
+        options.serverSideEncryption = s3.sse
+        options.tagging = s3.tagging
         if let id = s3.uploadId {
             options.resume = .uploadID(id)
         } else if s3.resume {
@@ -157,8 +169,17 @@ enum S3UploadCommand {
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
         FileHandle.standardError.write(
             Data(
-                "uploaded \(result.size) bytes (\(ProgressLine.size(result.size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\n"
+                "uploaded \(result.size) bytes (\(ProgressLine.size(result.size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
                     .utf8))
+    }
+
+    /// `, CRC64NVME <base64>` for the checksum the store keeps; for one asked for that the
+    /// store took without keeping, the value computed here and that the store keeps none.
+    private static func checksumNote(_ result: S3UploadResult, asked: S3ChecksumAlgorithm?) -> String {
+        guard let algorithm = result.checksumAlgorithm, let value = result.checksum else { return "" }
+        if result.checksumStored { return ", \(algorithm.rawValue) \(value)" }
+        guard asked != nil else { return "" }
+        return ", \(algorithm.rawValue) \(value) (computed here: the store keeps no S3 checksum)"
     }
 }
 

@@ -1,5 +1,4 @@
 import BlobStream
-import Crypto
 import Foundation
 import NIOCore
 
@@ -77,12 +76,11 @@ final class PartReader: @unchecked Sendable {
     }
 
     /// Reads `count` bytes (fewer only at the source's end) through one buffer, and returns
-    /// their digest and how many there were: the first pass over a part too large for one
-    /// buffer, nothing kept.
-    func digest(count: Int) async throws -> (digest: PartDigest, bytes: Int) {
+    /// their digest as `plan` asks and how many there were: the first pass over a part too
+    /// large for one buffer, nothing kept.
+    func digest(count: Int, plan: DigestPlan) async throws -> (digest: PartDigest, bytes: Int) {
         try await run { [self] () throws(S3Error) -> (digest: PartDigest, bytes: Int) in
-            var md5 = Insecure.MD5()
-            var sha256 = SHA256()
+            var digester = DigestPlan.Digester(plan)
             let chunk = 4 << 20
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
             defer { buffer.deallocate() }
@@ -98,12 +96,10 @@ final class PartReader: @unchecked Sendable {
                     }
                     break
                 }
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
-                md5.update(bufferPointer: bytes)
-                sha256.update(bufferPointer: bytes)
+                digester.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
                 total += got
             }
-            return (PartDigest(md5: Data(md5.finalize()), sha256Hex: SigV4Signer.hex(sha256.finalize())), total)
+            return (digester.finish(), total)
         }
     }
 

@@ -3,23 +3,76 @@ import Crypto
 import Foundation
 import NIOCore
 
-/// The hashes a part's request carries, computed from its bytes before it is sent:
-/// `Content-MD5` and the SHA-256 the signature covers.
-struct PartDigest: Sendable, Equatable {
-    /// The MD5 of the bytes.
-    var md5: Data
-    /// The hex SHA-256 of the bytes.
-    var sha256Hex: String
+/// What to compute over a request's body: the payload SHA-256 the signature covers, the
+/// MD5 for `Content-MD5` (or to compare with a stored part's ETag), an S3 checksum.
+struct DigestPlan: Sendable, Equatable {
+    var sha256 = false
+    var md5 = false
+    var checksum: S3ChecksumAlgorithm?
 
+    /// The digest of `bytes`, all at once.
+    func digest(_ bytes: ByteBuffer) -> PartDigest {
+        var digester = Digester(self)
+        bytes.withUnsafeReadableBytes { digester.update($0) }
+        return digester.finish()
+    }
+
+    /// Digests bytes given in order.
+    struct Digester {
+        private var sha256: SHA256?
+        private var md5: Insecure.MD5?
+        private var checksum: S3Checksum?
+
+        init(_ plan: DigestPlan) {
+            sha256 = plan.sha256 ? SHA256() : nil
+            md5 = plan.md5 ? Insecure.MD5() : nil
+            checksum = plan.checksum.map { S3Checksum($0) }
+        }
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) {
+            sha256?.update(bufferPointer: bytes)
+            md5?.update(bufferPointer: bytes)
+            checksum?.update(bytes)
+        }
+
+        func finish() -> PartDigest {
+            PartDigest(
+                sha256Hex: sha256.map { SigV4Signer.hex($0.finalize()) }, md5: md5.map { Data($0.finalize()) },
+                checksum: checksum)
+        }
+    }
+}
+
+/// The digests of a request's body, computed from its bytes before it is sent, as its
+/// `DigestPlan` asked.
+struct PartDigest: Sendable {
+    /// The hex SHA-256 of the bytes, when computed.
+    var sha256Hex: String?
+    /// The MD5 of the bytes, when computed.
+    var md5: Data?
+    /// The S3 checksum, when computed.
+    var checksum: S3Checksum?
+
+    /// The payload hash the signature covers: the SHA-256, else `UNSIGNED-PAYLOAD`.
+    var payloadHash: String { sha256Hex ?? SigV4Signer.unsignedPayload }
     /// The base64 MD5, for `Content-MD5`.
-    var contentMD5: String { md5.base64EncodedString() }
+    var contentMD5: String? { md5?.base64EncodedString() }
     /// The hex MD5, as S3 gives a part's ETag.
-    var md5Hex: String { SigV4Signer.hex(md5) }
+    var md5Hex: String? { md5.map { SigV4Signer.hex($0) } }
+
+    /// The header fields that carry the checks: `Content-MD5` and `x-amz-checksum-…` when
+    /// computed.
+    func headers(sendingMD5: Bool) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        if sendingMD5, let contentMD5 { headers.append((name: "Content-MD5", value: contentMD5)) }
+        if let checksum { headers.append((name: checksum.algorithm.headerName, value: checksum.base64)) }
+        return headers
+    }
 }
 
 /// A request body too large for one buffer, streamed from a source opened at its offset: its
 /// digest was computed in a first pass over the same bytes; the store refuses the request
-/// (`BadDigest`, a SHA-256 mismatch) should they differ on the second.
+/// (`BadDigest`) should they differ on the second.
 struct StreamedBody: Sendable {
     /// A source that failed while the body was streamed: handed to `S3Client.send`'s caller
     /// as the source's error, not as a failed connection.
@@ -27,7 +80,7 @@ struct StreamedBody: Sendable {
         let error: S3Error
     }
 
-    /// The hashes of the body's bytes.
+    /// The digests of the body's bytes.
     let digest: PartDigest
     /// The chunks, read as the client asks for them.
     let chunks: PartChunks

@@ -1,0 +1,126 @@
+import Foundation
+
+/// The checks an upload's requests carry, resolved from the options and what the store
+/// said: the one body check, and the S3 checksum sent beside it (if any).
+struct UploadChecks: Sendable {
+    /// The body check (never `.automatic`).
+    var body: S3BodyCheck
+    /// The checksum every request carries, nil for none.
+    var checksum: S3ChecksumAlgorithm?
+    /// How a multipart upload's checksum covers the object.
+    var type: S3ChecksumType
+    /// True when the store said it keeps the checksum.
+    var stored: Bool
+
+    /// What to compute over a part: its check, its checksum, and its MD5 when it is to be
+    /// compared with a part already stored (`comparing`).
+    func plan(comparing: Bool) -> DigestPlan {
+        DigestPlan(sha256: body == .payloadSHA256, md5: body == .contentMD5 || comparing, checksum: checksum)
+    }
+}
+
+extension S3UploadOptions {
+    /// The header fields of the object: type, metadata, and those of `cacheControl` to `tagging`.
+    var objectHeaders: [(name: String, value: String)] {
+        var headers = S3Client.objectHeaders(contentType: contentType, metadata: metadata)
+        for (name, value) in objectSettings { headers.append((name: name, value: value)) }
+        return headers
+    }
+
+    /// The settings besides type and metadata that are header fields of the object.
+    private var objectSettings: [(String, String)] {
+        [
+            ("Cache-Control", cacheControl), ("Content-Disposition", contentDisposition),
+            ("Content-Encoding", contentEncoding), ("x-amz-storage-class", storageClass),
+            ("x-amz-server-side-encryption", serverSideEncryption), ("x-amz-tagging", tagging),
+        ].compactMap { name, value in value.map { (name, $0) } }
+    }
+
+    /// The checksum asked for, or sent anyway (`.whenSupported`: CRC-32, as botocore).
+    var checksumToAsk: S3ChecksumAlgorithm? {
+        checksumAlgorithm ?? (checksumCalculation == .whenSupported ? .crc32 : nil)
+    }
+
+    /// `error` from PutObject or CreateMultipartUpload, its message naming the setting the
+    /// store refused (storage class, encryption, tagging) when it is about one.
+    func namingRefusedSetting(_ error: S3Error) -> S3Error {
+        guard let status = error.statusCode, (400..<600).contains(status), status != 403 else { return error }
+        let text = error.message.lowercased()
+        let refused: (String, String?)? =
+            if error.code == S3Error.Code("InvalidStorageClass") || text.contains("storage class") {
+                ("the storage class", storageClass)
+            } else if text.contains("encryption") {
+                ("server-side encryption", serverSideEncryption)
+            } else if text.contains("tagging") {
+                ("tagging", tagging)
+            } else {
+                nil
+            }
+        guard case (let what, let value?)? = refused else { return error }
+        var named = error
+        named.message = "the store refuses \(what) \(value): \(error.message)"
+        return named
+    }
+}
+
+extension S3MultipartUpload {
+    /// The checks of a single PutObject: the checksum asked for (none unasked: the store
+    /// cannot say beforehand whether it keeps one), the body check as asked, else the payload
+    /// SHA-256.
+    func singleChecks() throws -> UploadChecks {
+        let checksum = options.checksumAlgorithm
+        let body = options.bodyCheck == .automatic ? .payloadSHA256 : options.bodyCheck
+        try checkBodyCheck(body, checksum: checksum)
+        return UploadChecks(body: body, checksum: checksum, type: .fullObject, stored: false)
+    }
+
+    /// The checks of a multipart upload, once the store said whether it keeps the checksum
+    /// asked for (`kept`: the algorithm it named, nil for none).
+    func multipartChecks(kept: String?) throws -> UploadChecks {
+        let asked = options.checksumToAsk
+        let stored = asked != nil && kept?.uppercased() == asked?.rawValue
+        if let explicit = options.checksumAlgorithm, !stored {
+            throw S3Error(
+                .checksumNotSupported,
+                "the store keeps no S3 checksums (it did not take x-amz-checksum-algorithm \(explicit.rawValue) for the multipart upload of \(location)): upload without a checksum algorithm",
+                bucket: location.bucket, key: location.key)
+        }
+        let checksum = stored ? asked : nil
+        let https = S3Client.endpointURL(client.configuration).scheme?.lowercased() == "https"
+        let body: S3BodyCheck =
+            switch options.bodyCheck {
+            case .automatic: https && checksum != nil ? .checksum : .payloadSHA256
+            case let chosen: chosen
+            }
+        try checkBodyCheck(body, checksum: checksum)
+        let type = options.checksumType ?? checksum?.defaultType ?? .composite
+        return UploadChecks(body: body, checksum: checksum, type: type, stored: stored)
+    }
+
+    /// The `.checksum` body check needs a checksum the store keeps; a full-object type, a CRC.
+    private func checkBodyCheck(_ body: S3BodyCheck, checksum: S3ChecksumAlgorithm?) throws {
+        if body == .checksum && checksum == nil {
+            throw S3Error(
+                .checksumNotSupported,
+                "the checksum body check needs a checksum the store keeps, and \(location)'s upload has none: choose another body check",
+                bucket: location.bucket, key: location.key)
+        }
+        if options.checksumType == .fullObject, let algorithm = options.checksumAlgorithm, !algorithm.combinesParts {
+            throw S3Error(
+                .invalidConfiguration,
+                "a full-object checksum is a CRC (CRC32, CRC32C, CRC64NVME), not \(algorithm.rawValue)",
+                bucket: location.bucket, key: location.key)
+        }
+    }
+
+    /// The header fields CreateMultipartUpload carries: the object's, and the checksum asked for.
+    var createHeaders: [(name: String, value: String)] {
+        var headers = options.objectHeaders
+        if let asked = options.checksumToAsk {
+            headers.append((name: "x-amz-checksum-algorithm", value: asked.rawValue))
+            let type = options.checksumType ?? asked.defaultType
+            if type == .fullObject { headers.append((name: "x-amz-checksum-type", value: type.rawValue)) }
+        }
+        return headers
+    }
+}
