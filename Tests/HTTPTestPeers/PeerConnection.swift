@@ -133,7 +133,15 @@ public final class PeerConnection {
 
     /// Closes the connection cleanly (FIN) after what was written.
     public func close() async {
+        await flush()
         try? await channel.close().get()
+    }
+
+    /// Returns once everything written so far is in the kernel's hands: a close right after
+    /// the writer's last `write` would drop what a slow reader has not taken yet. (An empty
+    /// write queued behind the others completes after them.)
+    func flush() async {
+        try? await channel.writeAndFlush(ByteBuffer()).get()
     }
 
     /// Appends `line` to the peer's record `name` (``SocketPeer/recorded(_:)``); returns how

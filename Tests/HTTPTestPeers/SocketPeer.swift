@@ -31,7 +31,7 @@ public final class SocketPeer: Sendable {
     /// `receiveBufferSize`, accepted sockets get that kernel receive buffer (`SO_RCVBUF`),
     /// so that the kernel takes in little of a body the peer does not read.
     public init(
-        receiveBufferSize: Int? = nil, serve: @escaping @Sendable (sending PeerConnection) async throws -> Void
+        receiveBufferSize: Int? = nil, serve: @escaping @Sendable (PeerConnection) async throws -> Void
     ) throws {
         let registry = PeerRegistry()
         var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -52,7 +52,9 @@ public final class SocketPeer: Sendable {
                 guard registry.opened(channel) else { return channel.close(promise: nil) }
                 Task(executorPreference: PeerExecutor.shared) {
                     try? await wrapped.executeThenClose { inbound, outbound in
-                        try await serve(PeerConnection(channel: channel, inbound, outbound, registry: registry))
+                        let connection = PeerConnection(channel: channel, inbound, outbound, registry: registry)
+                        try await serve(connection)
+                        await connection.flush()
                     }
                 }
             }
