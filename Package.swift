@@ -104,14 +104,28 @@ let package = Package(
         // Test-only: a WebDAV nginx on 127.0.0.1 for the upload tests.
         .target(
             name: "NginxTestServer",
-            dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport", "BlobStreamNginxTestSupport"],
+            dependencies: [
+                "BlobStream", "BlobStreamUpload", "BlobStreamTestSupport", "BlobStreamNginxTestSupport",
+                "HTTPTestPeers",
+            ],
             path: "Tests/NginxTestServer"
         ),
         // Test-only: OpenStack Swift with its S3 API on 127.0.0.1 (scripts/swift-store), shared by
-        // the suites of a test process, and Swift's own API to check what it holds.
-        .target(name: "SwiftStoreTestServer", path: "Tests/SwiftStoreTestServer"),
+        // the suites of a test process, Swift's own API to check what it holds, and a
+        // fault-injecting proxy in front of it (in the test process, on HTTPTestPeers' sockets).
+        .target(
+            name: "SwiftStoreTestServer",
+            dependencies: [
+                "HTTPTestPeers",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Tests/SwiftStoreTestServer"
+        ),
         // Test-only: misbehaving HTTP peers in the test process (SwiftNIO on 127.0.0.1): bodies
-        // cut mid-way, error statuses, redirect chains, a server that goes down and comes back.
+        // cut mid-way, error statuses, redirect chains, a server that goes down and comes back,
+        // and peers on raw sockets (an early answer, a dropping server, a changing file, a
+        // CONNECT tunnel). NginxTestServer re-exports it.
         .target(
             name: "HTTPTestPeers",
             dependencies: [

@@ -131,7 +131,7 @@ final class HTTPRangeSourceTests {
     func conformance() throws {
         let bytes = sampleBytes(150_000, seed: 41)
         let url = try server.serve(Array(bytes), as: "conformance.bin")
-        let peer = try PythonPeer.droppingServer(length: 150_000)
+        let peer = try SocketPeer.droppingServer(length: 150_000)
         defer { peer.stop() }
         let options = self.options
         let findings = SourceConformance.check(
@@ -195,7 +195,7 @@ final class HTTPRangeSourceTests {
 
     @Test("a connection dropped mid-body: .truncated naming the URL and the offset, never a short clean end")
     func droppedConnection() throws {
-        let peer = try PythonPeer.droppingServer(length: 200_000)
+        let peer = try SocketPeer.droppingServer(length: 200_000)
         defer { peer.stop() }
         let url = peer.baseURL + "/object.bin"
         let (data, last, error) = try read(source(url))
@@ -273,7 +273,7 @@ final class HTTPRangeSourceTests {
     func proxy() throws {
         let bytes = sampleBytes(150_000, seed: 39)
         try server.serve(Array(bytes), as: "proxied.bin")
-        let proxy = try PythonPeer.connectProxy()
+        let proxy = try SocketPeer.connectProxy()
         defer { proxy.stop() }
         let environment = [
             "HTTPS_PROXY": "http://127.0.0.1:\(proxy.port)", "AWS_CA_BUNDLE": server.certificates.caCertificate.path,

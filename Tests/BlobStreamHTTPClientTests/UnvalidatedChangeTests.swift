@@ -26,11 +26,11 @@ final class UnvalidatedChangeTests {
     deinit { try? FileManager.default.removeItem(at: folder) }
 
     /// A peer serving `a` to the first request and `b` after, with `validator`.
-    func peer(_ validator: PythonPeer.Validator, a: Data? = nil, b: Data? = nil) throws -> PythonPeer {
+    func peer(_ validator: SocketPeer.Validator, a: Data? = nil, b: Data? = nil) throws -> SocketPeer {
         let (fileA, fileB) = (folder.appendingPathComponent("a"), folder.appendingPathComponent("b"))
         try (a ?? versionA).write(to: fileA)
         try (b ?? versionB).write(to: fileB)
-        return try PythonPeer.changingServer(versionA: fileA, versionB: fileB, validator: validator)
+        return try SocketPeer.changingServer(versionA: fileA, versionB: fileB, validator: validator)
     }
 
     func source(_ url: String) -> HTTPRangeDataSource {
@@ -49,10 +49,10 @@ final class UnvalidatedChangeTests {
         return (data, last, source.error as? BlobStreamError)
     }
 
-    static let unvalidated: [PythonPeer.Validator] = [.weakETag, .lastModifiedOnly, .none]
+    static let unvalidated: [SocketPeer.Validator] = [.weakETag, .lastModifiedOnly, .none]
 
     @Test("a whole read is version A exactly, from one GET to the end", arguments: unvalidated)
-    func wholeRead(validator: PythonPeer.Validator) throws {
+    func wholeRead(validator: SocketPeer.Validator) throws {
         let peer = try peer(validator)
         defer { peer.stop() }
         let url = peer.baseURL + "/file.bin"
@@ -66,7 +66,7 @@ final class UnvalidatedChangeTests {
     }
 
     @Test("a read from an offset is A's bytes from there, from one GET (bytes=N-)", arguments: unvalidated)
-    func offsetRead(validator: PythonPeer.Validator) throws {
+    func offsetRead(validator: SocketPeer.Validator) throws {
         let peer = try peer(validator)
         defer { peer.stop() }
         let (data, last, error) = try read(source(peer.baseURL + "/file.bin"), from: 150_001)
@@ -78,7 +78,7 @@ final class UnvalidatedChangeTests {
 
     @Test(
         "moving forward drops bytes of the same answer; moving back fails naming the validator", arguments: unvalidated)
-    func moves(validator: PythonPeer.Validator) throws {
+    func moves(validator: SocketPeer.Validator) throws {
         let peer = try peer(validator)
         defer { peer.stop() }
         let url = peer.baseURL + "/file.bin"
@@ -107,7 +107,7 @@ final class UnvalidatedChangeTests {
     func conformance() throws {
         let peer = try peer(.weakETag, a: versionA, b: versionA)
         defer { peer.stop() }
-        let dropping = try PythonPeer.droppingServer(length: 150_000)
+        let dropping = try SocketPeer.droppingServer(length: 150_000)
         defer { dropping.stop() }
         let options = self.options
         let (url, failing) = (peer.baseURL + "/file.bin", dropping.baseURL + "/dropped.bin")
@@ -138,7 +138,7 @@ final class UnvalidatedChangeTests {
     @Test(
         "archive:http…!/member of a zip that changes: A's member, or an error naming the validator",
         arguments: unvalidated)
-    func zipMember(validator: PythonPeer.Validator) throws {
+    func zipMember(validator: SocketPeer.Validator) throws {
         let memberA = sampleBytes(300_000, seed: 73)
         let memberB = sampleBytes(300_000, seed: 74)
         let peer = try peer(validator, a: try storedZip(memberA), b: try storedZip(memberB))
@@ -161,7 +161,7 @@ final class UnvalidatedChangeTests {
     @Test(
         "archive:http…!/member of a 7-Zip archive (its index at the end): an error naming the URL and the validator",
         arguments: unvalidated)
-    func sevenZipMember(validator: PythonPeer.Validator) throws {
+    func sevenZipMember(validator: SocketPeer.Validator) throws {
         let peer = try peer(
             validator, a: try bsdtar("7zip", sampleBytes(200_000, seed: 75)),
             b: try bsdtar("7zip", sampleBytes(200_000, seed: 76)))
@@ -181,7 +181,7 @@ final class UnvalidatedChangeTests {
     @Test(
         "archive:http…!/member of a tar that changes: A's member, read in one pass from one GET", arguments: unvalidated
     )
-    func tarMember(validator: PythonPeer.Validator) throws {
+    func tarMember(validator: SocketPeer.Validator) throws {
         let (memberA, memberB) = (sampleBytes(300_000, seed: 77), sampleBytes(300_000, seed: 78))
         let peer = try peer(validator, a: try bsdtar("ustar", memberA), b: try bsdtar("ustar", memberB))
         defer { peer.stop() }

@@ -3,6 +3,7 @@ import BlobStreamFiles
 import BlobStreamS3
 import Foundation
 import NIOCore
+import SwiftStoreTestServer
 import Synchronization
 import Testing
 
@@ -70,9 +71,8 @@ struct S3LargePartTests {
         _ = try await fixture.client.uploadPart(
             location, uploadID: id, number: 1, body: ByteBuffer(bytes: data.prefix(5 << 20)))
         // The store's listing may lag behind: wait until it lists the part.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await fixture.client.listParts(location, uploadID: id).isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        _ = try await SwiftStoreTestServer.poll(upTo: .seconds(30)) {
+            try await !fixture.client.listParts(location, uploadID: id).isEmpty
         }
         var options = S3UploadOptions(partSize: 5 << 20, parallelism: 1, resume: .uploadID(id))
         options.partsInMemoryUpTo = 1 << 20

@@ -20,13 +20,9 @@ struct S3OpenUploadTests {
     static func awaitListing(
         _ fixture: StoreFixture, _ location: S3Location, id: String, listed: Bool
     ) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let ids = try await fixture.client.listMultipartUploads(location).map(\.uploadID)
-            if ids.contains(id) == listed { return true }
-            try await Task.sleep(for: .milliseconds(50))
+        try await SwiftStoreTestServer.poll(upTo: .seconds(30)) {
+            try await fixture.client.listMultipartUploads(location).map(\.uploadID).contains(id) == listed
         }
-        return false
     }
 
     /// The command between backticks after `lead` in `line`.

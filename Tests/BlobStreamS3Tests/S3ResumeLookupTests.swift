@@ -13,12 +13,12 @@ struct S3ResumeLookupTests {
     /// Waits until the store lists `count` unfinished uploads of `location` (its container
     /// listings are updated in the background).
     func waitForListing(_ fixture: StoreFixture, _ location: S3Location, count: Int) async throws -> [S3PendingUpload] {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while true {
-            let pending = try await fixture.client.listMultipartUploads(location)
-            if pending.count >= count || ContinuousClock.now > deadline { return pending }
-            try await Task.sleep(for: .milliseconds(100))
+        var pending: [S3PendingUpload] = []
+        _ = try await SwiftStoreTestServer.poll(upTo: .seconds(20)) {
+            pending = try await fixture.client.listMultipartUploads(location)
+            return pending.count >= count
         }
+        return pending
     }
 
     /// Two unfinished uploads of `key`, the second started over a second after the first.
@@ -66,12 +66,8 @@ struct S3ResumeLookupTests {
         #expect(error?.message.contains("s3://\(fixture.bucket)/none") == true)
         #expect(ContinuousClock.now - started >= .milliseconds(300)) // 100 ms, then 200 ms
         // The proxy logs a request once its answer is relayed: wait for the last entry.
-        var listings: [FaultProxy.Seen] = []
-        let deadline = ContinuousClock.now + .seconds(5)
-        repeat {
-            listings = try await proxy.log().filter { $0.method == "GET" && $0.target.contains("uploads") }
-            if listings.count < 3 { try await Task.sleep(for: .milliseconds(50)) }
-        } while listings.count < 3 && ContinuousClock.now < deadline
+        let isListing = { @Sendable (seen: FaultProxy.Seen) in seen.method == "GET" && seen.target.contains("uploads") }
+        let listings = await proxy.log(until: { $0.filter(isListing).count >= 3 }).filter(isListing)
         #expect(listings.count == 3)
     }
 

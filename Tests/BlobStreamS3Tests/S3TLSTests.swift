@@ -110,7 +110,7 @@ struct S3TLSTests {
         let setup = try await TLSStoreFixture()
         defer { setup.stop() }
         let fixture = setup.fixture
-        let proxy = try PythonPeer.connectProxy()
+        let proxy = try SocketPeer.connectProxy()
         defer { proxy.stop() }
         let environment = ["HTTPS_PROXY": "http://127.0.0.1:\(proxy.port)", "AWS_CA_BUNDLE": setup.caBundle]
         let (path, data) = try fixture.file("big", count: 11 << 20, seed: 34)

@@ -214,13 +214,12 @@ struct S3ToolTests {
         let location = fixture.location("resumed")
         var stored = 0
         var uploadID = ""
-        let deadline = ContinuousClock.now + .seconds(60)
-        while stored == 0, ContinuousClock.now < deadline, process.isRunning {
-            try await Task.sleep(for: .milliseconds(20))
+        _ = try await SwiftStoreTestServer.poll(upTo: .seconds(60)) {
             if let upload = try await fixture.client.listMultipartUploads(location).first {
                 stored = try await fixture.client.listParts(location, uploadID: upload.uploadID).count
                 uploadID = upload.uploadID
             }
+            return stored > 0 || !process.isRunning
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()

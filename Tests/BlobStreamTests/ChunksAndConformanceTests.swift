@@ -73,17 +73,25 @@ struct ChunksAndConformanceTests {
         #expect(got == 500)
     }
 
-    @Test("cancelling the task wakes a read waiting for the source and throws CancellationError")
+    @Test(
+        "cancelling the task wakes a read waiting for the source and throws CancellationError",
+        .timeLimit(.minutes(1)))
     func cancellation() async {
         let queue = DispatchQueue(label: "slow")
         // 10 bytes, then nothing for an hour.
         let source = InMemoryDataSource(data: sampleBytes(100), chunkSize: 10, refillDelay: (queue, 3600))
+        let (chunks, chunkSeen) = AsyncStream<Void>.makeStream()
         let task = Task {
             var got = 0
-            for try await chunk in BlobChunks(dataSource: source) { got += chunk.count }
+            for try await chunk in BlobChunks(dataSource: source) {
+                got += chunk.count
+                chunkSeen.yield()
+            }
             return got
         }
-        try? await Task.sleep(nanoseconds: 100_000_000)
+        // Once the first 10 bytes came, the next read waits for the source (an hour).
+        var seen = chunks.makeAsyncIterator()
+        await seen.next()
         task.cancel()
         let result = await task.result
         switch result {

@@ -194,14 +194,17 @@ struct SynchronousStreamTests {
         stream.open()
         let results = Box<[Int]>([])
         let done = DispatchSemaphore(value: 0)
+        let firstRead = DispatchSemaphore(value: 0)
         let reader = StreamHandle(stream)
         Thread {
             var buffer = [UInt8](repeating: 0, count: 100)
             results.value.append(reader.stream.read(&buffer, maxLength: 100))
+            firstRead.signal()
             results.value.append(reader.stream.read(&buffer, maxLength: 100))
             done.signal()
         }.start()
-        Thread.sleep(forTimeInterval: 0.1)
+        // The 10 bytes were read; the next read waits an hour for the source.
+        #expect(firstRead.wait(timeout: .now() + 10) == .success, "the first read did not return")
         stream.close()
         #expect(done.wait(timeout: .now() + 10) == .success, "close did not wake the reader")
         #expect(results.value == [10, -1])

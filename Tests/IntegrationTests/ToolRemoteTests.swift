@@ -131,8 +131,8 @@ final class ToolRemoteTests {
     /// A's member or a failure naming the URL and the missing validator, never a mix.
     @Test(
         "a remote file that changes, served without a strong ETag: version A from one GET, or an error naming the validator",
-        arguments: [PythonPeer.Validator.weakETag, .lastModifiedOnly, .none])
-    func unvalidatedChange(validator: PythonPeer.Validator) throws {
+        arguments: [SocketPeer.Validator.weakETag, .lastModifiedOnly, .none])
+    func unvalidatedChange(validator: SocketPeer.Validator) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("changing-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -146,11 +146,11 @@ final class ToolRemoteTests {
             }
             return data
         }
-        func peer(_ a: Data, _ b: Data) throws -> PythonPeer {
+        func peer(_ a: Data, _ b: Data) throws -> SocketPeer {
             let (fileA, fileB) = (folder.appendingPathComponent("a"), folder.appendingPathComponent("b"))
             try a.write(to: fileA)
             try b.write(to: fileB)
-            return try PythonPeer.changingServer(versionA: fileA, versionB: fileB, validator: validator)
+            return try SocketPeer.changingServer(versionA: fileA, versionB: fileB, validator: validator)
         }
         // 9 MiB: more than two of the tool's 4 MiB blocks.
         let (a, b) = (bytes(9 << 20, 1), bytes(9 << 20, 2))
@@ -221,7 +221,7 @@ final class ToolRemoteTests {
         try big.write(to: fileA)
         try Data("another version".utf8).write(to: fileB)
         try Data("tiny".utf8).write(to: tiny)
-        let server = try PythonPeer.changingServer(versionA: fileA, versionB: fileB, validator: .weakETag)
+        let server = try SocketPeer.changingServer(versionA: fileA, versionB: fileB, validator: .weakETag)
         defer { server.stop() }
         /// The checksum line and the peak resident size (KiB) of `blobstream checksum URL`.
         func checksum(_ url: String) throws -> (line: String, peak: Int) {

@@ -1,13 +1,10 @@
 import Foundation
+import HTTPTestPeers
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
-/// A fault-injecting HTTP proxy on 127.0.0.1 in front of a real server (the repository's
-/// `scripts/fault-proxy`): it forwards every request, except those a ``Rule`` picks, which it
-/// damages, refuses, drops or delays, and it logs every request it saw, so that a test can
-/// assert the faults and the client's retries.
+/// A fault-injecting HTTP proxy in this process, on 127.0.0.1 on a free port, in front of a
+/// real server: it forwards every request, except those a ``Rule`` picks, which it damages,
+/// refuses, drops or delays, and it logs every request it saw, so that a test can assert the
+/// faults and the client's retries (and wait on that log, ``log(waitingUpTo:until:)``).
 ///
 /// ```swift
 /// let store = try await SwiftStoreTestServer.shared()
@@ -17,11 +14,15 @@ import Foundation
 /// // … upload through proxy.endpoint …
 /// let parts = try await proxy.log().filter { $0.target.contains("partNumber=2") }
 /// ```
+///
+/// Each request goes upstream on a connection of its own (`Connection: close`) and its
+/// answer is relayed to its end; the client's connection closes after one exchange. The
+/// proxy answers `Expect: 100-continue` itself.
 public final class FaultProxy: Sendable {
     /// The URL to send requests to instead of the upstream's, e.g. `http://127.0.0.1:41235`.
     public let endpoint: String
-    private let process: LifelineProcess
-    private let session = Session()
+    private let peer: SocketPeer
+    private let state: FaultProxyState
 
     /// What to do to the requests a rule picks.
     public enum Action: Sendable, Equatable {
@@ -37,6 +38,17 @@ public final class FaultProxy: Sendable {
         /// Forward, then relay the answer's head and only `afterBytes` of its body (nil: half;
         /// an answer without a body is cut inside its head), and close the connection cleanly.
         case cut(afterBytes: Int? = nil)
+
+        /// The name a log entry gives it.
+        var name: String {
+            switch self {
+            case .corrupt: "corrupt"
+            case .status: "status"
+            case .drop: "drop"
+            case .delay: "delay"
+            case .cut: "cut"
+            }
+        }
     }
 
     /// Which requests to damage, and how. A request is picked when its method equals `method`
@@ -101,35 +113,10 @@ public final class FaultProxy: Sendable {
         ) -> Rule {
             Rule(method: method, path: path, nth: nth, times: times, action: .cut(afterBytes: afterBytes))
         }
-
-        var json: [String: Any] {
-            var object: [String: Any] = ["nth": nth, "times": times]
-            if let method { object["method"] = method }
-            if let path { object["path"] = path }
-            switch action {
-            case .corrupt(let offset):
-                object["action"] = "corrupt"
-                if let offset { object["offset"] = offset }
-            case .status(let status, let code):
-                object["action"] = "status"
-                object["status"] = status
-                if let code { object["code"] = code }
-            case .drop(let afterBytes):
-                object["action"] = "drop"
-                if let afterBytes { object["after_bytes"] = afterBytes }
-            case .delay(let seconds):
-                object["action"] = "delay"
-                object["seconds"] = seconds
-            case .cut(let afterBytes):
-                object["action"] = "cut"
-                if let afterBytes { object["after_bytes"] = afterBytes }
-            }
-            return object
-        }
     }
 
     /// A request the proxy saw.
-    public struct Seen: Decodable, Sendable, Equatable {
+    public struct Seen: Sendable, Equatable {
         /// The request's method.
         public let method: String
         /// Its target: path and query, as sent.
@@ -137,71 +124,60 @@ public final class FaultProxy: Sendable {
         /// Its headers, names lower-cased.
         public let headers: [String: String]
         /// The body bytes received (for a dropped request: before the drop).
-        public let bodyBytes: Int
+        public internal(set) var bodyBytes: Int
         /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`, `cut`.
         public let action: String
         /// The index of the rule that acted, nil when none did.
         public let rule: Int?
         /// The status relayed from the upstream or sent by the proxy; nil when dropped (or failed).
-        public let status: Int?
-
-        enum CodingKeys: String, CodingKey {
-            case method, target, headers, action, rule, status
-            case bodyBytes = "body_bytes"
-        }
+        public internal(set) var status: Int?
     }
 
     /// Starts a proxy to `upstream` (e.g. a store's ``SwiftStoreTestServer/endpoint``) on a free port.
     public static func start(upstream: String) async throws -> FaultProxy {
-        try await SwiftStoreTestServer.offThePool { try FaultProxy(upstream: upstream) }
-    }
-
-    private init(upstream: String) throws {
-        let errFile = FileManager.default.temporaryDirectory.appendingPathComponent("fault-proxy-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: errFile) }
-        let process = try LifelineProcess("fault-proxy", [upstream], stderrFile: errFile.path)
-        struct Started: Decodable { let endpoint: String }
-        guard let started = try? JSONDecoder().decode(Started.self, from: Data(process.line.utf8)) else {
-            process.stop()
-            throw SwiftStoreTestServer.Failure(description: "fault-proxy printed \(process.line)")
+        guard let url = URL(string: upstream), let host = url.host else {
+            throw SwiftStoreTestServer.Failure(description: "fault proxy: no host in the upstream \(upstream)")
         }
-        self.endpoint = started.endpoint
-        self.process = process
+        return try await SwiftStoreTestServer.offThePool { try FaultProxy(host: host, port: url.port ?? 80) }
     }
 
-    /// Replaces the rules (and restarts their counts).
+    private init(host: String, port: Int) throws {
+        let state = FaultProxyState()
+        let exchange = FaultProxyExchange(upstreamHost: host, upstreamPort: port, state: state)
+        peer = try SocketPeer { connection in await exchange.serve(connection) }
+        endpoint = peer.baseURL
+        self.state = state
+    }
+
+    /// Replaces the rules (and restarts their counts). Throws, naming the reason, when a
+    /// rule's `path` is not a regular expression.
     public func setRules(_ rules: [Rule]) async throws {
-        let body = try JSONSerialization.data(withJSONObject: rules.map(\.json))
-        _ = try await control("PUT", "rules", body: body)
+        try state.setRules(rules)
     }
 
-    /// Every request seen since the start (or ``clearLog()``), in arrival order.
+    /// Every request seen since the start (or ``clearLog()``), in arrival order. A request is
+    /// logged once its exchange is over (its answer relayed, or the connection dropped).
     public func log() async throws -> [Seen] {
-        try JSONDecoder().decode([Seen].self, from: try await control("GET", "log"))
+        state.entries()
+    }
+
+    /// The log as soon as `condition` holds for it, or as it is after `limit` (then
+    /// `condition` does not hold): waits on the proxy's logging, not on a clock.
+    public func log(
+        waitingUpTo limit: Duration = .seconds(30), until condition: @escaping @Sendable ([Seen]) -> Bool
+    ) async -> [Seen] {
+        await state.entries(waitingUpTo: limit, until: condition)
     }
 
     /// Forgets the requests seen so far.
     public func clearLog() async throws {
-        _ = try await control("DELETE", "log")
+        state.clear()
     }
 
-    /// Stops the proxy and waits for it.
+    /// Stops the proxy: closes its port and every connection.
     public func stop() {
-        process.stop()
+        peer.stop()
     }
 
     deinit { stop() }
-
-    private func control(_ method: String, _ name: String, body: Data? = nil) async throws -> Data {
-        var request = URLRequest(url: URL(string: endpoint + "/__fault-proxy__/" + name)!)
-        request.httpMethod = method
-        request.httpBody = body
-        let (data, response) = try await session.send(request)
-        guard response.statusCode == 200 else {
-            throw SwiftStoreTestServer.Failure(
-                description: "fault-proxy: \(method) \(name) answered \(response.statusCode): "
-                    + String(decoding: data, as: UTF8.self))
-        }
-        return data
-    }
 }

@@ -62,15 +62,28 @@ final class LifelineProcess: Sendable {
         guard once.first() else { return }
         close(lifeline)
         var status: Int32 = 0
+        if !Self.waitForExit(pid, timeout: timeout) {
+            for other in alsoKill { kill(-other, SIGKILL) }
+            kill(pid, SIGKILL)
+        }
+        waitpid(pid, &status, 0)
+    }
+
+    /// Waits until `pid` (a child not yet reaped) has exited, at most `timeout` seconds: on the
+    /// kernel's notice (a pidfd becomes readable when the process ends), not a clock. True when
+    /// it exited.
+    private static func waitForExit(_ pid: pid_t, timeout: TimeInterval) -> Bool {
+        let pidfd = systemPidfdOpen(pid, 0)
+        // Without pidfds (a kernel before 5.3) the wait is unbounded: closing the lifeline ends it.
+        guard pidfd >= 0 else { return true }
+        defer { close(pidfd) }
         let deadline = Date(timeIntervalSinceNow: timeout)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                for other in alsoKill { kill(-other, SIGKILL) }
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                return
-            }
-            usleep(20_000)
+        var watched = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = Int32(max(0, min(deadline.timeIntervalSinceNow * 1000, Double(Int32.max))))
+            let ready = poll(&watched, 1, left)
+            if ready > 0 { return true }
+            if ready == 0 || errno != EINTR { return false }
         }
     }
 
@@ -130,3 +143,8 @@ private func systemPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> 
 /// the child closes every descriptor from `from` on before it runs the program.
 @_silgen_name("posix_spawn_file_actions_addclosefrom_np")
 private func systemAddCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
+
+/// glibc's `pidfd_open` (2.36+; declared only in <sys/pidfd.h>): a descriptor that becomes
+/// readable when the process `pid` ends.
+@_silgen_name("pidfd_open")
+private func systemPidfdOpen(_ pid: pid_t, _ flags: UInt32) -> Int32

@@ -1,0 +1,156 @@
+import Foundation
+import HTTPTestPeers
+
+/// One client connection of a ``FaultProxy``: its request read, the rule that picks it
+/// applied, the answer relayed (or damaged), the exchange logged.
+struct FaultProxyExchange: Sendable {
+    let upstreamHost: String
+    let upstreamPort: Int
+    let state: FaultProxyState
+
+    /// The S3 error code the proxy answers with a status when its rule names none.
+    static let codes = [
+        500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable", 404: "NoSuchKey", 403: "AccessDenied",
+        400: "BadRequest",
+    ]
+
+    /// Headers that the proxy sets itself on the upstream request.
+    static let notForwarded: Set<String> = [
+        "connection", "expect", "content-length", "transfer-encoding", "keep-alive", "proxy-connection",
+    ]
+
+    /// Serves the one request of `client`.
+    func serve(_ client: PeerConnection) async {
+        guard let head = try? await client.readHead() else { return }
+        let lines = head.components(separatedBy: "\r\n")
+        let requestLine = lines[0].split(separator: " ", maxSplits: 2).map(String.init)
+        guard requestLine.count >= 2 else { return }
+        let (method, target) = (requestLine[0], requestLine[1])
+        let headers: [(name: String, value: String)] = lines.dropFirst().compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (
+                line[..<colon].trimmingCharacters(in: .whitespaces),
+                line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            )
+        }
+        var names: [String: String] = [:]
+        for (name, value) in headers { names[name.lowercased()] = value }
+        let chosen = state.choose(method: method, target: target)
+        var seen = FaultProxy.Seen(
+            method: method, target: target, headers: names, bodyBytes: 0, action: chosen?.rule.action.name ?? "forward",
+            rule: chosen?.index, status: nil)
+        defer { state.record(seen) }
+        do {
+            if names["expect"]?.lowercased() == "100-continue" {
+                try await client.write("HTTP/1.1 100 Continue\r\n\r\n")
+            }
+            let length = Int(names["content-length"] ?? "0") ?? 0
+            if case .drop(let afterBytes) = chosen?.rule.action {
+                let got = try await client.read(exactly: min(afterBytes ?? length / 2, length))
+                seen.bodyBytes = got.count
+                return await client.reset()
+            }
+            var body =
+                names["transfer-encoding"]?.lowercased().contains("chunked") == true
+                ? try await Self.readChunked(client) : try await client.read(exactly: length)
+            seen.bodyBytes = body.count
+            switch chosen?.rule.action {
+            case .status(let status, let code):
+                seen.status = try await answerError(client, status: status, code: code, target: target)
+                return
+            case .corrupt(let offset) where !body.isEmpty:
+                let at = min(offset ?? body.count / 2, body.count - 1)
+                body[at] ^= 0xFF
+            case .delay(let seconds):
+                // The fault itself: the request is held this long before it goes on.
+                try await Task.sleep(for: .seconds(seconds))
+            default: break
+            }
+            var request = ["\(method) \(target) HTTP/1.1"]
+            request += headers.filter { !Self.notForwarded.contains($0.name.lowercased()) }.map {
+                "\($0.name): \($0.value)"
+            }
+            if !body.isEmpty || method == "PUT" || method == "POST" { request.append("Content-Length: \(body.count)") }
+            request.append("Connection: close")
+            let bytes = Array((request.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body
+            if case .cut(let afterBytes) = chosen?.rule.action {
+                seen.status = try await forwardCut(bytes, to: client, afterBytes: afterBytes)
+            } else {
+                seen.status = try await forward(bytes, to: client)
+            }
+        } catch {
+            // The client or the upstream went away: logged without a status.
+        }
+    }
+
+    /// Sends `request` upstream and relays the answer to its end; returns its status.
+    private func forward(_ request: [UInt8], to client: PeerConnection) async throws -> Int? {
+        try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
+            try await upstream.write(request)
+            var first: [UInt8] = []
+            while let data = try await upstream.readAvailable() {
+                if first.count < 64 { first += data }
+                try await client.write(data)
+            }
+            return Self.status(of: first)
+        }
+    }
+
+    /// Sends `request` upstream, reads the whole answer, relays its head and `afterBytes` of
+    /// its body (nil: half; no body: half the head), and closes the client's connection.
+    private func forwardCut(_ request: [UInt8], to client: PeerConnection, afterBytes: Int?) async throws -> Int? {
+        let answer = try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
+            try await upstream.write(request)
+            var answer: [UInt8] = []
+            while let data = try await upstream.readAvailable() { answer += data }
+            return answer
+        }
+        let separator: [UInt8] = [13, 10, 13, 10]
+        let end = answer.indices.first { answer[$0...].starts(with: separator) }
+        let head = end.map { Array(answer[..<$0]) } ?? answer
+        let rest = end.map { Array(answer[($0 + 4)...]) } ?? []
+        if !rest.isEmpty {
+            let keep = afterBytes.map { min($0, max(rest.count - 1, 0)) } ?? rest.count / 2
+            try await client.write(head + separator + rest.prefix(keep))
+        } else {
+            try await client.write(head.prefix(head.count / 2))
+        }
+        await client.close()
+        return Self.status(of: head)
+    }
+
+    /// Answers `status` with an S3-style XML error; returns the status.
+    private func answerError(_ client: PeerConnection, status: Int, code: String?, target: String) async throws -> Int {
+        let code = code ?? Self.codes[status] ?? "InternalError"
+        let body =
+            "<?xml version='1.0' encoding='UTF-8'?>\n<Error><Code>\(code)</Code>"
+            + "<Message>injected by the fault proxy</Message><Resource>\(target)</Resource></Error>"
+        try await client.write(
+            "HTTP/1.1 \(status) \(code)\r\nContent-Type: application/xml\r\nContent-Length: \(body.utf8.count)"
+                + "\r\nConnection: close\r\n\r\n" + body)
+        return status
+    }
+
+    /// The decoded body of a chunked request (its trailers read and dropped).
+    private static func readChunked(_ client: PeerConnection) async throws -> [UInt8] {
+        var body: [UInt8] = []
+        while true {
+            let line = try await client.readLine()
+            let hex = line.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+            guard let size = Int(hex.trimmingCharacters(in: .whitespaces), radix: 16) else {
+                throw PeerConnection.Ended(description: "a chunk size that is not hexadecimal: \(line)")
+            }
+            if size == 0 {
+                while try await !client.readLine().isEmpty {}
+                return body
+            }
+            body += try await client.read(exactly: size + 2).dropLast(2)
+        }
+    }
+
+    /// The status of an answer that starts with `bytes` (`HTTP/1.1 201 …`).
+    private static func status(of bytes: [UInt8]) -> Int? {
+        let fields = String(decoding: bytes.prefix(64), as: UTF8.self).split(separator: " ", maxSplits: 2)
+        return fields.count >= 2 ? Int(fields[1]) : nil
+    }
+}
