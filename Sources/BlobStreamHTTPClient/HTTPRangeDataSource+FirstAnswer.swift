@@ -83,7 +83,7 @@ extension HTTPRangeDataSource {
             shared.lock.withLock { shared.stream = nil }
             if let stopped = pause(for: wait) { return stopped }
             firstBlockAttempts = 2
-            lastBlockEnd = range.lowerBound  // asked again whole: the next block, not a jump
+            lastBlockEnd = range.lowerBound // asked again whole: the next block, not a jump
             return nil
         }
         // The other blocks come with If-Match: this answer's request ends here.
