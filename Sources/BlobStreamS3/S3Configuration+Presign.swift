@@ -15,6 +15,7 @@ extension S3Configuration {
     /// ```
     ///
     /// - Parameters:
+    ///   - location: the object the URL names.
     ///   - method: the request it allows (GET by default; PUT lets its holder upload the object).
     ///   - expiresIn: seconds, 1 to 604,800 (7 days, S3's longest).
     ///   - date: when it is signed (now by default).

@@ -17,7 +17,10 @@ extension SigV4Signer {
     /// let url = "https://s3.example.com" + signed.encodedPath + "?" + signed.encodedQuery
     /// ```
     ///
-    /// - Parameter expiresIn: seconds, 1 to `longestPresignedExpiry` (clamped to that range).
+    /// - Parameters:
+    ///   - request: the request to allow (its method, path, query and headers, `Host` among them).
+    ///   - expiresIn: seconds, 1 to `longestPresignedExpiry` (clamped to that range).
+    ///   - date: when it is signed.
     public func presign(_ request: SigV4Request, expiresIn: Int, date: Date) -> SigV4Request {
         var prepared = request
         let expires = min(max(expiresIn, 1), Self.longestPresignedExpiry)
