@@ -29,15 +29,7 @@ extension HTTPRangeDataSource {
     public func bytes(in ranges: [Range<Int64>], coalescingGap: Int64 = defaultCoalescingGap) throws(BlobStreamError)
         -> [Data]
     {
-        if let error = state.error as? BlobStreamError { throw error }
-        guard opened, !closed else {
-            throw BlobStreamError(.notOpen, "\(name): open the source before asking for ranges")
-        }
-        if object == nil, let error = takeOpening() {
-            fail(error)
-            throw error
-        }
-        guard let object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
+        let object = try openedObject(before: "asking for ranges")
         guard object.etag != nil else {
             throw judge.needsSecondRequest(at: ranges.first?.lowerBound ?? 0, of: object)
         }
@@ -93,6 +85,19 @@ enum RangeCoalescing {
 // What an index is read through and checked against (`BlobRangeReading`): ranges by
 // `bytes(in:)`, the identity from the first answer (size and strong ETag).
 extension HTTPRangeDataSource: BlobRangeReading {
+    /// The object the first answer described, waited for; the source's error, `.notOpen`
+    /// before `open()` (naming `what` the caller was doing), or the error of the open.
+    func openedObject(before what: String) throws(BlobStreamError) -> RemoteObject {
+        if let error = state.error as? BlobStreamError { throw error }
+        guard opened, !closed else { throw BlobStreamError(.notOpen, "\(name): open the source before \(what)") }
+        if object == nil, let error = takeOpening() {
+            fail(error)
+            throw error
+        }
+        guard let object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
+        return object
+    }
+
     /// `bytes(in:)` with the default coalescing gap.
     public func bytes(at ranges: [Range<Int64>]) throws(BlobStreamError) -> [Data] {
         try bytes(in: ranges)
@@ -104,15 +109,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
     ///
     /// - Throws: `BlobStreamError`: `.notOpen` before `open()`, the error of the open.
     public func contentIdentity() throws(BlobStreamError) -> BlobContentIdentity? {
-        if let error = state.error as? BlobStreamError { throw error }
-        guard opened, !closed else {
-            throw BlobStreamError(.notOpen, "\(name): open the source before asking what it holds")
-        }
-        if object == nil, let error = takeOpening() {
-            fail(error)
-            throw error
-        }
-        guard let object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
+        let object = try openedObject(before: "asking what it holds")
         return object.etag.map { BlobContentIdentity.remote(size: object.length, entityTag: $0) }
     }
 }
