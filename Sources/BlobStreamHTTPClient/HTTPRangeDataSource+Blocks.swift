@@ -31,6 +31,7 @@ extension HTTPRangeDataSource {
     func nextBlock(at offset: Int64, of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
         // Only a strong ETag makes sure another request reads the same version.
         guard object.etag != nil else { return .failure(judge.needsSecondRequest(at: offset, of: object)) }
+        readsAheadOfFirstBlock = false
         var fetch: RangeFetch
         if let first = aheads.first, first.range.lowerBound == offset {
             fetch = aheads.removeFirst()

@@ -91,7 +91,9 @@ extension HTTPRangeDataSource {
         shared.lock.withLock { shared.stream = nil }
         current = RangeBlock(start: openStream.offset, bytes: bytes)
         lastBlockEnd = openStream.offset + Int64(count)
-        startAhead(after: openStream.offset + Int64(count))
+        // The blocks after it are asked for at the first read of this block: a caller that
+        // only wanted the object's identity, or seeks elsewhere, starts no GET for nothing.
+        readsAheadOfFirstBlock = true
         return nil
     }
 

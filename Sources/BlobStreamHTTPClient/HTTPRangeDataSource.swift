@@ -98,6 +98,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
     var rampSize: Int?
     /// Where the last block handed out ended: a block asked for there is the next one, not a jump.
     var lastBlockEnd: Int64?
+    /// The first answer's block was taken: the read-ahead starts at its first read.
+    var readsAheadOfFirstBlock = false
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 
@@ -244,6 +246,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
             }
         }
         let block = current!
+        if readsAheadOfFirstBlock {
+            readsAheadOfFirstBlock = false
+            startAhead(after: block.end)
+        }
         let from = Int(position - block.start)
         let n = min(maxLength, block.bytes.count - from)
         block.bytes.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + from, count: n) }

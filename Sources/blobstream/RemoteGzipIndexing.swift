@@ -45,7 +45,7 @@ enum RemoteGzipIndexing {
                         "cannot index \(url): the server sends no strong ETag, so no index could be checked against it later"
                 )
             }
-            var index = try GzipIndex.build(from: object, spacing: spacing, name: url)
+            var index = try GzipIndex.build(from: object, spacing: spacing, name: url, engine: .automatic)
             index.identity = identity
             return index
         }
