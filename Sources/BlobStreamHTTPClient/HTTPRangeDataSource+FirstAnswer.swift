@@ -56,13 +56,11 @@ extension HTTPRangeDataSource {
             return nil
         }
         let count = Int(min(Int64(options.blockSize), last + 1 - openStream.offset))
-        var bytes = [UInt8](repeating: 0, count: count)
+        let bytes = PinnedBytes(capacity: count)
         var filled = 0
         let range = openStream.offset...openStream.offset + Int64(count) - 1
         while filled < count {
-            let taken = bytes.withUnsafeMutableBufferPointer {
-                take(from: openStream, into: $0.baseAddress! + filled, maxLength: count - filled)
-            }
+            let taken = take(from: openStream, into: bytes.start + filled, maxLength: count - filled)
             let cut: BlobStreamError
             let reason: RetryReason?
             switch taken {
@@ -89,6 +87,7 @@ extension HTTPRangeDataSource {
         // The other blocks come with If-Match: this answer's request ends here.
         openStream.cancel()
         shared.lock.withLock { shared.stream = nil }
+        bytes.setCount(count)
         current = RangeBlock(start: openStream.offset, bytes: bytes)
         lastBlockEnd = openStream.offset + Int64(count)
         // The blocks after it are asked for at the first read of this block: a caller that

@@ -239,10 +239,57 @@ public final class HTTPRangeDataSource: BlobDataSource {
             return 0
         }
         if streamed != nil { return readStreamed(buffer, maxLength: maxLength, of: object) }
+        let block: RangeBlock
+        switch blockAtPosition(of: object) {
+        case .success(let holding): block = holding
+        case .failure(let error): return fail(error)
+        }
+        let from = Int(position - block.start)
+        let n = min(maxLength, block.bytes.count - from)
+        buffer.update(from: block.bytes.start + from, count: n)
+        position += Int64(n)
+        if position == object.length { state.isAtEnd = true }
+        return n
+    }
+
+    /// Lends the rest of the block that holds the next byte instead of copying it (waiting
+    /// for that block as `read` does): the bytes are consumed and stay valid until the next
+    /// call on the source, so a pump that writes what it is lent (`blobstream cat` into a
+    /// pipe) moves each byte once after it arrived. False, consuming nothing, where `read`
+    /// has the answer: at the end, after an error (then set, as `read` would), before `open`,
+    /// and for a first answer read as it arrives (no strong ETag: `read` copies it).
+    public func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
+    ) -> Bool {
+        guard state.error == nil, opened, !closed, !shared.lock.withLock({ shared.interrupted }) else { return false }
+        if object == nil, let error = takeOpening() {
+            fail(error)
+            return false
+        }
+        guard streamed == nil, let object, position < object.length else { return false }
+        let block: RangeBlock
+        switch blockAtPosition(of: object) {
+        case .success(let holding): block = holding
+        case .failure(let error):
+            fail(error)
+            return false
+        }
+        let from = Int(position - block.start)
+        buffer.pointee = block.bytes.start + from
+        length.pointee = block.bytes.count - from
+        position = block.end
+        if position == object.length { state.isAtEnd = true }
+        return true
+    }
+
+    /// The block that holds `position`: the current one, else the next one asked for and
+    /// waited for (`nextBlock(at:of:)`); the first read of the first block starts the
+    /// read-ahead after it.
+    private func blockAtPosition(of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
         if current.map({ !($0.start...$0.end - 1).contains(position) }) ?? true {
             switch nextBlock(at: position, of: object) {
             case .success(let block): current = block
-            case .failure(let error): return fail(error)
+            case .failure(let error): return .failure(error)
             }
         }
         let block = current!
@@ -250,12 +297,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
             readsAheadOfFirstBlock = false
             startAhead(after: block.end)
         }
-        let from = Int(position - block.start)
-        let n = min(maxLength, block.bytes.count - from)
-        block.bytes.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + from, count: n) }
-        position += Int64(n)
-        if position == object.length { state.isAtEnd = true }
-        return n
+        return .success(block)
     }
 
     func forget(_ fetch: RangeFetch) {

@@ -8,7 +8,7 @@ import NIOHTTP1
 /// most the bytes asked for, plus one to tell a longer body), or how it failed.
 struct RangeAnswer: Sendable {
     var head: HTTPResponseHead
-    var body: [UInt8]
+    var body: PinnedBytes
 }
 
 /// One ranged GET in flight, waited for by the reading thread. The answer arrives on an
@@ -116,10 +116,11 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     private let limit: Int
     private let lock = NSLock()
     private var head: HTTPResponseHead?
-    private var body: [UInt8] = []
+    private let body: PinnedBytes
 
     init(limit: Int) {
         self.limit = limit
+        body = PinnedBytes(capacity: limit) // untouched pages cost nothing until written
     }
 
     var status: Int? { lock.withLock { head.map { Int($0.status.code) } } }
@@ -128,16 +129,14 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     func didReceiveHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         lock.withLock {
             self.head = head
-            if [200, 206].contains(head.status.code) { body.reserveCapacity(min(limit, 16 << 20)) }
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<RangeAnswer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         let tooLong: Bool = lock.withLock {
-            let room = limit - body.count
-            body.append(contentsOf: buffer.readableBytesView.prefix(room))
-            return buffer.readableBytes > room
+            let taken = buffer.withUnsafeReadableBytes { body.append($0) }
+            return buffer.readableBytes > taken
         }
         // Stop reading a body longer than asked for (a 200 with a whole large object): the
         // bytes kept are enough to judge the answer.

@@ -29,7 +29,7 @@ struct RemoteObject: Sendable {
 /// Bytes of the object from `start`.
 struct RangeBlock: Sendable {
     var start: Int64
-    var bytes: [UInt8]
+    var bytes: PinnedBytes
     var end: Int64 { start + Int64(bytes.count) }
 }
 
@@ -243,10 +243,10 @@ struct RangeJudgement {
     }
 
     /// The bytes of a whole object from `offset` (nil at its end).
-    private func slice(_ whole: [UInt8], from offset: Int64, length: Int64) throws -> RangeBlock? {
+    private func slice(_ whole: PinnedBytes, from offset: Int64, length: Int64) throws -> RangeBlock? {
         guard offset <= length else { throw pastEnd(offset, length: length) }
         guard offset < length else { return nil }
-        return RangeBlock(start: offset, bytes: Array(whole[Int(offset)...]))
+        return RangeBlock(start: offset, bytes: PinnedBytes(whole[Int(offset)...]))
     }
 
     /// `Content-Range: bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
@@ -287,7 +287,7 @@ struct RangeJudgement {
 
     /// `" (Code: Message)"` from an XML error document as S3 and other object stores send
     /// (`<Error><Code>NoSuchKey</Code><Message>…</Message></Error>`); empty for any other body.
-    private func errorDocument(_ body: [UInt8]) -> String {
+    private func errorDocument(_ body: PinnedBytes) -> String {
         let text = String(decoding: body.prefix(4096), as: UTF8.self)
         func element(_ name: String) -> String? {
             guard let start = text.range(of: "<\(name)>"),

@@ -84,7 +84,7 @@ final class RangeStream: @unchecked Sendable {
             defer { onOpen = nil }
             return onOpen
         }
-        announce?(.success(RangeAnswer(head: head, body: [])))
+        announce?(.success(RangeAnswer(head: head, body: PinnedBytes(capacity: 0))))
     }
 
     /// Keeps `buffer`; a future that completes once the reader has taken enough of what is
@@ -135,7 +135,7 @@ final class RangeStream: @unchecked Sendable {
                     demand
                 )
             }
-            return (callback, .success(RangeAnswer(head: head, body: whole)), demand)
+            return (callback, .success(RangeAnswer(head: head, body: PinnedBytes(whole))), demand)
         }
         waiting?.succeed()
         if let announce, let outcome { announce(outcome) }
