@@ -94,7 +94,8 @@ final class HTTPRangeLendingTests {
         stream.open()
         defer { stream.close() }
         #expect(read(stream, count: 64 << 10) == bytes.prefix(64 << 10)) // the first block: nothing read ahead
-        var changed = Array(sampleBytes(300_001, seed: 64)) // another size: nginx's ETag is mtime-size, and mtime has seconds
+        // Another size: nginx's ETag is the mtime (in seconds) and the size.
+        var changed = Array(sampleBytes(300_001, seed: 64))
         changed[0] ^= 1
         _ = try server.serve(changed, as: "changing.bin")
         let rest = pump(stream)
