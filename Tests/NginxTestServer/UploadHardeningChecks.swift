@@ -167,9 +167,9 @@ public struct UploadHardeningChecks: Sendable {
         let task = Task {
             try await upload(body, "\(peer.baseURL)/x", UploadOptions(), log.add)
         }
-        // Well into the upload (its buffers full, the peer stalled), as a user would cancel it.
-        try await Task.sleep(for: .milliseconds(700))
-        let running = try await TestTiming.wait(upTo: .seconds(10)) { (log.all.last?.sent ?? 0) > 0 }
+        // Well into the upload (64 KiB handed over, less than the kernel buffers of a peer that
+        // never reads), as a user would cancel it.
+        let running = try await TestTiming.wait(upTo: .seconds(10)) { (log.all.last?.sent ?? 0) >= 64 << 10 }
         #expect(running, "the upload was running")
         #expect(log.all.last?.isFinished != true)
         let start = clock.now

@@ -15,7 +15,10 @@ final class PinnedBytes: RandomAccessCollection, @unchecked Sendable {
     /// Room for `capacity` bytes, none held yet.
     init(capacity: Int) {
         self.capacity = capacity
-        start = .allocate(capacity: Swift.max(capacity, 1))
+        // On a 64-byte boundary, as the package's other large buffers: the kernel copies from
+        // (a write into a pipe) and into such memory at full speed.
+        start = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(capacity, 1), alignment: 64)
+            .bindMemory(to: UInt8.self, capacity: Swift.max(capacity, 1))
     }
 
     /// Bytes copied from `bytes`.
