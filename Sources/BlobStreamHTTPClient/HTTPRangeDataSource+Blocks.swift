@@ -111,7 +111,7 @@ extension HTTPRangeDataSource {
                 return shared.isStopped
             }
             if stopped { return fetch.cancel() }
-            fetch.start(prepared, client: client, deadline: nil)
+            fetch.start(prepared, client: client, deadline: nil, memory: blockMemory)
         }
     }
 

@@ -56,7 +56,7 @@ extension HTTPRangeDataSource {
             return nil
         }
         let count = Int(min(Int64(options.blockSize), last + 1 - openStream.offset))
-        let bytes = PinnedBytes(capacity: count)
+        let bytes = PinnedBytes(capacity: count, from: blockMemory)
         var filled = 0
         let range = openStream.offset...openStream.offset + Int64(count) - 1
         while filled < count {

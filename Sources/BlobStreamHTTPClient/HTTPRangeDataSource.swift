@@ -75,6 +75,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
     let requests: RangeRequests
     /// The retries left (all the source's requests share them).
     let budget: RetryBudget
+    /// The memory of the blocks, used again from block to block (the blocks in flight, the
+    /// current one and one being let go).
+    let blockMemory: BlockMemory
     /// The attempts already made of the block at the offset of the first answer, when its
     /// body was cut before the first block was whole (that block is then asked again).
     var firstBlockAttempts = 1
@@ -140,6 +143,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         self.shared = Shared()
         self.requests = RangeRequests(name: self.name, prepare: options.prepare)
         self.budget = RetryBudget(policy: options.retry)
+        self.blockMemory = BlockMemory(keep: options.readAhead + 2)
         self.ownsClient = options.client == nil && options.pool == nil
         if let client = options.client {
             self.client = client

@@ -51,7 +51,8 @@ public final class PeerConnection {
             .connectTimeout(.seconds(10))
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    try channel.pipeline.syncOperations.addHandler(InboundCopier())
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
         return try await wrapped.executeThenClose { inbound, outbound in

@@ -44,6 +44,7 @@ public final class SocketPeer: Sendable {
         }
         listener = try bootstrap.childChannelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(InboundCopier())
                 // A low watermark: the peer reads from the socket about as fast as it consumes,
                 // as a plain socket server would, so a peer that stops reading stalls the sender.
                 let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(

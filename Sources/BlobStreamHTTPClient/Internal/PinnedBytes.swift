@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Bytes in memory that stays where it is for the object's life: a block of an answer that
 /// `HTTPRangeDataSource.getBuffer` can lend (an `Array`'s storage may only be pointed at
 /// inside `withUnsafeBufferPointer`). Filled once, by the one thread that owns it at the
@@ -11,14 +13,16 @@ final class PinnedBytes: RandomAccessCollection, @unchecked Sendable {
     let capacity: Int
     /// How many it holds.
     private(set) var count: Int = 0
+    /// Where the memory goes back when this is released (nil: it is freed).
+    private let pool: BlockMemory?
 
-    /// Room for `capacity` bytes, none held yet.
-    init(capacity: Int) {
+    /// Room for `capacity` bytes, none held yet: memory from `pool` when one is given (used
+    /// again once this is released), else of its own.
+    init(capacity: Int, from pool: BlockMemory? = nil) {
         self.capacity = capacity
-        // On a 64-byte boundary, as the package's other large buffers: the kernel copies from
-        // (a write into a pipe) and into such memory at full speed.
-        start = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(capacity, 1), alignment: 64)
-            .bindMemory(to: UInt8.self, capacity: Swift.max(capacity, 1))
+        self.pool = pool
+        start = pool?.take(capacity) ?? BlockMemory.allocate(capacity)
+        // (A pool's block may be larger: sizes go by 64 KiB classes.)
     }
 
     /// Bytes copied from `bytes`.
@@ -28,7 +32,9 @@ final class PinnedBytes: RandomAccessCollection, @unchecked Sendable {
         count = end
     }
 
-    deinit { start.deallocate() }
+    deinit {
+        if let pool { pool.give(start, holding: capacity) } else { start.deallocate() }
+    }
 
     /// Appends as many of `bytes` as there is room for; returns how many.
     @discardableResult
@@ -57,5 +63,62 @@ final class PinnedBytes: RandomAccessCollection, @unchecked Sendable {
 
     func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
         try body(buffer)
+    }
+}
+
+/// The memory of one source's blocks, used again: a block released (read, or dropped after
+/// a jump) gives its memory back, and the next block of the same size takes it. A long read
+/// then allocates the blocks in flight once, instead of mapping and faulting in 8 MiB of
+/// fresh pages per block, and its peak memory stays at the blocks in flight. Keeps at most
+/// `keep` free blocks; frees them when the last block and the source are gone.
+final class BlockMemory: Sendable {
+    /// The free blocks: their addresses (plain integers, which the lock can hand out) and sizes.
+    private struct Free: ~Copyable {
+        var blocks: [(address: UInt, size: Int)] = []
+    }
+    private let free = Mutex(Free())
+    private let keep: Int
+
+    /// A pool that keeps at most `keep` free blocks.
+    init(keep: Int) { self.keep = keep }
+
+    deinit {
+        free.withLock { free in
+            for block in free.blocks { UnsafeMutablePointer<UInt8>(bitPattern: block.address)?.deallocate() }
+        }
+    }
+
+    /// The size of the memory that holds `capacity` bytes: the next 64 KiB past it, so that a
+    /// block of `blockSize` bytes (the first) and one of `blockSize + 1` (a GET's room for a
+    /// byte too many) use the same memory.
+    static func sizeClass(_ capacity: Int) -> Int { (capacity / (64 << 10) + 1) * (64 << 10) }
+
+    /// Memory for `capacity` bytes: a free block of its size class, else new.
+    func take(_ capacity: Int) -> UnsafeMutablePointer<UInt8> {
+        let size = Self.sizeClass(capacity)
+        let reused = free.withLock { free -> UInt? in
+            guard let at = free.blocks.firstIndex(where: { $0.size == size }) else { return nil }
+            return free.blocks.remove(at: at).address
+        }
+        return reused.flatMap { UnsafeMutablePointer(bitPattern: $0) } ?? Self.allocate(size)
+    }
+
+    /// Takes back the memory of a block that held up to `capacity` bytes (frees it when
+    /// `keep` are free already).
+    func give(_ start: UnsafeMutablePointer<UInt8>, holding capacity: Int) {
+        let address = UInt(bitPattern: start)
+        let kept = free.withLock { free -> Bool in
+            guard free.blocks.count < keep else { return false }
+            free.blocks.append((address, Self.sizeClass(capacity)))
+            return true
+        }
+        if !kept { start.deallocate() }
+    }
+
+    /// New memory for `capacity` bytes, on a 64-byte boundary, as the package's other large
+    /// buffers: the kernel copies from (a write into a pipe) and into such memory at full speed.
+    static func allocate(_ capacity: Int) -> UnsafeMutablePointer<UInt8> {
+        UnsafeMutableRawPointer.allocate(byteCount: Swift.max(capacity, 1), alignment: 64)
+            .bindMemory(to: UInt8.self, capacity: Swift.max(capacity, 1))
     }
 }

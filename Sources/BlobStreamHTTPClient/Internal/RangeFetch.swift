@@ -40,10 +40,10 @@ final class RangeFetch: @unchecked Sendable {
     /// Sends `request` with `client`; `onDone` (optional) runs once on the event loop when
     /// the answer is complete or failed, before waiters wake.
     func start(
-        _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?,
+        _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?, memory: BlockMemory? = nil,
         onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
     ) {
-        let delegate = RangeDelegate(limit: Int(range.upperBound - range.lowerBound + 2))
+        let delegate = RangeDelegate(limit: Int(range.upperBound - range.lowerBound + 2), memory: memory)
         condition.lock()
         self.onDone = onDone
         let cancelled = outcome != nil
@@ -118,9 +118,9 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     private var head: HTTPResponseHead?
     private let body: PinnedBytes
 
-    init(limit: Int) {
+    init(limit: Int, memory: BlockMemory?) {
         self.limit = limit
-        body = PinnedBytes(capacity: limit) // untouched pages cost nothing until written
+        body = PinnedBytes(capacity: limit, from: memory)
     }
 
     var status: Int? { lock.withLock { head.map { Int($0.status.code) } } }
