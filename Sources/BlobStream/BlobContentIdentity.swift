@@ -1,5 +1,3 @@
-import Foundation // `stat`, for the deprecated `file(_: stat)` only (Foundation re-exports Glibc)
-
 /// What identifies a source's content without reading all of it: for a file, its size, its
 /// modification time and the CRC-32s of sampled bytes; for a remote object, its size and its
 /// strong ETag (`entityTag`), which the server changes with the content. Gzip seek-point indexes and archive member indexes
@@ -68,18 +66,4 @@ public struct BlobContentIdentity: Sendable, Hashable {
         "file:\(device):\(inode):\(size)"
             + ":\(modified.seconds).\(modified.nanoseconds):\(changed.seconds).\(changed.nanoseconds)"
     }
-
-    #if canImport(Glibc)
-        /// The value for a file from Glibc's `stat` of its open descriptor.
-        @available(
-            *, deprecated,
-            message: "use file(device:inode:size:modified:changed:), which takes Swift values instead of Glibc's stat"
-        )
-        public static func file(_ status: stat) -> String {
-            file(
-                device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
-                modified: Timestamp(seconds: Int64(status.st_mtim.tv_sec), nanoseconds: Int64(status.st_mtim.tv_nsec)),
-                changed: Timestamp(seconds: Int64(status.st_ctim.tv_sec), nanoseconds: Int64(status.st_ctim.tv_nsec)))
-        }
-    #endif
 }

@@ -201,26 +201,6 @@ public final class BlobDataSourceState: Sendable {
         return token
     }
 
-    /// Subscribes to one value named by a key path; traps on a key path other than the
-    /// four. Use the typed form, which the compiler checks.
-    ///
-    /// - Parameters:
-    ///   - keyPath: one of `\.isOpenCompleted`, `\.hasBytesAvailable`, `\.isAtEnd`, `\.error`.
-    ///   - options: as for `observe(_:options:_:)` with a `BlobObservable`.
-    ///   - handler: called on the thread that made the change, outside any lock.
-    @available(*, deprecated, message: "use observe(_:options:_:) with a BlobObservable: observe(.isAtEnd) { … }")
-    public func observe<Value: Sendable>(
-        _ keyPath: KeyPath<BlobDataSourceStatus, Value>,
-        options: BlobObservationOptions = [.new],
-        _ handler: @escaping @Sendable (BlobObservedChange<Value>) -> Void
-    ) -> BlobObservation {
-        guard let value = BlobObservable.named(by: keyPath) else {
-            preconditionFailure(
-                "observe: only \\.isOpenCompleted, \\.hasBytesAvailable, \\.isAtEnd and \\.error can be observed")
-        }
-        return observe(value, options: options, handler)
-    }
-
     fileprivate func remove(_ entry: ObserverEntry) {
         _ = registry.withLock { $0.observers.removeValue(forKey: entry.id) }
     }

@@ -52,25 +52,3 @@ extension BlobObservable where Value == (any Error)? {
         BlobObservable(bit: BlobDataSourceState.errorBit, name: "error") { $0.error }
     }
 }
-
-extension BlobObservable {
-    /// The observable a key path of the deprecated key-path form names, nil for any other
-    /// key path.
-    static func named(by keyPath: KeyPath<BlobDataSourceStatus, Value>) -> BlobObservable? {
-        let all: [(PartialKeyPath<BlobDataSourceStatus>, UInt8, String)] = [
-            (\BlobDataSourceStatus.isOpenCompleted, BlobDataSourceState.openBit, "isOpenCompleted"),
-            (\BlobDataSourceStatus.hasBytesAvailable, BlobDataSourceState.bytesBit, "hasBytesAvailable"),
-            (\BlobDataSourceStatus.isAtEnd, BlobDataSourceState.endBit, "isAtEnd"),
-            (\BlobDataSourceStatus.error, BlobDataSourceState.errorBit, "error"),
-        ]
-        guard let (_, bit, name) = all.first(where: { $0.0 == keyPath }) else { return nil }
-        let typed = UncheckedKeyPath(keyPath: keyPath)
-        return BlobObservable(bit: bit, name: name) { $0[keyPath: typed.keyPath] }
-    }
-}
-
-/// Key paths into `BlobDataSourceStatus` are immutable values; this lets one be captured by
-/// a `@Sendable` closure.
-private struct UncheckedKeyPath<Value>: @unchecked Sendable {
-    let keyPath: KeyPath<BlobDataSourceStatus, Value>
-}

@@ -30,18 +30,3 @@ public enum ArchiveVerification: Sendable, Hashable {
     /// on after the member's end can give wrong bytes with a clean end.
     case memberOnly
 }
-
-extension ArchiveMemberDataSource {
-    /// Makes a source for `member` of the archive read from `upstream`; `verifyingToEnd`
-    /// true is `.wholeArchive`, false `.memberOnly`.
-    @available(
-        *, deprecated, renamed: "init(archive:member:name:verification:)",
-        message: "pass verification: .wholeArchive (now the default) or .memberOnly"
-    )
-    public convenience init(
-        archive upstream: any BlobDataSource, member: String, name: String? = nil, verifyingToEnd: Bool
-    ) {
-        self.init(
-            archive: upstream, member: member, name: name, verification: verifyingToEnd ? .wholeArchive : .memberOnly)
-    }
-}

@@ -15,14 +15,6 @@ import NIOHTTP1
 /// answers early after the whole rest of the body fit in the socket buffers cannot be told
 /// apart from one that read it all.
 public enum HTTPClientUpload {
-    /// The server's answer.
-    public struct Response: Sendable {
-        /// The HTTP status code.
-        public let statusCode: Int
-        /// The answer's body (at most 1 MiB is kept).
-        public let body: Data
-    }
-
     /// The bytes read at a time: 1 MiB. Each chunk crosses from the reading thread to the
     /// event loop once, so larger chunks mean fewer hand-offs between threads. An upload
     /// keeps up to 6 chunk buffers (4 in flight) and fills them again once sent (6 MiB with
@@ -58,46 +50,7 @@ public enum HTTPClientUpload {
         return .stream(chunks, length: body.length.map { .known($0) } ?? .unknown)
     }
 
-    /// Sends `body` to `url` and returns the answer.
-    ///
-    /// Without `client`, the upload runs on a client of its own, configured from
-    /// `options`: its connect timeout, no retries after a refused connection (it fails at
-    /// once), and redirects handled here: a 307 or 308 sends the whole body again from a
-    /// fresh source, at most `options.maxRedirects` times; other redirects are errors that
-    /// name them. With a `client` of yours, its own configuration applies to connecting and
-    /// redirects (a redirect it follows also gets the whole body from a fresh source; one
-    /// it follows with GET and no body is an error); the idle timeout, cancellation and the
-    /// checks of the answer apply either way. Progress starts again from 0 on a redirect.
-    ///
-    /// - Parameters:
-    ///   - body: what to send.
-    ///   - url: where to send it.
-    ///   - method: the HTTP method.
-    ///   - headers: extra request headers.
-    ///   - client: a client of yours; nil: one of the upload's own.
-    ///   - options: the connect and idle timeouts and the redirects followed.
-    ///   - timeout: the longest the whole request may take.
-    ///   - mode: how the body's stream reads its source.
-    ///   - progress: called as body bytes are handed over.
-    /// - Throws: `BlobStreamError`, naming the URL: `.malformedURL` for a URL no upload can
-    ///   go to (checked before any I/O, see `UploadURL`); `.timedOut` when a limit of
-    ///   `options` passed; `.uploadFailed` for a non-2xx answer, a 2xx answer before the
-    ///   whole body was sent (with bytes sent / length), a redirect not followed, a refused
-    ///   or closed connection, or a source error (as the cause). `CancellationError` when
-    ///   the task is cancelled (the upload ends at once).
-    @available(*, deprecated, message: "use HTTPClientUploader(client:).upload(body, to: url, options: options).result")
-    public static func upload(
-        _ body: UploadBody, to url: String, method: HTTPMethod = .PUT, headers: [(String, String)] = [],
-        client: HTTPClient? = nil, options: UploadOptions = UploadOptions(), timeout: TimeAmount = .hours(24),
-        mode: BlobInputStream.Mode = .synchronous, progress: (@Sendable (UploadProgress) -> Void)? = nil
-    ) async throws -> Response {
-        let result = try await perform(
-            body, to: try UploadURL.validate(url), method: method, headers: headers.map { (name: $0.0, value: $0.1) },
-            client: client, options: options, timeout: timeout, mode: mode, progress: progress)
-        return Response(statusCode: result.statusCode, body: result.body)
-    }
-
-    /// The upload behind `upload(...)` and `HTTPClientUploader`.
+    /// The upload behind `HTTPClientUploader`.
     static func perform(
         _ body: UploadBody, to target: URL, method: HTTPMethod, headers: [(name: String, value: String)],
         client: HTTPClient?, options: UploadOptions, timeout: TimeAmount, mode: BlobInputStream.Mode,

@@ -16,7 +16,8 @@ import NIOHTTP1
 /// ```
 ///
 /// The body is read on a thread of its own and each chunk is handed to the event loop once
-/// (see `HTTPClientUpload` for redirects, early answers and the client's configuration).
+/// (see `HTTPClientUpload` for early answers, and `send(_:to:method:headers:options:progress:)`
+/// for redirects and the client's configuration).
 public struct HTTPClientUploader: UploadClient {
     /// The client to send with; nil: the client of `pool` for the upload's URL, else one of
     /// the upload's own, configured from its `UploadOptions`.
@@ -43,6 +44,15 @@ public struct HTTPClientUploader: UploadClient {
     }
 
     /// Sends `body` to `url` (see `UploadClient`).
+    ///
+    /// Without `client` or `pool`, the upload runs on a client of its own, configured from
+    /// `options`: its connect timeout, no retries after a refused connection (it fails at
+    /// once), and redirects handled here: a 307 or 308 sends the whole body again from a
+    /// fresh source, at most `options.maxRedirects` times; other redirects are errors that
+    /// name them. With a client of yours, its own configuration applies to connecting and
+    /// redirects (a redirect it follows also gets the whole body from a fresh source; one
+    /// it follows with GET and no body is an error); the idle timeout, cancellation and the
+    /// checks of the answer apply either way. Progress starts again from 0 on a redirect.
     ///
     /// - Throws: `BlobStreamError` naming the URL (`.malformedURL`, `.timedOut`,
     ///   `.uploadFailed`, `.closed` once the `pool` is shut down), or `CancellationError`.

@@ -25,42 +25,7 @@ import Foundation
 /// answers early after the whole rest of the body fit in the socket buffers cannot be told
 /// apart from one that read it all.
 public enum URLSessionUpload {
-    /// The server's answer.
-    public struct Response: Sendable {
-        /// The HTTP status code.
-        public let statusCode: Int
-        /// The answer's body.
-        public let body: Data
-    }
-
-    /// Sends `body` to `url` and returns the answer.
-    ///
-    /// - Parameters:
-    ///   - body: what to send.
-    ///   - url: where to send it.
-    ///   - method: the HTTP method (PUT, POST).
-    ///   - headers: extra request headers.
-    ///   - options: the connect and idle timeouts and the redirects followed.
-    ///   - progress: called as body bytes are handed over.
-    /// - Throws: `BlobStreamError`, naming the URL: `.malformedURL` for a URL no upload can
-    ///   go to (checked before any I/O, see `UploadURL`); `.timedOut` when a limit of
-    ///   `options` passed; `.uploadFailed` for a non-2xx status, a 2xx answer before the
-    ///   whole body was sent (with bytes sent / length), a redirect not followed, a refused
-    ///   or closed connection, or the source's error (as the cause) when the body failed
-    ///   part-way, in which case the upload was aborted, never completed short.
-    ///   `CancellationError` when the task is cancelled (the upload ends at once).
-    @available(*, deprecated, message: "use URLSessionUploader().upload(body, to: url, options: options).result")
-    public static func upload(
-        _ body: UploadBody, to url: URL, method: String = "PUT", headers: [String: String] = [:],
-        options: UploadOptions = UploadOptions(), progress: (@Sendable (UploadProgress) -> Void)? = nil
-    ) async throws -> Response {
-        let result = try await perform(
-            body, to: url, method: method, headers: headers.map { (name: $0.key, value: $0.value) },
-            options: options, progress: progress)
-        return Response(statusCode: result.statusCode, body: result.body)
-    }
-
-    /// The upload behind `upload(...)` and `URLSessionUploader`.
+    /// The upload behind `URLSessionUploader`.
     static func perform(
         _ body: UploadBody, to url: URL, method: String, headers: [(name: String, value: String)],
         options: UploadOptions, progress: (@Sendable (UploadProgress) -> Void)?

@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -61,25 +62,24 @@ extension S3Client {
     }
 
     /// `putObject` with a body in memory or streamed, its `digest` computed as `check` needs,
-    /// and the object's header fields; returns the ETag and the answer's header fields.
+    /// and the object's header fields; returns the ETag and the answer.
     func putObject(
         _ location: S3Location, payload: Payload, digest: PartDigest, check: S3BodyCheck,
         headers: [(name: String, value: String)]
-    ) async throws -> (etag: String, headers: HTTPHeaders) {
+    ) async throws -> (etag: String, response: Response) {
         let response = try await send(
             "PutObject", method: .PUT, location: location,
             headers: headers + digest.headers(sendingMD5: check == .contentMD5), payload: payload,
             payloadHash: digest.payloadHash)
-        return (Self.unquoted(response.headers.first(name: "ETag") ?? ""), response.headers)
+        return (Self.unquoted(response.headers.first(name: "ETag") ?? ""), response)
     }
 
     /// The object's size, ETag and type.
     public func headObject(_ location: S3Location) async throws -> S3ObjectInfo {
         let response = try await send("HeadObject", method: .HEAD, location: location)
         guard let length = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }) else {
-            throw S3Error(
-                .invalidResponse, "HeadObject \(location): no Content-Length", bucket: location.bucket,
-                key: location.key)
+            throw BlobStreamError.s3(
+                .invalidResponse, "HeadObject \(location): no Content-Length")
         }
         return S3ObjectInfo(
             size: length, etag: Self.unquoted(response.headers.first(name: "ETag") ?? ""),
@@ -115,9 +115,8 @@ extension S3Client {
             "CreateMultipartUpload", method: .POST, location: location, query: [("uploads", "")], headers: headers)
         let document = try Self.document(response, "CreateMultipartUpload", location)
         guard let id = document["UploadId"], !id.isEmpty else {
-            throw S3Error(
-                .invalidResponse, "CreateMultipartUpload \(location): no UploadId in the answer",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .invalidResponse, "CreateMultipartUpload \(location): no UploadId in the answer")
         }
         return (id, response.headers.first(name: "x-amz-checksum-algorithm") ?? document["ChecksumAlgorithm"])
     }
@@ -143,9 +142,8 @@ extension S3Client {
             headers: digest.headers(sendingMD5: check == .contentMD5), payload: payload,
             payloadHash: digest.payloadHash)
         guard let etag = response.headers.first(name: "ETag") else {
-            throw S3Error(
-                .invalidResponse, "UploadPart \(number) \(location): no ETag in the answer",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .invalidResponse, "UploadPart \(number) \(location): no ETag in the answer")
         }
         return Self.unquoted(etag)
     }
@@ -172,17 +170,15 @@ extension S3Client {
                 guard let number = part["PartNumber"].flatMap({ Int($0) }),
                     let size = part["Size"].flatMap({ Int64($0) })
                 else {
-                    throw S3Error(
-                        .invalidResponse, "ListParts \(location): a part without number or size",
-                        bucket: location.bucket, key: location.key)
+                    throw BlobStreamError.s3(
+                        .invalidResponse, "ListParts \(location): a part without number or size")
                 }
                 parts.append(S3StoredPart(partNumber: number, etag: Self.unquoted(part["ETag"] ?? ""), size: size))
             }
             if document["IsTruncated"] == "true" {
                 guard let next = document["NextPartNumberMarker"], next != marker, !next.isEmpty else {
-                    throw S3Error(
-                        .invalidResponse, "ListParts \(location): a truncated page without a next marker",
-                        bucket: location.bucket, key: location.key)
+                    throw BlobStreamError.s3(
+                        .invalidResponse, "ListParts \(location): a truncated page without a next marker")
                 }
                 marker = next
             } else {
@@ -217,11 +213,11 @@ extension S3Client {
 
     /// Finishes upload `uploadID` from `parts`, with their checksums when the upload has one
     /// (`checksum`: the algorithm, its type, and the whole object's value for a full-object
-    /// checksum); returns the ETag and the object's checksum as the store gives it.
+    /// checksum); returns the ETag, the object's checksum as the store gives it, and the answer.
     func completeMultipartUpload(
         _ location: S3Location, uploadID: String, parts: [S3CompletedPart],
         checksum: (algorithm: S3ChecksumAlgorithm, type: S3ChecksumType, object: String?)?
-    ) async throws -> (etag: String, checksum: String?) {
+    ) async throws -> (etag: String, checksum: String?, response: Response) {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts {
             xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(S3XMLWriter.escape(part.etag))\"</ETag>"
@@ -243,11 +239,10 @@ extension S3Client {
             headers: headers, body: body)
         let document = try Self.document(response, "CompleteMultipartUpload", location)
         guard let etag = document["ETag"] else {
-            throw S3Error(
-                .invalidResponse, "CompleteMultipartUpload \(location): no ETag in the answer",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .invalidResponse, "CompleteMultipartUpload \(location): no ETag in the answer")
         }
-        return (Self.unquoted(etag), checksum.flatMap { document[$0.algorithm.elementName] })
+        return (Self.unquoted(etag), checksum.flatMap { document[$0.algorithm.elementName] }, response)
     }
 
     /// Abandons upload `uploadID`: the store drops its parts.
@@ -269,14 +264,14 @@ extension S3Client {
         do {
             document = try S3XMLElement.parse(Data(response.body.readableBytesView))
         } catch {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .invalidResponse, "\(operation) \(location): the answer is not XML", statusCode: response.statusCode,
-                bucket: location.bucket, key: location.key, cause: error)
+                cause: error)
         }
         if document.name == "Error" {
             throw Self.error(
-                "\(operation) \(location)", status: response.statusCode, headers: response.headers, body: response.body,
-                location: location, bucket: location.bucket)
+                operation, "\(operation) \(location)", status: response.statusCode, headers: response.headers,
+                body: response.body)
         }
         return document
     }

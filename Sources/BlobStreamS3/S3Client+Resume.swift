@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 
 /// How `S3UploadOptions.Resume.latest` finds the unfinished upload to continue.
@@ -31,16 +32,11 @@ public struct S3ResumeLookup: Sendable, Equatable {
     }
 }
 
-extension S3Error.Code {
-    /// Several unfinished uploads exist for the key, and the lookup would not guess which.
-    public static let severalUploadsToResume = S3Error.Code("severalUploadsToResume")
-}
-
 extension S3Client {
     /// The unfinished upload of `location` to continue, as `lookup` says: the listing is
     /// asked again while empty (bounded), then one upload is chosen or several refused.
     ///
-    /// - Throws: `S3Error` `.noUploadToResume` when none is listed after the last attempt;
+    /// - Throws: `BlobStreamError` `.noUploadToResume` when none is listed after the last attempt;
     ///   `.severalUploadsToResume` (their ids and start times, newest first, in the message)
     ///   when several are and `lookup.whenSeveral` is `.refuse`; the listing's errors.
     public func findUploadToResume(_ location: S3Location, lookup: S3ResumeLookup = S3ResumeLookup()) async throws
@@ -57,17 +53,16 @@ extension S3Client {
         // ISO 8601 times of one store sort as text; the upload id breaks ties the same way every time.
         let newestFirst = pending.sorted { ($0.initiated, $0.uploadID) > ($1.initiated, $1.uploadID) }
         guard let newest = newestFirst.first else {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .noUploadToResume,
-                "no unfinished upload of \(location) to resume (listed \(max(lookup.attempts, 1)) times)",
-                bucket: location.bucket, key: location.key)
+                "no unfinished upload of \(location) to resume (listed \(max(lookup.attempts, 1)) times)")
         }
         if newestFirst.count > 1, lookup.whenSeveral == .refuse {
             let listed = newestFirst.map { "\($0.uploadID) (started \($0.initiated))" }.joined(separator: ", ")
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .severalUploadsToResume,
-                "\(newestFirst.count) unfinished uploads of \(location), newest first: \(listed); name the one to resume",
-                bucket: location.bucket, key: location.key)
+                "\(newestFirst.count) unfinished uploads of \(location), newest first: \(listed); name the one to resume"
+            )
         }
         return newest
     }

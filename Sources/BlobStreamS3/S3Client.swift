@@ -1,5 +1,7 @@
 import AsyncHTTPClient
+import BlobStream
 import BlobStreamHTTPClient
+import BlobStreamUpload
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -11,8 +13,9 @@ import NIOHTTP1
 /// let etag = try await client.putObject(S3Location(bucket: "photos", key: "a.jpg"), body: bytes)
 /// ```
 ///
-/// Every failure is an `S3Error` that names the operation, bucket and key, with S3's error
-/// code, message and request id when the store answered with an error document.
+/// Every failure is a `BlobStreamError` that names the operation, bucket and key, with S3's
+/// error code, message, the HTTP status and request id when the store answered with an error
+/// document (`s3ErrorCode` gives S3's code).
 ///
 /// HTTPS with a private CA or through a proxy: make the client from connection options
 /// (the same ones `S3Sources` reads with), and shut it down when done:
@@ -53,16 +56,16 @@ public struct S3Client: Sendable {
     /// The client makes an HTTP client of its own: call `shutdown()` once when done with it
     /// (and with every copy of it).
     ///
-    /// - Throws: `S3Error` `.invalidConfiguration` when the CA bundle cannot be read, naming it.
+    /// - Throws: `BlobStreamError` `.invalidConfiguration` when the CA bundle cannot be read, naming it.
     public init(
         configuration: S3Configuration, connection: HTTPConnectionOptions, requestTimeout: TimeAmount = .minutes(5)
-    ) throws(S3Error) {
+    ) throws(BlobStreamError) {
         let endpoint = Self.endpointURL(configuration)
         let clientConfiguration: HTTPClient.Configuration
         do {
             clientConfiguration = try connection.clientConfiguration(for: endpoint)
         } catch {
-            throw S3Error(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
+            throw BlobStreamError.s3(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
         }
         self.configuration = configuration
         self.httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
@@ -82,16 +85,16 @@ public struct S3Client: Sendable {
     /// try await pool.shutdown()
     /// ```
     ///
-    /// - Throws: `S3Error` `.invalidConfiguration` when the pool cannot make a client (an
+    /// - Throws: `BlobStreamError` `.invalidConfiguration` when the pool cannot make a client (an
     ///   unreadable CA bundle, a pool already shut down), naming the endpoint.
     public init(
         configuration: S3Configuration, pool: HTTPClientPool, requestTimeout: TimeAmount = .minutes(5)
-    ) throws(S3Error) {
+    ) throws(BlobStreamError) {
         let endpoint = Self.endpointURL(configuration)
         do {
             self.httpClient = try pool.client(for: endpoint)
         } catch {
-            throw S3Error(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
+            throw BlobStreamError.s3(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
         }
         self.configuration = configuration
         self.requestTimeout = requestTimeout
@@ -137,8 +140,13 @@ public struct S3Client: Sendable {
     ///   - query: decoded parameters (`("uploadId", id)`); a flag has an empty value.
     ///   - headers: extra fields (`Content-MD5`, `Content-Type`, `x-amz-meta-…`); they are signed.
     ///   - body: the request's body, hashed for the signature (none: an empty body).
-    /// - Throws: `S3Error`: S3's code from its error document, or `.connectionFailed`,
-    ///   `.timedOut`; `CancellationError` when the task is cancelled.
+    /// - Throws: `BlobStreamError` naming the request: for an answer with an error status,
+    ///   `.permissionDenied` (refused credentials, 403), `.notFound` (a missing key, bucket
+    ///   or upload, 404), `.corrupt` (a body that does not match its check), `.timedOut`,
+    ///   else `.uploadFailed` for an upload's request and `.httpFailed` for another, with S3's
+    ///   code (`s3ErrorCode`), the status and request id in the message; `.ioFailed` when the
+    ///   store cannot be reached, `.timedOut` when it does not answer in time;
+    ///   `CancellationError` when the task is cancelled.
     public func send(
         _ operation: String, method: HTTPMethod, location: S3Location?, bucket: String? = nil,
         query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
@@ -202,53 +210,58 @@ public struct S3Client: Sendable {
         } catch let error as HTTPClientError
             where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
         {
-            throw S3Error(
-                .timedOut, "\(what): no answer from \(target.base) in time", bucket: bucketName,
-                key: location?.key, cause: error)
+            throw BlobStreamError.s3(
+                .timedOut, "\(what): no answer from \(target.base) in time", kind: .timeout, cause: error)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             if Self.isTLSFailure(error) {
-                throw S3Error(
-                    .tlsFailed,
+                throw BlobStreamError.s3(
+                    .ioFailed,
                     "\(what): the TLS connection to \(target.base) failed (if a private CA signed the store's "
-                        + "certificate, pass it with --ca-bundle or AWS_CA_BUNDLE)", bucket: bucketName,
-                    key: location?.key, cause: error)
+                        + "certificate, pass it with --ca-bundle or AWS_CA_BUNDLE)", kind: .tls, cause: error)
             }
-            throw S3Error(
-                .connectionFailed, "\(what): cannot reach \(target.base)", bucket: bucketName,
-                key: location?.key, cause: error)
+            throw BlobStreamError.s3(
+                .ioFailed, "\(what): cannot reach \(target.base)", kind: .connection, cause: error)
         }
         let status = Int(response.status.code)
         guard (200..<300).contains(status) else {
-            throw Self.error(
-                what, status: status, headers: response.headers, body: collected, location: location,
-                bucket: bucketName)
+            throw Self.error(operation, what, status: status, headers: response.headers, body: collected)
         }
         return Response(statusCode: status, headers: response.headers, body: collected)
     }
 
-    /// The error an answer that is not 2xx (or a 200 with an `<Error>` document) means.
-    static func error(
-        _ what: String, status: Int, headers: HTTPHeaders, body: ByteBuffer, location: S3Location?, bucket: String?
-    ) -> S3Error {
+    /// The operations of an upload: the store refusing one fails the upload (`.uploadFailed`
+    /// unless a more precise code says why); any other request's refusal is `.httpFailed`.
+    static let uploadOperations = ["PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"]
+
+    /// The error an answer that is not 2xx (or a 200 with an `<Error>` document) means, for
+    /// `operation` (`"UploadPart 3"`), named in messages as `what` (with the bucket and key).
+    static func error(_ operation: String, _ what: String, status: Int, headers: HTTPHeaders, body: ByteBuffer)
+        -> BlobStreamError
+    {
         let document = try? S3XMLElement.parse(Data(body.readableBytesView))
         let requestID = document?["RequestId"] ?? headers.first(name: "x-amz-request-id")
-        if let document, document.name == "Error", let code = document["Code"] {
+        let fallback: BlobStreamError.Code =
+            uploadOperations.contains(where: { operation.hasPrefix($0) }) ? .uploadFailed : .httpFailed
+        if let document, document.name == "Error", let s3Code = document["Code"] {
             let message = document["Message"].map { ": \($0)" } ?? ""
-            return S3Error(
-                S3Error.Code(code), "\(what): \(code)\(message)", statusCode: status, requestID: requestID,
-                bucket: bucket, key: location?.key)
+            return BlobStreamError.s3(
+                S3FailureDetails.code(forAnswer: s3Code, status: status, fallback: fallback),
+                "\(what): \(s3Code)\(message)", kind: .answer, s3Code: s3Code, statusCode: status,
+                requestID: requestID)
         }
-        let code: S3Error.Code =
+        let s3Code: String? =
             switch status {
-            case 403: S3Error.Code("AccessDenied")
-            case 404: S3Error.Code("NotFound")
-            case 500..<600: S3Error.Code("InternalError")
-            default: .invalidResponse
+            case 403: "AccessDenied"
+            case 404: "NotFound"
+            case 500..<600: "InternalError"
+            default: nil
             }
-        return S3Error(
-            code, "\(what): the store answered HTTP \(status)", statusCode: status, requestID: requestID,
-            bucket: bucket, key: location?.key)
+        return BlobStreamError.s3(
+            S3FailureDetails.code(
+                forAnswer: s3Code, status: status, fallback: s3Code == nil ? .invalidResponse : fallback),
+            "\(what): the store answered HTTP \(status)", kind: .answer, s3Code: s3Code, statusCode: status,
+            requestID: requestID)
     }
 
     /// A failed TLS handshake (an untrusted certificate, a wrong host name): trying again

@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 import NIOHTTP1
 
@@ -19,15 +20,15 @@ extension S3Configuration {
     ///   - method: the request it allows (GET by default; PUT lets its holder upload the object).
     ///   - expiresIn: seconds, 1 to 604,800 (7 days, S3's longest).
     ///   - date: when it is signed (now by default).
-    /// - Throws: `S3Error` `.invalidConfiguration` when `expiresIn` is out of range.
+    /// - Throws: `BlobStreamError` `.invalidConfiguration` when `expiresIn` is out of range.
     public func presignedURL(
         for location: S3Location, method: HTTPMethod = .GET, expiresIn: Int = 3600, date: Date = Date()
-    ) throws(S3Error) -> URL {
+    ) throws(BlobStreamError) -> URL {
         guard (1...SigV4Signer.longestPresignedExpiry).contains(expiresIn) else {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .invalidConfiguration,
-                "a presigned URL expires in 1 to \(SigV4Signer.longestPresignedExpiry) seconds (7 days), not \(expiresIn)",
-                bucket: location.bucket, key: location.key)
+                "a presigned URL expires in 1 to \(SigV4Signer.longestPresignedExpiry) seconds (7 days), not \(expiresIn)"
+            )
         }
         let target = S3Client.target(self, bucket: location.bucket, key: location.key)
         let request = SigV4Request(method: method.rawValue, path: target.path, headers: [("Host", target.host)])
@@ -39,9 +40,8 @@ extension S3Configuration {
             SigV4Signer.canonicalQuery(signed.query.filter { $0.name != "X-Amz-Signature" }) + "&"
             + SigV4Signer.canonicalQuery(signature)
         guard let url = URL(string: target.base + signed.encodedPath + "?" + query) else {
-            throw S3Error(
-                .invalidConfiguration, "cannot make a URL of \(target.base) and \(location)", bucket: location.bucket,
-                key: location.key)
+            throw BlobStreamError.s3(
+                .invalidConfiguration, "cannot make a URL of \(target.base) and \(location)")
         }
         return url
     }
@@ -51,7 +51,7 @@ extension S3Client {
     /// `S3Configuration.presignedURL` for this client's store.
     public func presignedURL(
         for location: S3Location, method: HTTPMethod = .GET, expiresIn: Int = 3600, date: Date = Date()
-    ) throws(S3Error) -> URL {
+    ) throws(BlobStreamError) -> URL {
         try configuration.presignedURL(for: location, method: method, expiresIn: expiresIn, date: date)
     }
 }

@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 
 /// The keys a request is signed with: an access key id, its secret, and a session token for
@@ -53,12 +54,12 @@ public struct S3Configuration: Sendable {
     /// - endpoint: `endpointURL` (`--endpoint-url`), else `AWS_ENDPOINT_URL_S3`, else
     ///   `AWS_ENDPOINT_URL`, else the profile's `endpoint_url`, else AWS.
     ///
-    /// - Throws: `S3Error` `.missingCredentials` naming where it looked, `.invalidConfiguration`
+    /// - Throws: `BlobStreamError` `.missingCredentials` naming where it looked, `.invalidConfiguration`
     ///   for an endpoint that is not an http(s) URL.
     public static func resolve(
         environment: [String: String] = ProcessInfo.processInfo.environment, profile: String? = nil,
         region: String? = nil, endpointURL: String? = nil, usesPathStyle: Bool? = nil
-    ) throws(S3Error) -> S3Configuration {
+    ) throws(BlobStreamError) -> S3Configuration {
         let home = environment["HOME"] ?? NSHomeDirectory()
         let profileName = profile ?? environment["AWS_PROFILE"] ?? "default"
         let credentialsPath = environment["AWS_SHARED_CREDENTIALS_FILE"] ?? home + "/.aws/credentials"
@@ -78,7 +79,7 @@ public struct S3Configuration: Sendable {
         {
             credentials = found
         } else {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .missingCredentials,
                 "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or aws_access_key_id and aws_secret_access_key in profile '\(profileName)' of \(credentialsPath) or \(configPath)"
             )
@@ -97,11 +98,12 @@ public struct S3Configuration: Sendable {
     }
 
     /// An endpoint URL checked: http or https, a host, no query.
-    public static func endpoint(_ text: String) throws(S3Error) -> URL {
+    public static func endpoint(_ text: String) throws(BlobStreamError) -> URL {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host, !host.isEmpty, url.query == nil
         else {
-            throw S3Error(.invalidConfiguration, "endpoint URL '\(text)' is not an http:// or https:// URL with a host")
+            throw BlobStreamError.s3(
+                .invalidConfiguration, "endpoint URL '\(text)' is not an http:// or https:// URL with a host")
         }
         return url
     }
@@ -119,10 +121,10 @@ struct INIFile {
     private var sections: [String: [String: String]] = [:]
 
     /// The file parsed, or nil when it does not exist.
-    static func load(_ path: String) throws(S3Error) -> INIFile? {
+    static func load(_ path: String) throws(BlobStreamError) -> INIFile? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw S3Error(.invalidConfiguration, "cannot read '\(path)'")
+            throw BlobStreamError.s3(.invalidConfiguration, "cannot read '\(path)'")
         }
         return INIFile(text: String(decoding: data, as: UTF8.self))
     }

@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 
 /// A bucket and a key: `s3://bucket/key`.
@@ -15,16 +16,16 @@ public struct S3Location: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads `s3://bucket/key`; the key is taken as written (percent signs are part of it).
     ///
-    /// - Throws: `S3Error` `.invalidConfiguration` naming the URL when it is not of that form.
-    public init(url: String) throws(S3Error) {
+    /// - Throws: `BlobStreamError` `.invalidConfiguration` naming the URL when it is not of that form.
+    public init(url: String) throws(BlobStreamError) {
         guard url.hasPrefix("s3://") else {
-            throw S3Error(.invalidConfiguration, "'\(url)' is not an s3://bucket/key URL")
+            throw BlobStreamError.s3(.invalidConfiguration, "'\(url)' is not an s3://bucket/key URL")
         }
         let rest = url.dropFirst(5)
         guard let slash = rest.firstIndex(of: "/"), slash != rest.startIndex,
             rest.index(after: slash) != rest.endIndex
         else {
-            throw S3Error(.invalidConfiguration, "'\(url)' has no bucket or no key (s3://bucket/key)")
+            throw BlobStreamError.s3(.invalidConfiguration, "'\(url)' has no bucket or no key (s3://bucket/key)")
         }
         bucket = String(rest[..<slash])
         key = String(rest[rest.index(after: slash)...])

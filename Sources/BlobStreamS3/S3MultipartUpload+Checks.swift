@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 
 /// The checks an upload's requests carry, resolved from the options and what the store
@@ -43,11 +44,13 @@ extension S3UploadOptions {
 
     /// `error` from PutObject or CreateMultipartUpload, its message naming the setting the
     /// store refused (storage class, encryption, tagging) when it is about one.
-    func namingRefusedSetting(_ error: S3Error) -> S3Error {
-        guard let status = error.statusCode, (400..<600).contains(status), status != 403 else { return error }
+    func namingRefusedSetting(_ error: BlobStreamError) -> BlobStreamError {
+        guard let status = error.s3Details?.statusCode, (400..<600).contains(status), status != 403 else {
+            return error
+        }
         let text = error.message.lowercased()
         let refused: (String, String?)? =
-            if error.code == S3Error.Code("InvalidStorageClass") || text.contains("storage class") {
+            if error.s3ErrorCode == "InvalidStorageClass" || text.contains("storage class") {
                 ("the storage class", storageClass)
             } else if text.contains("encryption") {
                 ("server-side encryption", serverSideEncryption)
@@ -80,10 +83,10 @@ extension S3MultipartUpload {
         let asked = options.checksumToAsk
         let stored = asked != nil && kept?.uppercased() == asked?.rawValue
         if let explicit = options.checksumAlgorithm, !stored {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .checksumNotSupported,
-                "the store keeps no S3 checksums (it did not take x-amz-checksum-algorithm \(explicit.rawValue) for the multipart upload of \(location)): upload without a checksum algorithm",
-                bucket: location.bucket, key: location.key)
+                "the store keeps no S3 checksums (it did not take x-amz-checksum-algorithm \(explicit.rawValue) for the multipart upload of \(location)): upload without a checksum algorithm"
+            )
         }
         let checksum = stored ? asked : nil
         let https = S3Client.endpointURL(client.configuration).scheme?.lowercased() == "https"
@@ -100,16 +103,15 @@ extension S3MultipartUpload {
     /// The `.checksum` body check needs a checksum the store keeps; a full-object type, a CRC.
     private func checkBodyCheck(_ body: S3BodyCheck, checksum: S3ChecksumAlgorithm?) throws {
         if body == .checksum && checksum == nil {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .checksumNotSupported,
-                "the checksum body check needs a checksum the store keeps, and \(location)'s upload has none: choose another body check",
-                bucket: location.bucket, key: location.key)
+                "the checksum body check needs a checksum the store keeps, and \(location)'s upload has none: choose another body check"
+            )
         }
         if options.checksumType == .fullObject, let algorithm = options.checksumAlgorithm, !algorithm.combinesParts {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .invalidConfiguration,
-                "a full-object checksum is a CRC (CRC32, CRC32C, CRC64NVME), not \(algorithm.rawValue)",
-                bucket: location.bucket, key: location.key)
+                "a full-object checksum is a CRC (CRC32, CRC32C, CRC64NVME), not \(algorithm.rawValue)")
         }
     }
 

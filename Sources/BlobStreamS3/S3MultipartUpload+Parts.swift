@@ -22,6 +22,7 @@ extension S3MultipartUpload {
         private struct State {
             var bytes: Int64 = 0
             var sent = 0
+            var bytesSent: Int64 = 0
             var parts: [Int: (etag: String, checksum: S3Checksum?)] = [:]
         }
         private let state = NIOLockedValueBox(State())
@@ -30,7 +31,10 @@ extension S3MultipartUpload {
         func record(_ outcome: PartOutcome) -> Int64 {
             state.withLockedValue {
                 $0.bytes += Int64(outcome.size)
-                if outcome.sent { $0.sent += 1 }
+                if outcome.sent {
+                    $0.sent += 1
+                    $0.bytesSent += Int64(outcome.size)
+                }
                 $0.parts[outcome.number] = (outcome.etag, outcome.checksum)
                 return $0.bytes
             }
@@ -38,6 +42,8 @@ extension S3MultipartUpload {
 
         var bytes: Int64 { state.withLockedValue { $0.bytes } }
         var partsSent: Int { state.withLockedValue { $0.sent } }
+        /// The bytes of the parts sent (not those found stored).
+        var bytesSent: Int64 { state.withLockedValue { $0.bytesSent } }
         /// The parts in order, for CompleteMultipartUpload.
         var parts: [S3CompletedPart] {
             checksummedParts.map { S3CompletedPart(number: $0.number, etag: $0.etag, checksum: $0.checksum?.base64) }
@@ -101,13 +107,12 @@ extension S3MultipartUpload {
     /// A source of its own, open at `offset`, which has the first source's identity; the
     /// caller closes it.
     func openPart(at offset: Int64, facts: PartReader.Facts) async throws -> PartReader {
-        let reader = PartReader(source: try makeSource(), name: source.name)
+        let reader = PartReader(source: try makeSource(), name: sourceName)
         do {
             let own = try await reader.open(at: offset)
             guard own.identity == facts.identity, own.length == facts.length else {
-                throw S3Error(
-                    .sourceChanged, "\(source.name) changed during the upload (found at offset \(offset))",
-                    bucket: location.bucket, key: location.key)
+                throw BlobStreamError.s3(
+                    .changed, "\(sourceName) changed during the upload (found at offset \(offset))")
             }
             return reader
         } catch {
@@ -135,10 +140,10 @@ extension S3MultipartUpload {
             while true {
                 number += 1
                 guard number <= S3UploadOptions.maximumParts else {
-                    throw S3Error(
+                    throw BlobStreamError.s3(
                         .tooManyParts,
-                        "\(source.name) needs more than \(S3UploadOptions.maximumParts) parts of \(partSize) bytes: use a larger part size",
-                        bucket: location.bucket, key: location.key)
+                        "\(sourceName) needs more than \(S3UploadOptions.maximumParts) parts of \(partSize) bytes: use a larger part size"
+                    )
                 }
                 if number > max(options.parallelism, 1), let done = try await group.next() {
                     progress(UploadProgress(sent: tally.record(done), total: nil, isFinished: false))
@@ -172,7 +177,7 @@ extension S3MultipartUpload {
 
     /// Checks the source, completes the upload, and checks the object: an ETag of `-N`
     /// for N parts, and the size sent.
-    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> S3UploadResult {
+    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> UploadResult {
         try await checkIdentity(facts)
         let parts = tally.parts
         let checksums = tally.checksummedParts.compactMap(\.checksum)
@@ -182,21 +187,25 @@ extension S3MultipartUpload {
         let completion = checks.checksum.map { algorithm in
             (algorithm: algorithm, type: checks.type, object: checks.type == .fullObject ? objectChecksum : nil)
         }
-        let (etag, storedChecksum) = try await withRetries("CompleteMultipartUpload") {
+        let (etag, storedChecksum, answer) = try await withRetries("CompleteMultipartUpload") {
             try await client.completeMultipartUpload(
                 location, uploadID: uploadID, parts: parts, checksum: completion)
         }
         let info = try await client.headObject(location)
         guard etag.hasSuffix("-\(parts.count)"), info.size == tally.bytes else {
-            throw S3Error(
-                .verificationFailed,
-                "\(location) is not what was sent: ETag \(etag) and \(info.size) bytes after \(parts.count) parts and \(tally.bytes) bytes",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .corrupt,
+                "\(location) is not what was sent: ETag \(etag) and \(info.size) bytes after \(parts.count) parts and \(tally.bytes) bytes"
+            )
         }
         progress(UploadProgress(sent: tally.bytes, total: tally.bytes, isFinished: true))
-        return S3UploadResult(
-            location: location, etag: etag, size: info.size, parts: parts.count, partsSent: tally.partsSent,
-            uploadID: uploadID, checksum: storedChecksum ?? objectChecksum, checksumAlgorithm: checks.checksum,
-            checksumStored: checks.stored)
+        var result = result(answer, etag: etag, size: info.size, sent: tally.bytesSent)
+        result.parts = parts.count
+        result.partsSent = tally.partsSent
+        result.uploadID = uploadID
+        result.checksum = storedChecksum ?? objectChecksum
+        result.checksumAlgorithm = checks.checksum?.rawValue
+        result.checksumStored = checks.stored
+        return result
     }
 }

@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamUpload
 import Foundation
 
 /// Parts of a source that can seek too large for one buffer (`S3UploadOptions.largestPartInMemory`):
@@ -13,10 +14,9 @@ extension S3MultipartUpload {
         defer { reader.close() }
         let (digest, bytes) = try await reader.digest(count: size, plan: plan)
         guard bytes == size else {
-            throw S3Error(
-                .sourceChanged,
-                "\(source.name) changed during the upload: fewer bytes than \(size) at offset \(offset)",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .changed,
+                "\(sourceName) changed during the upload: fewer bytes than \(size) at offset \(offset)")
         }
         return digest
     }
@@ -30,7 +30,7 @@ extension S3MultipartUpload {
     ) async throws -> T {
         let reader = try await openPart(at: offset, facts: facts)
         defer { reader.close() }
-        let name = "bytes \(offset)..<\(offset + Int64(size)) of \(source.name)"
+        let name = "bytes \(offset)..<\(offset + Int64(size)) of \(sourceName)"
         return try await send(StreamedBody(digest: digest, chunks: PartChunks(reader: reader, size: size, name: name)))
     }
 
@@ -55,7 +55,7 @@ extension S3MultipartUpload {
     }
 
     /// The whole source, `length` bytes, in one PutObject, streamed.
-    func putSingleStreamed(length: Int, facts: PartReader.Facts) async throws -> S3UploadResult {
+    func putSingleStreamed(length: Int, facts: PartReader.Facts) async throws -> UploadResult {
         let digest = try await digestPart(offset: 0, size: length, facts: facts, plan: checks.plan(comparing: false))
         try await checkIdentity(facts)
         let (etag, answer) = try await withRetries("PutObject") {
@@ -64,7 +64,7 @@ extension S3MultipartUpload {
                     return try await client.putObject(
                         location, payload: .streamed(body), digest: digest, check: checks.body,
                         headers: options.objectHeaders)
-                } catch let error as S3Error {
+                } catch let error as BlobStreamError {
                     throw options.namingRefusedSetting(error)
                 }
             }

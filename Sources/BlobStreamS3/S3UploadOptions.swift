@@ -4,30 +4,6 @@ import BlobStreamUpload
 import Foundation
 import NIOCore
 
-/// Where an upload's bytes come from: a factory of fresh sources of the whole bytes.
-///
-/// When `isRepeatable` is true and the source can seek (`.seek`, a known length) — a file,
-/// an indexed gzip, an archive member with an index — each part is read from a source of
-/// its own opened at the part's offset, so parts are read in parallel and no instance is
-/// shared between threads. Otherwise (a pipe, a plain gzip) one source is read from start
-/// to end, a part at a time, through a bounded buffer: the parts in flight and the one being
-/// read, (parallelism + 1) × part size.
-public struct S3UploadSource: Sendable {
-    /// Makes a fresh, unopened source of the whole bytes.
-    public var makeSource: @Sendable () throws -> any BlobDataSource
-    /// True when every source `makeSource` makes gives the same bytes (false for standard input).
-    public var isRepeatable: Bool
-    /// How messages name the source (a path or URL).
-    public var name: String
-
-    /// A source made by `makeSource`.
-    public init(name: String, isRepeatable: Bool, makeSource: @escaping @Sendable () throws -> any BlobDataSource) {
-        self.name = name
-        self.isRepeatable = isRepeatable
-        self.makeSource = makeSource
-    }
-}
-
 /// How an upload to S3 is done: part size, parallelism, retries, object headers, resume.
 public struct S3UploadOptions: Sendable {
     /// S3's smallest part (but the last): 5 MiB.
@@ -171,76 +147,4 @@ public enum S3BodyCheck: String, Sendable, Equatable {
     /// checking); a multipart upload to a store that keeps none fails with
     /// `.checksumNotSupported`.
     case checksum
-}
-
-extension S3Error.Code {
-    /// The store keeps no S3 checksums, and one was asked for (`checksumAlgorithm`, or the
-    /// `.checksum` body check).
-    public static let checksumNotSupported = S3Error.Code("checksumNotSupported")
-}
-
-/// What a finished upload to S3 tells.
-public struct S3UploadResult: Sendable, Equatable {
-    /// Where the object is.
-    public var location: S3Location
-    /// The object's ETag (without quotes): its MD5, or S3's md5-of-md5s `-N` for N parts.
-    public var etag: String
-    /// The object's size, checked with HeadObject.
-    public var size: Int64
-    /// How many parts it has (0: it went in a single PutObject).
-    public var parts: Int
-    /// How many of them were sent by this upload (the others were already stored: resume).
-    public var partsSent: Int
-    /// The multipart upload's id (nil for a single PutObject).
-    public var uploadID: String?
-    /// The object's S3 checksum, base64 (`-N` for a composite one of N parts), when one was
-    /// sent: as the store gave it back, else as computed here.
-    public var checksum: String? = nil
-    /// Its algorithm, when one was sent.
-    public var checksumAlgorithm: S3ChecksumAlgorithm? = nil
-    /// True when the store said it keeps the checksum (it echoed it back); false when it
-    /// took the request without a word of it (Swift's s3api: nothing is stored).
-    public var checksumStored = false
-}
-
-/// An upload to S3 under way: its progress as an `AsyncSequence`, its result, and a way to
-/// stop it — the shape of `UploadTask`, with an `S3UploadResult`.
-public final class S3UploadTask: Sendable {
-    /// Progress reports (bytes of parts stored so far, the total when known), ending when
-    /// the upload ends; the newest report waits for a slow reader. Iterate it once.
-    public let progress: AsyncStream<UploadProgress>
-    private let task: Task<S3UploadResult, any Error>
-
-    init(
-        _ work:
-            @escaping @Sendable (_ progress: @escaping @Sendable (UploadProgress) -> Void) async throws ->
-            S3UploadResult
-    ) {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
-        progress = stream
-        task = Task {
-            defer { continuation.finish() }
-            return try await work { continuation.yield($0) }
-        }
-    }
-
-    /// The upload's answer once it is finished.
-    ///
-    /// - Throws: `S3Error`, or `CancellationError` when the upload was cancelled (also when
-    ///   the task awaiting this is cancelled, which cancels the upload).
-    public var result: S3UploadResult {
-        get async throws {
-            let task = self.task
-            return try await withTaskCancellationHandler {
-                try await task.value
-            } onCancel: {
-                task.cancel()
-            }
-        }
-    }
-
-    /// Stops the upload; `result` throws `CancellationError` (the upload is aborted unless
-    /// `abortsOnFailure` is false).
-    public func cancel() { task.cancel() }
 }

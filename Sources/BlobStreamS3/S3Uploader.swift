@@ -4,17 +4,22 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// Uploads a source to S3: one PutObject for a source no longer than a part, else a
-/// multipart upload with `parallelism` parts in flight, each part retried on its own,
-/// aborted when it fails for good or is cancelled, checked when complete.
+/// Uploads to S3 in the shape every upload client shares (`UploadClient`): an `UploadBody`
+/// in, an `UploadTask` out, whose `result` is an `UploadResult` with the S3 specifics
+/// (ETag, size, parts, checksum) filled in. One PutObject for a source no longer than a part,
+/// else a multipart upload with `parallelism` parts in flight, each part retried on its
+/// own, aborted when it fails for good or is cancelled, checked when complete.
 ///
 /// ```swift
 /// let uploader = S3Uploader(client: S3Client(configuration: try S3Configuration.resolve()))
-/// let source = S3UploadSource(name: path, isRepeatable: true) { FileDataSource(path: path) }
-/// let upload = uploader.upload(source, to: try S3Location(url: "s3://photos/a.mov"))
+/// let body = try UploadBody.probingLength(name: path) { FileDataSource(path: path) }
+/// let upload = uploader.upload(body, to: "s3://photos/a.mov")
 /// for await report in upload.progress { print(report.sent) }
-/// let result = try await upload.result
+/// let result = try await upload.result          // result.entityTag, .objectSize, .parts
 /// ```
+///
+/// The S3 settings (part size, parallelism, retries, checksums, object headers, resume) are
+/// `options`, or given per upload with `upload(_:to:options:)` and an `S3Location`.
 ///
 /// Every request carries one check of its body that the signature covers and the store
 /// verifies (`S3UploadOptions.bodyCheck`: by default its SHA-256 as the signed payload hash),
@@ -22,26 +27,40 @@ import NIOHTTP1
 /// (`checksumAlgorithm`) goes beside it. A resumed upload compares the parts already stored
 /// with the source (their MD5 with the stored ETags) and sends those that differ. A source whose
 /// identity (`.blobContentIdentityKey`) or length changes during the upload fails it with
-/// `.sourceChanged` (and the upload is aborted): the object is never a splice of two versions.
+/// `.changed` (and the upload is aborted): the object is never a splice of two versions. A
+/// body that is not repeatable (`isRepeatable` false: a pipe) is read once, from start to end.
 ///
 /// Memory: about `parallelism` parts' buffers (one more for a source that cannot seek),
 /// whatever the source's length: a part is read into the buffer of a part already sent.
 public struct S3Uploader: Sendable {
     /// The client requests go through.
     public var client: S3Client
+    /// The S3 settings of the uploads that take none of their own (`upload(_:to:)` with an
+    /// `s3://bucket/key` URL, `send`).
+    public var options: S3UploadOptions
 
-    /// An uploader over `client`.
-    public init(client: S3Client) { self.client = client }
+    /// An uploader over `client`, with `options` for the uploads that take none of their own.
+    public init(client: S3Client, options: S3UploadOptions = S3UploadOptions()) {
+        self.client = client
+        self.options = options
+    }
 
-    /// Starts uploading `source` to `location`; the upload runs whether or not anyone
-    /// reads its progress.
-    public func upload(_ source: S3UploadSource, to location: S3Location, options: S3UploadOptions = S3UploadOptions())
-        -> S3UploadTask
-    {
+    /// Starts uploading `body` to `location` with `options`; the upload runs whether or not
+    /// anyone reads its progress.
+    ///
+    /// - Parameters:
+    ///   - body: what to upload; its `name` names it in messages.
+    ///   - location: the bucket and key.
+    ///   - options: part size, parallelism, retries, checksums, object headers, resume; nil:
+    ///     this uploader's `options`.
+    /// - Returns: the running upload; its `result` throws `BlobStreamError` (see
+    ///   `send(_:to:method:headers:options:progress:)`) or `CancellationError`.
+    public func upload(_ body: UploadBody, to location: S3Location, options: S3UploadOptions? = nil) -> UploadTask {
         let client = self.client
-        return S3UploadTask { progress in
+        let options = options ?? self.options
+        return UploadTask { progress in
             try await S3MultipartUpload(
-                client: client, source: source, location: location, options: options, progress: progress
+                client: client, uploadBody: body, location: location, options: options, progress: progress
             ).run()
         }
     }
@@ -50,7 +69,7 @@ public struct S3Uploader: Sendable {
 /// One upload's work (see `S3Uploader`).
 struct S3MultipartUpload: Sendable {
     let client: S3Client
-    let source: S3UploadSource
+    let uploadBody: UploadBody
     let location: S3Location
     let options: S3UploadOptions
     let progress: @Sendable (UploadProgress) -> Void
@@ -59,12 +78,12 @@ struct S3MultipartUpload: Sendable {
     /// The checks the requests carry (resolved in `run`).
     var checks = UploadChecks(body: .payloadSHA256, checksum: nil, type: .composite, stored: false)
 
-    func run() async throws -> S3UploadResult {
-        let first = PartReader(source: try makeSource(), name: source.name)
+    func run() async throws -> UploadResult {
+        let first = PartReader(source: try makeSource(), name: sourceName)
         defer { first.close() }
         let facts = try await first.open()
         let partSize = options.effectivePartSize(length: facts.length)
-        let ranged = source.isRepeatable && facts.capability == .seek && facts.length != nil
+        let ranged = uploadBody.isRepeatable && facts.capability == .seek && facts.length != nil
         try checkPartSize(partSize, ranged: ranged)
         progress(UploadProgress(sent: 0, total: facts.length, isFinished: false))
 
@@ -111,55 +130,57 @@ struct S3MultipartUpload: Sendable {
             var aborted = false
             if options.abortsOnFailure { aborted = await abort(uploadID) }
             // The store keeps the upload: the error says which, for the way out.
-            guard !aborted, var failure = error as? S3Error else { throw error }
-            failure.uploadID = uploadID
-            throw failure
+            guard !aborted, let failure = error as? BlobStreamError else { throw error }
+            throw failure.leavingOpen(uploadID)
         }
     }
 
     /// The part size is one S3 takes, and one a source that cannot seek can hold in memory.
     func checkPartSize(_ partSize: Int, ranged: Bool) throws {
         guard partSize <= S3UploadOptions.maximumPartSize else {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .invalidConfiguration,
-                "a part of \(partSize) bytes is larger than S3's largest part, \(S3UploadOptions.maximumPartSize) bytes (5 GiB)",
-                bucket: location.bucket, key: location.key)
+                "a part of \(partSize) bytes is larger than S3's largest part, \(S3UploadOptions.maximumPartSize) bytes (5 GiB)"
+            )
         }
         guard ranged || partSize <= options.partsInMemoryUpTo else {
-            throw S3Error(
+            throw BlobStreamError.s3(
                 .invalidConfiguration,
-                "\(source.name) cannot seek, so each part is held in memory to be hashed before it is sent, and a part of \(partSize) bytes is larger than one part buffer holds, \(options.partsInMemoryUpTo) bytes; use a smaller part size, or upload from a file",
-                bucket: location.bucket, key: location.key)
+                "\(sourceName) cannot seek, so each part is held in memory to be hashed before it is sent, and a part of \(partSize) bytes is larger than one part buffer holds, \(options.partsInMemoryUpTo) bytes; use a smaller part size, or upload from a file"
+            )
         }
     }
+
+    /// How messages name the source.
+    var sourceName: String { uploadBody.name ?? "the upload's source" }
 
     /// A new source from the factory; its failure named.
     func makeSource() throws -> any BlobDataSource {
         do {
-            return try source.makeSource()
+            return try uploadBody.makeSource()
         } catch {
-            throw S3Error(.sourceFailed, "cannot open \(source.name)", cause: error)
+            throw BlobStreamError.s3(.sourceFailed, "cannot open \(sourceName)", cause: error)
         }
     }
 
     /// The source gave exactly `expected` bytes at `offset`, or it changed.
     func check(_ part: ByteBuffer, expected: Int, offset: Int64) throws {
         guard part.readableBytes == expected else {
-            throw S3Error(
-                .sourceChanged,
-                "\(source.name) changed during the upload: \(part.readableBytes > expected ? "more" : "fewer") bytes than \(expected) at offset \(offset)",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .changed,
+                "\(sourceName) changed during the upload: \(part.readableBytes > expected ? "more" : "fewer") bytes than \(expected) at offset \(offset)"
+            )
         }
     }
 
-    func putSingle(_ body: ByteBuffer, facts: PartReader.Facts) async throws -> S3UploadResult {
+    func putSingle(_ body: ByteBuffer, facts: PartReader.Facts) async throws -> UploadResult {
         try await checkIdentity(facts)
         let digest = checks.plan(comparing: false).digest(body)
         let (etag, answer) = try await withRetries("PutObject") {
             do {
                 return try await client.putObject(
                     location, payload: .bytes(body), digest: digest, check: checks.body, headers: options.objectHeaders)
-            } catch let error as S3Error {
+            } catch let error as BlobStreamError {
                 throw options.namingRefusedSetting(error)
             }
         }
@@ -168,20 +189,32 @@ struct S3MultipartUpload: Sendable {
 
     /// The object a single PutObject stored has the size sent; the result, with the checksum
     /// sent (`checksum`) as the store gave it back in its answer's header fields.
-    func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: HTTPHeaders) async throws
-        -> S3UploadResult
+    func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: S3Client.Response) async throws
+        -> UploadResult
     {
         let info = try await client.headObject(location)
         guard info.size == Int64(size) else {
-            throw S3Error(
-                .verificationFailed, "\(location) holds \(info.size) bytes after sending \(size)",
-                bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .corrupt, "\(location) holds \(info.size) bytes after sending \(size)")
         }
         progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
-        let echoed = checksum.flatMap { answer.first(name: $0.algorithm.headerName) }
-        return S3UploadResult(
-            location: location, etag: etag, size: info.size, parts: 0, partsSent: 0, uploadID: nil,
-            checksum: echoed ?? checksum?.base64, checksumAlgorithm: checksum?.algorithm, checksumStored: echoed != nil)
+        let echoed = checksum.flatMap { answer.headers.first(name: $0.algorithm.headerName) }
+        var result = result(answer, etag: etag, size: info.size, sent: Int64(size))
+        result.checksum = echoed ?? checksum?.base64
+        result.checksumAlgorithm = checksum?.algorithm.rawValue
+        result.checksumStored = echoed != nil
+        return result
+    }
+
+    /// The result of the upload that `answer` (PutObject's, CompleteMultipartUpload's) ended.
+    func result(_ answer: S3Client.Response, etag: String, size: Int64, sent: Int64) -> UploadResult {
+        var result = UploadResult(
+            statusCode: answer.statusCode, headers: answer.headers.map { (name: $0.name, value: $0.value) },
+            body: Data(answer.body.readableBytesView.prefix(1 << 20)), bytesSent: sent)
+        result.entityTag = etag
+        result.location = location.description
+        result.objectSize = size
+        return result
     }
 
     /// A new upload's id, or the one `options.resume` names; and the checksum algorithm the
@@ -192,7 +225,7 @@ struct S3MultipartUpload: Sendable {
             let created = try await withRetries("CreateMultipartUpload") {
                 do {
                     return try await client.createMultipartUpload(location, headers: createHeaders)
-                } catch let error as S3Error {
+                } catch let error as BlobStreamError {
                     throw options.namingRefusedSetting(error)
                 }
             }
@@ -241,7 +274,7 @@ struct S3MultipartUpload: Sendable {
         while true {
             do {
                 return try await body()
-            } catch let error as S3Error where error.isRetryable && attempt < max(options.maxAttempts, 1) {
+            } catch let error as BlobStreamError where error.isRetryableS3 && attempt < max(options.maxAttempts, 1) {
                 try await Task.sleep(for: delay)
                 delay *= 2
                 attempt += 1
@@ -262,13 +295,13 @@ struct S3MultipartUpload: Sendable {
 
     /// A fresh source still has the identity the first one had.
     func checkIdentity(_ facts: PartReader.Facts) async throws {
-        guard source.isRepeatable, let identity = facts.identity else { return }
-        let probe = PartReader(source: try makeSource(), name: source.name)
+        guard uploadBody.isRepeatable, let identity = facts.identity else { return }
+        let probe = PartReader(source: try makeSource(), name: sourceName)
         defer { probe.close() }
         let now = try await probe.open()
         guard now.identity == identity, now.length == facts.length else {
-            throw S3Error(
-                .sourceChanged, "\(source.name) changed during the upload", bucket: location.bucket, key: location.key)
+            throw BlobStreamError.s3(
+                .changed, "\(sourceName) changed during the upload")
         }
     }
 }

@@ -16,18 +16,23 @@ public struct UploadBody: Sendable {
     /// (a 307/308 redirect) then fails with an error naming the redirect rather than send
     /// the rest as if it were the whole.
     public let isRepeatable: Bool
+    /// How messages name the body: a path or URL (`"/data/movie.mov"`, `"standard input"`);
+    /// nil: they say "the upload's source". The URL an upload goes to is named either way.
+    public let name: String?
 
     /// A body of the sources `makeSource` makes. Give `length` when you know it; see
     /// `probingLength(_:)` for sources that learn theirs when they open (files). Pass
-    /// `repeatable: false` when a fresh source does not start the body again (a pipe).
+    /// `repeatable: false` when a fresh source does not start the body again (a pipe), and
+    /// `name` for messages to name it (a path).
     public init(
-        length: Int64?, contentType: String? = nil, repeatable: Bool = true,
+        length: Int64?, contentType: String? = nil, repeatable: Bool = true, name: String? = nil,
         makeSource: @escaping @Sendable () throws -> any BlobDataSource
     ) {
         self.makeSource = makeSource
         self.length = length
         self.contentType = contentType
         self.isRepeatable = repeatable
+        self.name = name
     }
 
     /// A body whose length is read from a source opened once for the purpose (a file's
@@ -38,21 +43,23 @@ public struct UploadBody: Sendable {
     ///
     /// - Throws: the source's error when it cannot be opened.
     public static func probingLength(
-        contentType: String? = nil, repeatable: Bool = true,
+        contentType: String? = nil, repeatable: Bool = true, name: String? = nil,
         _ makeSource: @escaping @Sendable () throws -> any BlobDataSource
     ) throws -> UploadBody {
         let source = try makeSource()
         guard source.offsetCapability == .seek else {
             let length = source.length
             source.close()
-            return UploadBody(length: length, contentType: contentType, repeatable: repeatable, makeSource: makeSource)
+            return UploadBody(
+                length: length, contentType: contentType, repeatable: repeatable, name: name, makeSource: makeSource)
         }
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()
         defer { stream.close() }
         if let error = stream.streamError { throw error }
         return UploadBody(
-            length: stream.dataSource.length, contentType: contentType, repeatable: repeatable, makeSource: makeSource)
+            length: stream.dataSource.length, contentType: contentType, repeatable: repeatable, name: name,
+            makeSource: makeSource)
     }
 
     /// The same body starting at `offset` (a resumed upload): the length shrinks by the
@@ -65,7 +72,9 @@ public struct UploadBody: Sendable {
             throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of the body (\(length) bytes)")
         }
         let make = makeSource
-        return UploadBody(length: length.map { $0 - offset }, contentType: contentType, repeatable: isRepeatable) {
+        return UploadBody(
+            length: length.map { $0 - offset }, contentType: contentType, repeatable: isRepeatable, name: name
+        ) {
             try OffsetSource.make(make(), offset: offset)
         }
     }

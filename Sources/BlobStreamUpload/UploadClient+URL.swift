@@ -4,7 +4,7 @@ import Foundation
 extension UploadClient {
     /// Starts sending `body` to `url` at once and returns the running upload; the `URL`
     /// form of `upload(_:to:method:headers:options:)`, checked the same way (its
-    /// `absoluteString`, by `UploadURL.validate(_:)`).
+    /// `absoluteString`, by `uploadURL(_:)`).
     ///
     /// ```swift
     /// let upload = HTTPClientUploader().upload(body, to: serverURL.appendingPathComponent("a.jpg"))

@@ -1,9 +1,9 @@
 import Foundation
 
-/// An HTTP client that can send an `UploadBody`: the one upload shape every client offers
+/// A client that can send an `UploadBody`: the one upload shape every client offers
 /// (`URLSessionUploader` in BlobStreamNetworking, `HTTPClientUploader` in
-/// BlobStreamHTTPClient), so that code built on uploads (object-store multipart uploads)
-/// takes `any UploadClient` and does not care which.
+/// BlobStreamHTTPClient, `S3Uploader` in BlobStreamS3 for `s3://bucket/key`), so that code
+/// built on uploads takes `any UploadClient` and does not care which.
 ///
 /// ```swift
 /// let upload = HTTPClientUploader().upload(body, to: "http://127.0.0.1:8080/files/a.jpg")
@@ -13,8 +13,9 @@ import Foundation
 ///
 /// ## Implementing
 /// Implement `send(_:to:method:headers:options:progress:)`; `upload(...)` comes with it.
+/// A client of another scheme than http(s) also implements `uploadURL(_:)`.
 /// A conformer must:
-/// - validate the URL before any I/O (`UploadURL.validate(_:)`);
+/// - validate the URL before any I/O (`UploadURL.validate(_:)`, or its own `uploadURL(_:)`);
 /// - send the whole body from a fresh source each time it starts again (a 307/308 redirect
 ///   when `body.isRepeatable`, failing with `.uploadFailed` naming the redirect otherwise);
 /// - treat a 2xx answer before the last body byte was handed over as `.uploadFailed`, never
@@ -31,6 +32,22 @@ public protocol UploadClient: Sendable {
         _ body: UploadBody, to url: URL, method: String, headers: [(name: String, value: String)],
         options: UploadOptions, progress: @escaping @Sendable (UploadProgress) -> Void
     ) async throws -> UploadResult
+
+    /// The URL `upload(_:to:method:headers:options:)` sends to, checked before any I/O. The
+    /// default takes http and https URLs (`UploadURL.validate(_:)`); a client of another
+    /// scheme (`s3://bucket/key`) takes its own.
+    ///
+    /// - Throws: `BlobStreamError` `.malformedURL` naming the URL and what is wrong with it.
+    func uploadURL(_ string: String) throws -> URL
+}
+
+extension UploadClient {
+    /// An http or https URL, checked by `UploadURL.validate(_:)`.
+    ///
+    /// - Throws: `BlobStreamError` `.malformedURL` naming the URL and what is wrong with it.
+    public func uploadURL(_ string: String) throws -> URL {
+        try UploadURL.validate(string)
+    }
 }
 
 extension UploadClient {
@@ -46,8 +63,8 @@ extension UploadClient {
     ) -> UploadTask {
         UploadTask { progress in
             try await send(
-                body, to: try UploadURL.validate(url), method: method.uppercased(), headers: headers,
-                options: options, progress: progress)
+                body, to: try uploadURL(url), method: method.uppercased(), headers: headers, options: options,
+                progress: progress)
         }
     }
 }

@@ -1,12 +1,12 @@
 import BlobStream
 import Foundation
 
-/// The limits of an upload, shared by both clients (`URLSessionUpload`,
-/// `HTTPClientUpload`).
+/// The limits of an upload, shared by every `UploadClient` (`URLSessionUploader`,
+/// `HTTPClientUploader`).
 ///
 /// ```swift
 /// let options = UploadOptions(connectTimeout: .seconds(5), idleTimeout: .seconds(30))
-/// try await URLSessionUpload.upload(body, to: url, options: options)
+/// let result = try await URLSessionUploader().upload(body, to: url, options: options).result
 /// ```
 ///
 /// Every wait is bounded: connecting by `connectTimeout` (a refused connection fails at

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlobStream
 import BlobStreamCLI
 import BlobStreamS3
 import Foundation
@@ -38,7 +39,7 @@ struct Presign: AsyncParsableCommand {
             let configuration = try S3Configuration.resolve(
                 profile: settings.profile, region: settings.region, endpointURL: settings.endpointURL)
             url = try configuration.presignedURL(for: location, expiresIn: expiresIn)
-        } catch let error as S3Error {
+        } catch {
             throw ToolFailure(message: "\(object): \(error.description)")
         }
         try Console.print(url.absoluteString + "\n")

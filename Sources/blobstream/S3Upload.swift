@@ -39,7 +39,7 @@ enum S3UploadCommand {
         }
         let name = arguments.source == "-" ? "standard input" : arguments.source
         let offset = arguments.options.offset
-        let source = S3UploadSource(name: name, isRepeatable: UploadArguments.readsOnlyRegularFiles(url)) {
+        let body = UploadBody(length: nil, repeatable: UploadArguments.readsOnlyRegularFiles(url), name: name) {
             let source = try registry.makeSource(url: url)
             guard let offset, offset > 0 else { return source }
             return BlobSliceDataSource(upstream: source, offset: offset, length: nil, name: name)
@@ -86,16 +86,16 @@ enum S3UploadCommand {
         }
         let outcome: Result<Void, any Error>
         do {
-            outcome = .success(try await run(source, to: location, options: options, client: client))
-        } catch let error as S3Error where error.uploadID != nil {
+            outcome = .success(try await run(body, to: location, options: options, client: client))
+        } catch let error as BlobStreamError where error.s3UploadID != nil {
             // Work left on the store (the abort failed, or --keep-parts): the line names the
             // upload and both ways out.
-            let id = error.uploadID ?? ""
+            let id = error.s3UploadID ?? ""
             let resume = OpenUploadCommands.resume(arguments, uploadID: id)
             let abort = OpenUploadCommands.abort(arguments, uploadID: id)
             outcome = .failure(
                 ToolFailure(message: "\(error.description): resume it with `\(resume)`, or abort it with `\(abort)`"))
-        } catch let error as S3Error where error.code == .invalidConfiguration {
+        } catch let error as BlobStreamError where error.code == .invalidConfiguration {
             // A part size the source cannot take (a pipe's parts are held in memory).
             outcome = .failure(UsageError(description: "--part-size \(s3.partSize): \(error.message)"))
         } catch {
@@ -120,13 +120,13 @@ enum S3UploadCommand {
         do {
             try await client.abortMultipartUpload(location, uploadID: id)
             outcome = .success(())
-        } catch let error as S3Error where error.code == S3Error.Code("NoSuchUpload") {
+        } catch let error as BlobStreamError where error.s3ErrorCode == "NoSuchUpload" {
             outcome = .failure(
                 ToolFailure(
                     message:
                         "no unfinished upload \(id) of \(location) to abort (it was completed or aborted, or the id is wrong): \(error.description)"
                 ))
-        } catch let error as S3Error {
+        } catch let error as BlobStreamError {
             outcome = .failure(ToolFailure(message: error.description))
         } catch {
             outcome = .failure(error)
@@ -138,48 +138,49 @@ enum S3UploadCommand {
 
     /// Runs the upload with `client`, showing its progress, then its final line.
     private static func run(
-        _ source: S3UploadSource, to location: S3Location, options: S3UploadOptions, client: S3Client
+        _ body: UploadBody, to location: S3Location, options: S3UploadOptions, client: S3Client
     ) async throws {
-        let name = source.name
+        let name = body.name ?? location.description
         let started = ContinuousClock.now
-        let upload = S3Uploader(client: client).upload(source, to: location, options: options)
+        let upload = S3Uploader(client: client).upload(body, to: location, options: options)
         // The bar is made with the first report, which knows the total when the source does.
         var bar: ProgressLine?
         for await report in upload.progress {
             if bar == nil { bar = ProgressLine(label: "upload \(name)", total: report.total) }
             bar?.update(report.sent)
         }
-        let result: S3UploadResult
+        let result: UploadResult
         do {
             result = try await upload.result
-        } catch let error as S3Error {
+        } catch let error as BlobStreamError {
             bar?.finish()
             // The caller words an error that leaves an upload open or names a setting.
-            if error.uploadID != nil || error.code == .invalidConfiguration { throw error }
-            if error.code == .sourceFailed, let cause = error.cause { throw failure(name, cause) }
+            if error.s3UploadID != nil || error.code == .invalidConfiguration { throw error }
+            if error.code == .sourceFailed, let cause = error.s3Cause { throw failure(name, cause) }
             throw ToolFailure(message: error.description)
         }
         bar?.finish()
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        let rate = Double(result.size) / max(seconds, 0.001)
+        let size = result.objectSize ?? result.bytesSent
+        let rate = Double(size) / max(seconds, 0.001)
         let parts =
             result.parts == 0
             ? "1 request"
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
         FileHandle.standardError.write(
             Data(
-                "uploaded \(result.size) bytes (\(ProgressLine.size(result.size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
+                "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
                     .utf8))
     }
 
     /// `, CRC64NVME <base64>` for the checksum the store keeps; for one asked for that the
     /// store took without keeping, the value computed here and that the store keeps none.
-    private static func checksumNote(_ result: S3UploadResult, asked: S3ChecksumAlgorithm?) -> String {
+    private static func checksumNote(_ result: UploadResult, asked: S3ChecksumAlgorithm?) -> String {
         guard let algorithm = result.checksumAlgorithm, let value = result.checksum else { return "" }
-        if result.checksumStored { return ", \(algorithm.rawValue) \(value)" }
+        if result.checksumStored { return ", \(algorithm) \(value)" }
         guard asked != nil else { return "" }
-        return ", \(algorithm.rawValue) \(value) (computed here: the store keeps no S3 checksum)"
+        return ", \(algorithm) \(value) (computed here: the store keeps no S3 checksum)"
     }
 }
 

@@ -45,7 +45,6 @@ struct FileDataSourceTests {
         b.open()
         var st = stat()
         #expect(stat(path, &st) == 0)
-        #expect(identity(a) == BlobContentIdentity.file(st)) // the deprecated Glibc shape keeps working
         let swiftShape = BlobContentIdentity.file(
             device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
             modified: .init(seconds: Int64(st.st_mtim.tv_sec), nanoseconds: Int64(st.st_mtim.tv_nsec)),

@@ -32,9 +32,10 @@ final class HTTPClientHardeningTests {
         let bytes = sampleBytes(3 * 1024 * 1024 + 5, seed: UInt64(status))
         let name = "r\(status)-\(knownLength).bin"
         let log = ProgressLog()
-        let response = try await HTTPClientUpload.upload(
-            body(bytes, knownLength: knownLength), to: "\(server.baseURL)/redirect-\(status)/\(name)", progress: log.add
-        )
+        let upload = HTTPClientUploader().upload(
+            body(bytes, knownLength: knownLength), to: "\(server.baseURL)/redirect-\(status)/\(name)")
+        for await report in upload.progress { log.add(report) }
+        let response = try await upload.result
         #expect(response.statusCode == 201 || response.statusCode == 204)
         #expect(server.stored(name).map(sha256) == sha256(bytes))
         #expect(
@@ -46,8 +47,9 @@ final class HTTPClientHardeningTests {
     @Test("a client of the caller's that follows redirects itself also sends the whole body again")
     func redirectFollowedByTheClient() async throws {
         let bytes = sampleBytes(2 * 1024 * 1024 + 1, seed: 3)
-        _ = try await HTTPClientUpload.upload(
-            body(bytes), to: "\(server.baseURL)/redirect-307/own.bin", client: .shared)
+        _ = try await HTTPClientUploader(client: .shared).upload(
+            body(bytes), to: "\(server.baseURL)/redirect-307/own.bin"
+        ).result
         #expect(server.stored("own.bin").map(sha256) == sha256(bytes))
     }
 
@@ -66,8 +68,9 @@ final class HTTPClientHardeningTests {
         let body = UploadBody(length: nil, repeatable: false) { DataBytesSource(bytes) }
         await checks.redirectOfOneShotBody(body)
         await #expect {
-            _ = try await HTTPClientUpload.upload(
-                body, to: "\(self.server.baseURL)/redirect-307/pipe2.bin", client: .shared)
+            _ = try await HTTPClientUploader(client: .shared).upload(
+                body, to: "\(self.server.baseURL)/redirect-307/pipe2.bin"
+            ).result
         } throws: { error in
             let e = error as? BlobStreamError
             return e?.code == .uploadFailed && e!.message.contains("cannot be read again")
@@ -119,7 +122,7 @@ final class HTTPClientHardeningTests {
     func badURL(url: String, reason: String) async throws {
         let start = clock.now
         await #expect {
-            _ = try await HTTPClientUpload.upload(self.body(sampleBytes(10)), to: url)
+            _ = try await HTTPClientUploader().upload(self.body(sampleBytes(10)), to: url).result
         } throws: { error in
             let e = error as? BlobStreamError
             return e?.code == .malformedURL && e!.message.contains(reason)

@@ -62,8 +62,9 @@ final class HTTPClientUploadTests {
         _ body: UploadBody, _ path: String, mode: BlobInputStream.Mode = .synchronous,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws {
-        _ = try await HTTPClientUpload.upload(
-            body, to: "\(server.baseURL)/files/\(path)", mode: mode, progress: progress)
+        let upload = HTTPClientUploader(mode: mode).upload(body, to: "\(server.baseURL)/files/\(path)")
+        for await report in upload.progress { progress?(report) }
+        _ = try await upload.result
     }
 
     func body(_ url: String) throws -> UploadBody {
@@ -158,17 +159,17 @@ final class HTTPClientUploadTests {
     func refused() async throws {
         let body = UploadBody(length: 5) { DataBytesSource(Data("hello".utf8)) }
         await #expect {
-            _ = try await HTTPClientUpload.upload(body, to: "\(self.server.baseURL)/deny/x")
+            _ = try await HTTPClientUploader().upload(body, to: "\(self.server.baseURL)/deny/x").result
         } throws: { "\($0)".contains("403") && "\($0)".contains("/deny/x") }
         await #expect {
-            _ = try await HTTPClientUpload.upload(body, to: "\(self.server.baseURL)/slow-close/x")
+            _ = try await HTTPClientUploader().upload(body, to: "\(self.server.baseURL)/slow-close/x").result
         } throws: { ($0 as? BlobStreamError)?.code == .uploadFailed && "\($0)".contains("/slow-close/x") }
         // Nobody listening: AsyncHTTPClient retries connecting until its connect timeout.
         let client = HTTPClient(
             eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(2))))
         let port = try NginxTestServer.freePort()
         await #expect {
-            _ = try await HTTPClientUpload.upload(body, to: "http://127.0.0.1:\(port)/x", client: client)
+            _ = try await HTTPClientUploader(client: client).upload(body, to: "http://127.0.0.1:\(port)/x").result
         } throws: { ($0 as? BlobStreamError)?.code == .uploadFailed && "\($0)".contains("127.0.0.1:\(port)") }
         try await client.shutdown()
     }

@@ -31,7 +31,7 @@ final class MultipartTests {
         let body = form.uploadBody
         let length = try #require(body.length)
 
-        _ = try await URLSessionUpload.upload(body, to: URL(string: "\(server.baseURL)/files/form.bin")!)
+        _ = try await URLSessionUploader().upload(body, to: "\(server.baseURL)/files/form.bin").result
         let stored = try #require(server.stored("form.bin"))
         #expect(Int64(stored.count) == length, "the computed length is exact")
 
@@ -55,7 +55,7 @@ final class MultipartTests {
             })
         form.addField(name: "after", value: "yes")
         #expect(form.uploadBody.length == nil)
-        _ = try await URLSessionUpload.upload(form.uploadBody, to: URL(string: "\(server.baseURL)/files/form2.bin")!)
+        _ = try await URLSessionUploader().upload(form.uploadBody, to: "\(server.baseURL)/files/form2.bin").result
         let parsed = try parseWithWerkzeug(try #require(server.stored("form2.bin")), contentType: form.contentType)
         #expect(parsed.files["data"]?.first?.sha256 == sha256(payload))
         #expect(parsed.fields["after"] == ["yes"])

@@ -34,9 +34,11 @@ final class URLSessionHardeningTests {
         let log = ProgressLog()
         // The default connect timeout (10 s), scaled under ThreadSanitizer: there, with the whole
         // suite on 2 cores, URLSession once took longer than 10 s to connect to the redirect.
-        let response = try await URLSessionUpload.upload(
-            body(bytes), to: URL(string: "\(server.baseURL)/redirect-\(status)/r\(status).bin")!,
-            options: UploadOptions(connectTimeout: TestTiming.scaled(.seconds(10))), progress: log.add)
+        let upload = URLSessionUploader().upload(
+            body(bytes), to: "\(server.baseURL)/redirect-\(status)/r\(status).bin",
+            options: UploadOptions(connectTimeout: TestTiming.scaled(.seconds(10))))
+        for await report in upload.progress { log.add(report) }
+        let response = try await upload.result
         #expect(response.statusCode == 201 || response.statusCode == 204)
         #expect(server.stored("r\(status).bin").map(sha256) == sha256(bytes))
         #expect(log.all.last == UploadProgress(sent: Int64(bytes.count), total: Int64(bytes.count), isFinished: true))
@@ -94,7 +96,7 @@ final class URLSessionHardeningTests {
     func badURL(url: String, reason: String) async throws {
         guard let value = URL(string: url) else { return } // Foundation refuses it already
         await #expect {
-            _ = try await URLSessionUpload.upload(self.body(sampleBytes(10)), to: value)
+            _ = try await URLSessionUploader().upload(self.body(sampleBytes(10)), to: value).result
         } throws: { error in
             let e = error as? BlobStreamError
             return e?.code == .malformedURL && e!.message.contains(reason) && e!.message.contains(url)

@@ -1,3 +1,4 @@
+import BlobStream
 import BlobStreamCompression
 import BlobStreamS3
 import Foundation
@@ -14,7 +15,7 @@ struct S3BodyCheckTests {
     /// A 3-part upload through a proxy that damages part 2 once; the parts' requests as the
     /// proxy saw them, the result, and the source's bytes.
     static func damagedUpload(_ key: String, options: S3UploadOptions) async throws -> (
-        parts: [FaultProxy.Seen], result: S3UploadResult, data: Data, stored: Data
+        parts: [FaultProxy.Seen], result: UploadResult, data: Data, stored: Data
     ) {
         let store = try await SwiftStoreTestServer.shared()
         let proxy = try await FaultProxy.start(upstream: store.endpoint)
@@ -102,7 +103,7 @@ struct S3BodyCheckTests {
         let (path, _) = try fixture.file("big", count: 11 << 20, seed: 23)
         var options = Self.options
         options.bodyCheck = .checksum
-        let error = await #expect(throws: S3Error.self) {
+        let error = await #expect(throws: BlobStreamError.self) {
             try await S3Uploader(client: fixture.client).upload(
                 fixture.fileSource(path), to: fixture.location("refused"), options: options
             ).result

@@ -1,3 +1,4 @@
+import BlobStream
 import Foundation
 import Testing
 
@@ -89,7 +90,7 @@ struct S3ConfigurationTests {
 
     @Test("no credentials anywhere: an error that says where it looked")
     func missing() throws {
-        let error = #expect(throws: S3Error.self) {
+        let error = #expect(throws: BlobStreamError.self) {
             try S3Configuration.resolve(environment: ["HOME": "/nonexistent", "AWS_PROFILE": "nothere"])
         }
         #expect(error?.code == .missingCredentials)
@@ -99,7 +100,7 @@ struct S3ConfigurationTests {
 
     @Test("bad endpoints are refused", arguments: ["ftp://127.0.0.1", "127.0.0.1:8080", "http://", "http://h/?a=b"])
     func badEndpoint(_ text: String) {
-        #expect(throws: S3Error.self) { try S3Configuration.endpoint(text) }
+        #expect(throws: BlobStreamError.self) { try S3Configuration.endpoint(text) }
     }
 
     @Test(
@@ -116,7 +117,7 @@ struct S3ConfigurationTests {
 
     @Test("malformed s3:// URLs", arguments: ["s3://bucket", "s3://bucket/", "s3:///key", "http://b/k", "s3:/b/k"])
     func badLocations(_ url: String) {
-        #expect(throws: S3Error.self) { try S3Location(url: url) }
+        #expect(throws: BlobStreamError.self) { try S3Location(url: url) }
     }
 
     @Test("part sizes: at least 5 MiB, raised to whole MiB for at most 10,000 parts")

@@ -1,3 +1,4 @@
+import BlobStream
 import BlobStreamS3
 import Foundation
 import SwiftStoreTestServer
@@ -47,7 +48,7 @@ struct S3ObjectSettingsTests {
             #expect(result.status == 1, "\(result.stderr)")
             #expect(result.stderr.contains("the store refuses \(named)"), "\(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
-            await #expect(throws: S3Error.self) { try await fixture.client.headObject(fixture.location(name)) }
+            await #expect(throws: BlobStreamError.self) { try await fixture.client.headObject(fixture.location(name)) }
         }
     }
 

@@ -143,28 +143,28 @@ struct S3OpenUploadTests {
         configuration.endpoint = URL(string: proxy.endpoint)!
         let client = S3Client(configuration: configuration)
         let data = StoreFixture.bytes(11 << 20, seed: 52)
-        let source = S3UploadSource(name: "bytes", isRepeatable: true) { DataBytesSource(data) }
+        let source = UploadBody(length: nil, repeatable: true, name: "bytes") { DataBytesSource(data) }
         let started = Recorded<String?>(nil)
         var options = S3UploadOptions(partSize: 5 << 20, parallelism: 1, maxAttempts: 2, retryDelay: .milliseconds(10))
         options.uploadStarted = { id in started.value.withLock { $0 = id } }
 
         try await proxy.setRules(Self.storeGone)
-        let left = await #expect(throws: S3Error.self) {
+        let left = await #expect(throws: BlobStreamError.self) {
             try await S3Uploader(client: client).upload(source, to: fixture.location("left"), options: options).result
         }
         let id = try #require(started.value.withLock { $0 })
-        #expect(left?.code == .connectionFailed)
-        #expect(left?.uploadID == id)
+        #expect(left?.code == .ioFailed)
+        #expect(left?.s3UploadID == id)
         #expect(left?.description.hasSuffix("; multipart upload \(id) is left open on the store") == true)
         try await proxy.setRules([])
         try await fixture.client.abortMultipartUpload(fixture.location("left"), uploadID: id)
 
         // Parts refused but the abort reaching the store: nothing left, no id.
         try await proxy.setRules([.drop(method: "PUT", path: "partNumber=", nth: 2, times: 0)])
-        let aborted = await #expect(throws: S3Error.self) {
+        let aborted = await #expect(throws: BlobStreamError.self) {
             try await S3Uploader(client: client).upload(source, to: fixture.location("gone"), options: options).result
         }
-        #expect(aborted?.code == .connectionFailed)
-        #expect(aborted?.uploadID == nil)
+        #expect(aborted?.code == .ioFailed)
+        #expect(aborted?.s3UploadID == nil)
     }
 }

@@ -65,11 +65,11 @@ struct S3PartBufferUploadTests {
     static let partSize = 5 << 20
 
     /// Runs one upload of `source` and returns the upload (its buffers) and the result.
-    func upload(_ fixture: StoreFixture, _ source: S3UploadSource, key: String, parallelism: Int) async throws
-        -> (S3MultipartUpload, S3UploadResult)
+    func upload(_ fixture: StoreFixture, _ source: UploadBody, key: String, parallelism: Int) async throws
+        -> (S3MultipartUpload, UploadResult)
     {
         let upload = S3MultipartUpload(
-            client: fixture.client, source: source, location: fixture.location(key),
+            client: fixture.client, uploadBody: source, location: fixture.location(key),
             options: S3UploadOptions(partSize: Self.partSize, parallelism: parallelism), progress: { _ in })
         return (upload, try await upload.run())
     }
@@ -86,7 +86,7 @@ struct S3PartBufferUploadTests {
         defer { fixture.cleanUp() }
         let (path, data) = try fixture.file("parts", count: size, seed: UInt64(size))
         let (upload, result) = try await upload(fixture, fixture.fileSource(path), key: "f", parallelism: parallelism)
-        #expect(result.parts == parts && result.size == Int64(size))
+        #expect(result.parts == parts && result.objectSize == Int64(size))
         #expect(sha256Hex(try await fixture.stored("f")) == sha256Hex(data))
         #expect(upload.buffers.made <= parallelism)
     }
@@ -103,9 +103,11 @@ struct S3PartBufferUploadTests {
         }
         writer.start()
         let handle = pipe.fileHandleForReading
-        let source = S3UploadSource(name: "pipe", isRepeatable: false) { FileHandleDataSource(fileHandle: handle) }
+        let source = UploadBody(length: nil, repeatable: false, name: "pipe") {
+            FileHandleDataSource(fileHandle: handle)
+        }
         let (upload, result) = try await upload(fixture, source, key: "p", parallelism: 2)
-        #expect(result.parts == 9 && result.size == Int64(data.count))
+        #expect(result.parts == 9 && result.objectSize == Int64(data.count))
         #expect(sha256Hex(try await fixture.stored("p")) == sha256Hex(data))
         #expect(upload.buffers.made <= 3)
     }

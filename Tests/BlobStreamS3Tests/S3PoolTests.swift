@@ -19,10 +19,10 @@ struct S3PoolTests {
         var uploadOptions = S3UploadOptions()
         uploadOptions.partSize = 5 << 20
         let uploaded = try await S3Uploader(client: client).upload(
-            S3UploadSource(name: path, isRepeatable: true) { FileDataSource(path: path) },
+            UploadBody(length: nil, repeatable: true, name: path) { FileDataSource(path: path) },
             to: fixture.location("pooled.bin"), options: uploadOptions
         ).result
-        #expect(uploaded.parts == 3 && uploaded.size == Int64(data.count))
+        #expect(uploaded.parts == 3 && uploaded.objectSize == Int64(data.count))
         var options = HTTPRangeOptions(blockSize: 256 << 10, connection: HTTPConnectionOptions(), pool: pool)
         options.readAhead = 3
         let url = "s3://\(fixture.bucket)/pooled.bin"

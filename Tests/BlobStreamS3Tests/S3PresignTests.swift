@@ -1,3 +1,4 @@
+import BlobStream
 import BlobStreamS3
 import Foundation
 import NIOCore
@@ -23,7 +24,7 @@ struct S3PresignTests {
                 + "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
                 + "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
                 + "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404")
-        #expect(throws: S3Error.self) {
+        #expect(throws: BlobStreamError.self) {
             try configuration.presignedURL(for: S3Location(bucket: "b", key: "k"), expiresIn: 604_801)
         }
     }

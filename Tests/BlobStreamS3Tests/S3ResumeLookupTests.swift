@@ -37,7 +37,7 @@ struct S3ResumeLookupTests {
         defer { fixture.cleanUp() }
         let location = fixture.location("two")
         let (older, newer) = try await twoUploads(fixture, "two")
-        let error = await #expect(throws: S3Error.self) {
+        let error = await #expect(throws: BlobStreamError.self) {
             try await fixture.client.findUploadToResume(location, lookup: S3ResumeLookup(whenSeveral: .refuse))
         }
         #expect(error?.code == .severalUploadsToResume)
@@ -58,7 +58,7 @@ struct S3ResumeLookupTests {
         let fixture = try await StoreFixture(endpoint: proxy.endpoint)
         defer { fixture.cleanUp() }
         let started = ContinuousClock.now
-        let error = await #expect(throws: S3Error.self) {
+        let error = await #expect(throws: BlobStreamError.self) {
             try await fixture.client.findUploadToResume(
                 fixture.location("none"), lookup: S3ResumeLookup(attempts: 3, delay: .milliseconds(100)))
         }

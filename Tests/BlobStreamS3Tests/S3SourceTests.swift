@@ -103,7 +103,7 @@ struct S3SourceTests {
         // A configuration that cannot be found fails the source, naming its URL.
         let broken = DataSourceRegistry()
         S3Sources.register(in: broken) {
-            throw S3Error(.missingCredentials, "no S3 credentials")
+            throw BlobStreamError(.missingCredentials, "no S3 credentials")
         }
         do {
             _ = try broken.makeSource(url: "s3://\(fixture.bucket)/r.bin")

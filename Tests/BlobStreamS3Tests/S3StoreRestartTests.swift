@@ -30,7 +30,9 @@ struct S3StoreRestartTests {
             try? pipe.fileHandleForWriting.close()
         }.start()
         let handle = pipe.fileHandleForReading
-        let source = S3UploadSource(name: "pipe", isRepeatable: false) { FileHandleDataSource(fileHandle: handle) }
+        let source = UploadBody(length: nil, repeatable: false, name: "pipe") {
+            FileHandleDataSource(fileHandle: handle)
+        }
         let location = S3Location(bucket: bucket, key: "restarted")
         var options = S3UploadOptions(
             partSize: 5 << 20, parallelism: 1, maxAttempts: 2, retryDelay: .milliseconds(50), abortsOnFailure: false)
@@ -42,13 +44,13 @@ struct S3StoreRestartTests {
             didPause = true
             paused.signal()
         }
-        let error = await #expect(throws: S3Error.self) { try await upload.result }
-        #expect(error?.code == .connectionFailed)
+        let error = await #expect(throws: BlobStreamError.self) { try await upload.result }
+        #expect(error?.code == .ioFailed)
         #expect(error?.description.contains(store.endpoint.replacingOccurrences(of: "http://", with: "")) == true)
 
         try await store.restart()
         options.resume = .latest
-        let again = S3UploadSource(name: "the same bytes", isRepeatable: true) { DataBytesSource(data) }
+        let again = UploadBody(length: nil, repeatable: true, name: "the same bytes") { DataBytesSource(data) }
         let result = try await S3Uploader(client: client).upload(again, to: location, options: options).result
         #expect(result.parts == 8)
         #expect(result.partsSent < 8)

@@ -90,8 +90,8 @@ struct S3TLSTests {
         // A retry would wait 60 s first: the bound tells "no retry" from one on a loaded machine
         // (7 s seen under ThreadSanitizer with a build beside the suite).
         #expect(ContinuousClock.now - started < .seconds(30), "\(ContinuousClock.now - started)")
-        let error = try #require(outcome.failure as? S3Error, "\(outcome)")
-        #expect(error.code == .tlsFailed, "\(error)")
+        let error = try #require(outcome.failure as? BlobStreamError, "\(outcome)")
+        #expect(error.code == .ioFailed, "\(error)")
         #expect(error.description.contains(setup.tls.endpoint), "\(error)")
         #expect(error.description.contains("--ca-bundle"), "\(error)")
         #expect(setup.tls.accessLog().isEmpty)

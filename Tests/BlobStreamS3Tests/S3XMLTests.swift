@@ -1,3 +1,5 @@
+import BlobStream
+import BlobStreamHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -7,36 +9,60 @@ import Testing
 
 @Suite("S3's XML answers")
 struct S3XMLTests {
-    @Test("an error document becomes S3Error with code, message, request id, bucket and key")
+    @Test("an error document becomes a BlobStreamError naming the key, S3's code, the status and the request id")
     func errorDocument() {
         let body = ByteBuffer(
             string: """
                 <?xml version="1.0" encoding="UTF-8"?>
                 <Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided. Check your key and signing method.</Message><RequestId>tx123</RequestId></Error>
                 """)
-        let error = S3Client.error(
-            "PutObject s3://b/k", status: 403, headers: [:], body: body, location: S3Location(bucket: "b", key: "k"),
-            bucket: "b")
-        #expect(error.code == S3Error.Code("SignatureDoesNotMatch"))
-        #expect(error.requestID == "tx123")
-        #expect(error.statusCode == 403)
-        #expect(error.bucket == "b" && error.key == "k")
+        let error = S3Client.error("PutObject", "PutObject s3://b/k", status: 403, headers: [:], body: body)
+        #expect(error.code == .permissionDenied)
+        #expect(error.s3ErrorCode == "SignatureDoesNotMatch")
+        #expect(error.s3Details?.requestID == "tx123")
+        #expect(error.s3Details?.statusCode == 403)
         #expect(error.description.hasPrefix("PutObject s3://b/k: SignatureDoesNotMatch: The request signature"))
-        #expect(!error.isRetryable)
+        #expect(error.description.hasSuffix("(HTTP 403, request id tx123)"), "\(error)")
+        #expect(!error.isRetryableS3)
+    }
+
+    @Test(
+        "S3's answers map to the codes that mean the same",
+        arguments: [
+            ("PutObject", 403, "AccessDenied", BlobStreamError.Code.permissionDenied),
+            ("HeadObject", 404, "NoSuchKey", .notFound), ("UploadPart 2", 404, "NoSuchUpload", .notFound),
+            ("UploadPart 2", 400, "BadDigest", .corrupt), ("PutObject", 400, "XAmzContentSHA256Mismatch", .corrupt),
+            ("PutObject", 400, "InvalidStorageClass", .uploadFailed),
+            ("PutObject", 501, "NotImplemented", .uploadFailed),
+            ("ListParts", 503, "SlowDown", .httpFailed), ("PutObject", 400, "RequestTimeout", .timedOut),
+        ])
+    func codes(operation: String, status: Int, s3Code: String, expected: BlobStreamError.Code) {
+        let body = ByteBuffer(string: "<Error><Code>\(s3Code)</Code><Message>m</Message></Error>")
+        let error = S3Client.error(operation, "\(operation) s3://b/k", status: status, headers: [:], body: body)
+        #expect(error.code == expected, "\(error)")
+        #expect(error.s3ErrorCode == s3Code)
+        #expect(error.description.contains("s3://b/k") && error.description.contains("HTTP \(status)"), "\(error)")
     }
 
     @Test(
         "which errors are retried",
         arguments: [
-            (S3Error(.connectionFailed, ""), true), (S3Error(S3Error.Code("BadDigest"), "", statusCode: 400), true),
-            (S3Error(S3Error.Code("InternalError"), "", statusCode: 500), true),
-            (S3Error(.invalidResponse, "", statusCode: 503), true),
-            (S3Error(S3Error.Code("InvalidAccessKeyId"), "", statusCode: 403), false),
-            (S3Error(S3Error.Code("NoSuchUpload"), "", statusCode: 404), false),
-            (S3Error(.sourceChanged, ""), false),
+            (BlobStreamError.s3(.ioFailed, "", kind: .connection), true),
+            (BlobStreamError.s3(.corrupt, "", kind: .answer, s3Code: "BadDigest", statusCode: 400), true),
+            (BlobStreamError.s3(.uploadFailed, "", kind: .answer, s3Code: "InternalError", statusCode: 500), true),
+            (BlobStreamError.s3(.invalidResponse, "", kind: .answer, statusCode: 503), true),
+            (BlobStreamError.s3(.timedOut, "", kind: .timeout), true),
+            (BlobStreamError.s3(.ioFailed, "", kind: .tls), false),
+            (
+                BlobStreamError.s3(.permissionDenied, "", kind: .answer, s3Code: "InvalidAccessKeyId", statusCode: 403),
+                false
+            ),
+            (BlobStreamError.s3(.notFound, "", kind: .answer, s3Code: "NoSuchUpload", statusCode: 404), false),
+            (BlobStreamError.s3(.uploadFailed, "", kind: .answer, s3Code: "NotImplemented", statusCode: 501), false),
+            (BlobStreamError.s3(.changed, ""), false),
         ])
-    func retryable(error: S3Error, expected: Bool) {
-        #expect(error.isRetryable == expected)
+    func retryable(error: BlobStreamError, expected: Bool) {
+        #expect(error.isRetryableS3 == expected)
     }
 
     @Test("a ListParts page: namespaces, entities, quoted ETags")

@@ -12,21 +12,21 @@ struct ObservationTests {
         var all: [String] { lock.withLock { items } }
     }
 
-    @Test("each property's change reaches a key-path observer with old and new values")
+    @Test("each property's change reaches its observer with old and new values")
     func oldAndNew() {
         let state = BlobDataSourceState()
         let log = Log()
         let tokens = [
-            state.observe(\.isOpenCompleted, options: [.old, .new]) {
+            state.observe(.isOpenCompleted, options: [.old, .new]) {
                 log.add("open \($0.oldValue!)->\($0.newValue!)")
             },
-            state.observe(\.hasBytesAvailable, options: [.old, .new]) {
+            state.observe(.hasBytesAvailable, options: [.old, .new]) {
                 log.add("bytes \($0.oldValue!)->\($0.newValue!)")
             },
-            state.observe(\.isAtEnd, options: [.new]) {
+            state.observe(.isAtEnd, options: [.new]) {
                 log.add("end ->\($0.newValue!) old:\(String(describing: $0.oldValue))")
             },
-            state.observe(\.error, options: [.old, .new]) { c in
+            state.observe(.error, options: [.old, .new]) { c in
                 log.add("error \(String(describing: c.oldValue!))->\(String(describing: c.newValue!))")
             },
         ]
@@ -49,14 +49,14 @@ struct ObservationTests {
     func tokens() {
         let state = BlobDataSourceState()
         let log = Log()
-        let kept = state.observe(\.hasBytesAvailable, options: [.initial, .new]) {
+        let kept = state.observe(.hasBytesAvailable, options: [.initial, .new]) {
             log.add("kept \($0.newValue!) \($0.isInitial)")
         }
-        let invalidated = state.observe(\.hasBytesAvailable) { _ in log.add("invalidated") }
+        let invalidated = state.observe(.hasBytesAvailable) { _ in log.add("invalidated") }
         invalidated.invalidate()
         invalidated.invalidate() // twice is fine
         do {
-            _ = state.observe(\.hasBytesAvailable) { _ in log.add("released") }
+            _ = state.observe(.hasBytesAvailable) { _ in log.add("released") }
         }
         state.hasBytesAvailable = true
         #expect(log.all == ["kept false true", "kept true false"])
@@ -69,10 +69,10 @@ struct ObservationTests {
         let log = Log()
         let inner = Box<BlobObservation?>(nil)
         let selfRef = Box<BlobObservation?>(nil)
-        selfRef.value = state.observe(\.hasBytesAvailable) { change in
+        selfRef.value = state.observe(.hasBytesAvailable) { change in
             log.add("outer \(change.newValue!)")
             selfRef.value?.invalidate()
-            inner.value = state.observe(\.isAtEnd) { log.add("inner \($0.newValue!)") }
+            inner.value = state.observe(.isAtEnd) { log.add("inner \($0.newValue!)") }
         }
         state.hasBytesAvailable = true
         state.hasBytesAvailable = false

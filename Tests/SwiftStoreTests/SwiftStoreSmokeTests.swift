@@ -59,7 +59,7 @@ struct SharedSwiftStoreTests {
     }
 
     @Test("a badly signed S3 request gets S3's XML error: s3api is in the pipeline")
-    func s3apiAnswersWithS3Errors() async throws {
+    func s3apiAnswersWithErrorDocuments() async throws {
         let store = try await SwiftStoreTestServer.shared()
         let now = Date()
         let formatter = DateFormatter()

@@ -4,8 +4,8 @@ import BlobStreamUpload
 import Foundation
 import NIOCore
 
-// Threads and hand-offs of an AsyncHTTPClient upload (`HTTPClientUpload.upload`,
-// `HTTPClientUploader`), per chunk of the body:
+// Threads and hand-offs of an AsyncHTTPClient upload (`HTTPClientUploader`), per chunk of
+// the body:
 //
 // - the pump's thread (one per body, started when the client asks for the body) reads the
 //   next chunk from the source, in its calling thread (`BlobInputStream` synchronous reads,

@@ -6,7 +6,7 @@ import NIOCore
 // The body as an `AsyncSequence` of `ByteBuffer`s, for `HTTPClientUpload.requestBody`
 // (AsyncHTTPClient's `HTTPClientRequest`). Threads: each chunk is read on the sequence's
 // queue (`BlobChunkBuffers`, one chunk ahead), handed to the task that iterates the
-// sequence, which the client then hands to the event loop. `HTTPClientUpload.upload` sends
+// sequence, which the client then hands to the event loop. `HTTPClientUploader` sends
 // through `BodyPump` instead, with one hand-off per chunk.
 
 /// The source made when the body was built, handed to the first iteration only.

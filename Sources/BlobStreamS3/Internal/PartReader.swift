@@ -30,17 +30,18 @@ final class PartReader: @unchecked Sendable {
 
     /// Opens the source (reading from `offset`), and returns what it tells.
     func open(at offset: Int64 = 0) async throws -> Facts {
-        try await run { [self] () throws(S3Error) -> Facts in
+        try await run { [self] () throws(BlobStreamError) -> Facts in
             if offset > 0 {
                 do {
                     try stream.seek(to: offset)
                 } catch {
-                    throw S3Error(.sourceFailed, "\(name): cannot start reading at offset \(offset)", cause: error)
+                    throw BlobStreamError.s3(
+                        .sourceFailed, "\(name): cannot start reading at offset \(offset)", cause: error)
                 }
             }
             stream.open()
             if stream.streamStatus == .error || stream.streamStatus == .closed {
-                throw S3Error(.sourceFailed, "cannot open \(name)", cause: stream.streamError)
+                throw BlobStreamError.s3(.sourceFailed, "cannot open \(name)", cause: stream.streamError)
             }
             return Facts(
                 length: source.length, capability: source.offsetCapability,
@@ -51,7 +52,7 @@ final class PartReader: @unchecked Sendable {
     /// Reads up to `count` bytes: fewer only at the source's end; into a buffer of `buffers`
     /// when given (read straight into it: no copy on the way).
     func read(upTo count: Int, buffers: PartBufferPool? = nil) async throws -> ByteBuffer {
-        try await run { [self] () throws(S3Error) -> ByteBuffer in
+        try await run { [self] () throws(BlobStreamError) -> ByteBuffer in
             var buffer = (buffers ?? PartBufferPool()).take(capacity: count)
             var total = 0
             while total < count {
@@ -63,7 +64,7 @@ final class PartReader: @unchecked Sendable {
                 }
                 if n == 0 {
                     if stream.streamStatus == .error || stream.streamStatus == .closed {
-                        throw S3Error(
+                        throw BlobStreamError.s3(
                             .sourceFailed, "cannot read \(name) (at byte \(total) of a part)", cause: stream.streamError
                         )
                     }
@@ -79,7 +80,7 @@ final class PartReader: @unchecked Sendable {
     /// their digest as `plan` asks and how many there were: the first pass over a part too
     /// large for one buffer, nothing kept.
     func digest(count: Int, plan: DigestPlan) async throws -> (digest: PartDigest, bytes: Int) {
-        try await run { [self] () throws(S3Error) -> (digest: PartDigest, bytes: Int) in
+        try await run { [self] () throws(BlobStreamError) -> (digest: PartDigest, bytes: Int) in
             var digester = DigestPlan.Digester(plan)
             let chunk = 4 << 20
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
@@ -90,7 +91,7 @@ final class PartReader: @unchecked Sendable {
                     buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: min(chunk, count - total))
                 if got <= 0 {
                     if got < 0 || stream.streamStatus == .error || stream.streamStatus == .closed {
-                        throw S3Error(
+                        throw BlobStreamError.s3(
                             .sourceFailed, "cannot read \(name) (at byte \(total) of a part)", cause: stream.streamError
                         )
                     }
@@ -106,7 +107,7 @@ final class PartReader: @unchecked Sendable {
     /// Closes the stream (and its source).
     func close() { stream.close() }
 
-    private func run<T: Sendable>(_ work: @escaping @Sendable () throws(S3Error) -> T) async throws -> T {
+    private func run<T: Sendable>(_ work: @escaping @Sendable () throws(BlobStreamError) -> T) async throws -> T {
         try await withTaskCancellationHandler {
             let value: T
             do {

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BlobStream
 import Crypto
 import Foundation
 import NIOCore
@@ -77,7 +78,7 @@ struct StreamedBody: Sendable {
     /// A source that failed while the body was streamed: handed to `S3Client.send`'s caller
     /// as the source's error, not as a failed connection.
     struct SourceFailure: Error {
-        let error: S3Error
+        let error: BlobStreamError
     }
 
     /// The digests of the body's bytes.
@@ -115,13 +116,13 @@ struct PartChunks: AsyncSequence, Sendable {
             let chunk: ByteBuffer
             do {
                 chunk = try await chunks.reader.read(upTo: want)
-            } catch let error as S3Error {
+            } catch let error as BlobStreamError {
                 throw StreamedBody.SourceFailure(error: error)
             }
             guard chunk.readableBytes == want else {
                 throw StreamedBody.SourceFailure(
-                    error: S3Error(
-                        .sourceChanged,
+                    error: BlobStreamError.s3(
+                        .changed,
                         "\(chunks.name) changed during the upload: it ended \(chunks.size - sent - chunk.readableBytes) bytes early"
                     ))
             }
