@@ -23,11 +23,12 @@ extension S3Uploader: UploadClient {
     /// `headers` set the object's: `Content-Type`, `Cache-Control`, `Content-Disposition`,
     /// `Content-Encoding`, `x-amz-storage-class`, `x-amz-server-side-encryption`,
     /// `x-amz-tagging` and `x-amz-meta-NAME` (user metadata); the body's `contentType` is the
-    /// object's when neither they nor `options` give one. The connect and idle limits of
-    /// `UploadOptions` are those of the client's HTTP client (`S3Client.sharedHTTPClient`:
-    /// 10 s and 60 s; `HTTPConnectionOptions` for a client made from connection options),
-    /// set when it was made, and each request is bounded by `S3Client.requestTimeout`; S3
-    /// requests follow no redirect (`maxRedirects` does not apply).
+    /// object's when neither they nor `options` give one. The connect and idle limits are
+    /// those of the client's HTTP client, set when it was made (`S3Client.sharedHTTPClient`:
+    /// 10 s and 60 s, the defaults of `UploadOptions`; `HTTPConnectionOptions` for a client
+    /// made with `S3Client(configuration:connection:)`), and each request is bounded by
+    /// `S3Client.requestTimeout`: `options` with other limits are refused (not ignored),
+    /// naming where to set them. S3 requests follow no redirect (`maxRedirects` does not apply).
     ///
     /// - Parameters:
     ///   - body: what to upload; its `name` names it in messages.
@@ -38,8 +39,8 @@ extension S3Uploader: UploadClient {
     ///   - progress: called with the bytes of the parts stored so far, and once with
     ///     `isFinished` when the object is complete.
     /// - Throws: `BlobStreamError` naming the bucket and key: `.malformedURL` for a URL that
-    ///   is not `s3://bucket/key`; `.invalidConfiguration` for another method or header, or a
-    ///   setting the source cannot take; `.permissionDenied`, `.notFound`, `.corrupt` (a body
+    ///   is not `s3://bucket/key`; `.invalidConfiguration` for another method or header,
+    ///   connect or idle limits other than the defaults, or a setting the source cannot take; `.permissionDenied`, `.notFound`, `.corrupt` (a body
     ///   the store found damaged, an object that is not what was sent), `.uploadFailed` for
     ///   other refusals, with S3's code (`s3ErrorCode`), the HTTP status and the request id in
     ///   the message; `.ioFailed`, `.timedOut`; `.sourceFailed`, `.changed` for the source;
@@ -54,6 +55,13 @@ extension S3Uploader: UploadClient {
         guard method.uppercased() == "PUT" else {
             throw BlobStreamError(
                 .invalidConfiguration, "\(location): an S3 upload is a PUT, not \(method)")
+        }
+        let defaults = UploadOptions()
+        guard options.connectTimeout == defaults.connectTimeout, options.idleTimeout == defaults.idleTimeout else {
+            throw BlobStreamError(
+                .invalidConfiguration,
+                "\(location): an S3 upload's connect and idle limits are its S3Client's: set them with "
+                    + "S3Client(configuration:connection:) and HTTPConnectionOptions, not UploadOptions")
         }
         var settings = self.options
         for (name, value) in headers { try settings.setObjectHeader(name, value, for: location) }

@@ -142,4 +142,20 @@ struct S3UploadClientTests {
         #expect(error?.code == code, "\(String(describing: error))")
         #expect(error?.message.contains(named) == true, "\(String(describing: error))")
     }
+
+    @Test("connect or idle limits in UploadOptions are refused before any I/O, naming where they are set")
+    func limitsRefused() async throws {
+        var configuration = StoreFixture.configuration(try await SwiftStoreTestServer.shared())
+        configuration.endpoint = URL(string: "http://127.0.0.1:9") // any I/O would be .ioFailed
+        let client: any UploadClient = S3Uploader(client: S3Client(configuration: configuration))
+        let body = UploadBody(length: 5) { DataBytesSource(Data("hello".utf8)) }
+        for options in [UploadOptions(connectTimeout: .seconds(2)), UploadOptions(idleTimeout: .seconds(5))] {
+            let error = await #expect(throws: BlobStreamError.self) {
+                try await client.upload(body, to: "s3://b/k", options: options).result
+            }
+            #expect(error?.code == .invalidConfiguration, "\(String(describing: error))")
+            #expect(error?.message.contains("S3Client(configuration:connection:)") == true)
+            #expect(error?.message.contains("s3://b/k") == true, "\(String(describing: error))")
+        }
+    }
 }
