@@ -19,33 +19,43 @@ public enum ArchiveSources {
     /// Members are read with `verification` (by default the whole archive is verified
     /// before a member's end is announced; `.memberOnly` is the fast mode that does not),
     /// and a gzip layer (and members inflated through an index) inflated with `engine`.
+    /// An archive on a store or a web server is read through its index object beside it
+    /// (`URL.blobidx`) when that matches its size and strong ETag; the index object's source
+    /// is made by `indexObjects` (by default `registry`; one whose sources ask for small
+    /// ranges suits it best). `lookForIndexObjects: false` never asks for one.
     public static func register(
         in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: InflateEngine = .automatic
+        engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil, lookForIndexObjects: Bool = true
     ) {
         registry.register(scheme: scheme) { url, registry in
-            try makeSource(url: url, registry: registry, verification: verification, engine: engine)
+            try makeSource(
+                url: url, registry: registry, verification: verification, engine: engine,
+                indexObjects: lookForIndexObjects ? indexObjects ?? registry : nil)
         }
     }
 
     /// The source for an `archive:` URL: the inner URL's source (made by `registry`) as the
     /// upstream, the member named after the last `!/` (matched on its raw bytes, so names
     /// that are not UTF-8 are reached by their `%XX` spelling), inflating with `engine`.
-    /// Errors name the inner URL.
+    /// Over a `BlobRangeReading` upstream, its index object beside it is looked for through
+    /// `indexObjects` (nil: none is). Errors name the inner URL.
     ///
     /// - Throws: what `components(of:)` and `registry.makeSource(url:)` throw.
     public static func makeSource(
         url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: InflateEngine = .automatic
+        engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil
     ) throws -> ArchiveMemberDataSource {
         let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)
         let source = ArchiveMemberDataSource(
             archive: upstream, memberBytes: member, name: inner, verification: verification)
         source.useInflateEngine(engine)
-        // A file's index beside it (`ARCHIVE.blobidx`) is used when it matches.
+        // A file's index beside it (`ARCHIVE.blobidx`) is used when it matches; an object's
+        // (`URL.blobidx`, made by the same registry) when it matches its size and ETag.
         if BlobURL.scheme(of: inner)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: inner) {
             source.useIndex(.automatic, archivePath: path)
+        } else if upstream is any BlobRangeReading, let indexObjects {
+            source.useIndex(.automatic, besideArchiveAt: inner) { try indexObjects.makeSource(url: $0) }
         }
         return source
     }

@@ -30,8 +30,10 @@ package func makeRegistry(
     let indexObjects = DataSourceRegistry()
     RemoteSchemes.register(in: indexObjects, caBundle: caBundle, s3: s3, reads: .indexObjects)
     registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: indexObjects)
+    // An archive on a store: its member index beside it (KEY.blobidx), unless --index none.
     ArchiveSources.register(
-        in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate)
+        in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate,
+        indexObjects: indexObjects, lookForIndexObjects: gzipIndexes != .none)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
     } else {

@@ -27,6 +27,10 @@ enum RemoteGzipIndexing {
     static func run(_ argument: String, output: String?, spacing: Int, s3: S3SourceSettings) async throws -> String {
         let url = objectURL(argument)
         let registry = makeRegistry(s3: s3)
+        // A tar, a zip, or a gzip that holds a tar (not named gzip:…): a member index.
+        if url == argument, try await RemoteArchiveIndexing.isArchive(url, registry: registry) {
+            return try await RemoteArchiveIndexing.run(url, output: output, spacing: spacing, registry: registry, s3: s3)
+        }
         let index = try await offThread { () throws -> GzipIndex in
             let made: any BlobDataSource
             do {
@@ -52,23 +56,30 @@ enum RemoteGzipIndexing {
         let bytes = index.serialized()
         let destination = output ?? GzipIndex.sidecarURL(forSourceAt: url)
         let summary = "\(index.points.count) seek points\t\(bytes.count) bytes"
+        try await store(bytes, at: destination, for: url, named: output != nil, role: "the gzip index", s3: s3)
+        return "\(destination)\t\(summary)"
+    }
+
+    /// Writes an index to `destination`: an `s3://` URL (an object) or a path (`OutputFile`).
+    static func store(
+        _ bytes: [UInt8], at destination: String, for url: String, named: Bool, role: String, s3: S3SourceSettings
+    ) async throws {
         switch BlobURL.scheme(of: destination)?.lowercased() {
         case "s3":
-            try await putIndex(bytes, at: destination, for: url, named: output != nil, s3: s3)
+            try await putIndex(bytes, at: destination, for: url, named: named, s3: s3)
         case "http", "https":
             throw ToolFailure(
                 message:
                     "cannot write the index of \(url) to \(destination): an index goes to a path or an s3:// URL; name one with --output"
             )
         default:
-            let file = try OutputFile(destination, role: "the gzip index", inputs: [])
+            let file = try OutputFile(destination, role: role, inputs: [])
             try file.write(bytes)
         }
-        return "\(destination)\t\(summary)"
     }
 
     /// Stores the index as an object; a refusal names the object and `--output`.
-    private static func putIndex(
+    static func putIndex(
         _ bytes: [UInt8], at destination: String, for url: String, named: Bool, s3: S3SourceSettings
     )
         async throws
@@ -87,7 +98,7 @@ enum RemoteGzipIndexing {
     }
 
     /// Runs blocking `work` (reads that wait for the store) on a thread of its own.
-    private static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try work() }) }.start()
         }

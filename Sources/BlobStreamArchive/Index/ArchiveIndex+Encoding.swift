@@ -4,25 +4,38 @@ import Foundation
 
 // The index file: a compact versioned binary format of this library, little-endian.
 //
-//     magic "BLOBIDX\0" (8) | version u16 (2) | format u8 (1 tar, 2 zip, 3 tar.gz, 4 tar.xz) | reserved u8 (0)
+//     magic "BLOBIDX\0" (8) | version u16 (2, or 3 for a remote object's index) | format u8
+//       (1 tar, 2 zip, 3 tar.gz, 4 tar.xz) | reserved u8 (0)
+//     version 3 only: table length u64 (the bytes from the start to the end of the table's CRC-32)
 //     identity: size i64 | mtime seconds i64 | mtime nanoseconds i32 | sample count S u32
+//     version 3 only: ETag length u16 | the ETag's UTF-8 (a remote object's strong ETag)
 //     member count u64
 //     per member: type u8 | flags u8 (1 CRC, 2 encrypted, 4 zip fields, 8 seek point)
 //       | mode u32 | mtime seconds i64 | mtime nanoseconds i32 | size i64
 //       | header offset i64 | data offset i64 | CRC-32 u32 | method u16 | compressed size i64
 //       | seek point i64 | name length u32 | name | link length u32 | link
 //     the identity's samples: S × CRC-32 u32 (`BlobContentIdentity.sampleRanges(forSize:)`)
+//     version 3 only: CRC-32 u32 of every byte before it (the table's: an index read by range
+//       checks the member table without reading a tar.gz's gzip index, whose windows it
+//       reads when a decode needs one; a wrong window fails that chunk's CRC-32)
 //     format 3 (tar.gz) only: gzip index length u64 | the gzip index (`GzipIndex.serialized()`:
 //       GZIDX, then its identity and chunk CRC-32s)
 //     CRC-32 u32 of every byte before it
 //
-// A reader checks the trailing CRC-32 before believing anything, then every count and
-// length against the bytes left, and every offset against the archive's size.
+// A reader checks the trailing CRC-32 before believing anything (one reading by range, the
+// table's), then every count and length against the bytes left, and every offset against
+// the archive's size. Version 2 is written for an index of a file (no ETag), so that the
+// builds before version 3 read it.
 
 extension ArchiveIndex {
     static let magic: [UInt8] = Array("BLOBIDX\0".utf8)
-    /// The version this library writes and reads.
+    /// The version this library writes for an index of a file, and the oldest it reads.
     public static let formatVersion: UInt16 = 2
+    /// The version written for an index of a remote object (its identity has an ETag): it
+    /// also reads.
+    public static let remoteFormatVersion: UInt16 = 3
+    /// The longest ETag an index holds (S3's are 34–45 bytes with their quotes).
+    static let maxEntityTagLength = 1024
     /// The most sampled CRC-32s an identity in an index file may hold.
     static let maximumSamples = 1024
     /// The fixed part of a member record (format 3 offsets are in the inflated tar).
@@ -32,15 +45,22 @@ extension ArchiveIndex {
     public func encoded() -> Data {
         var out = [UInt8]()
         out.reserveCapacity(64 + members.count * (Self.memberRecordSize + 48))
+        let entityTag = identity.entityTag.map { Array($0.utf8.prefix(Self.maxEntityTagLength)) }
         out += Self.magic
-        put(&out, UInt64(Self.formatVersion), 2)
+        put(&out, UInt64(entityTag == nil ? Self.formatVersion : Self.remoteFormatVersion), 2)
         out.append(format.rawValue)
         out.append(0)
+        let tableLengthAt = out.count
+        if entityTag != nil { put(&out, 0, 8) } // filled in below
         put(&out, UInt64(bitPattern: identity.size), 8)
         put(&out, UInt64(bitPattern: identity.modified.seconds), 8)
         put(&out, UInt64(UInt32(truncatingIfNeeded: identity.modified.nanoseconds)), 4)
         let samples = identity.sampleCRC32s.prefix(Self.maximumSamples)
         put(&out, UInt64(samples.count), 4)
+        if let entityTag {
+            put(&out, UInt64(entityTag.count), 2)
+            out += entityTag
+        }
         put(&out, UInt64(members.count), 8)
         for m in members {
             out.append(Self.typeCode(m.type))
@@ -66,6 +86,13 @@ extension ArchiveIndex {
             out += m.linkTargetBytes
         }
         for crc in samples { put(&out, UInt64(crc), 4) }
+        if entityTag != nil {
+            var length: [UInt8] = []
+            put(&length, UInt64(out.count + 4), 8)
+            out.replaceSubrange(tableLengthAt..<(tableLengthAt + 8), with: length)
+            let tableCRC = out.withUnsafeBytes { CRC32.update(0, $0) }
+            put(&out, UInt64(tableCRC), 4)
+        }
         if format == .tarGzip {
             let gzip = gzipIndex?.serialized() ?? []
             put(&out, UInt64(gzip.count), 8)
@@ -101,6 +128,11 @@ extension ArchiveIndex {
         try self.init(decoding: &reader, name: name)
     }
 
+    /// Decodes the index `reader` reads (from memory, a file or a source).
+    init<Reader: ArchiveIndexBytes>(decodingReader reader: inout Reader, name: String) throws {
+        try self.init(decoding: &reader, name: name)
+    }
+
     private init<Reader: ArchiveIndexBytes>(decoding reader: inout Reader, name: String) throws {
         func bad(_ what: String) -> BlobStreamError {
             BlobStreamError(.corrupt, "archive index '\(name)' is damaged: \(what)")
@@ -111,15 +143,24 @@ extension ArchiveIndex {
         }
         guard try reader.bytes(8) == Self.magic else { throw bad("it is not an archive index (no BLOBIDX header)") }
         let version = UInt16(try reader.take(2))
-        guard version == Self.formatVersion else {
+        guard version == Self.formatVersion || version == Self.remoteFormatVersion else {
             throw BlobStreamError(
                 .unsupported,
-                "archive index '\(name)' is version \(version); this library reads version \(Self.formatVersion)")
+                "archive index '\(name)' is version \(version); this library reads versions \(Self.formatVersion) and \(Self.remoteFormatVersion)"
+            )
         }
-        let (stored, computed) = try reader.storedAndComputedCRC32()
-        guard stored == computed else { throw bad("its checksum does not match (truncated or altered)") }
         guard let format = Format(rawValue: UInt8(try reader.take(1))) else { throw bad("unknown archive format") }
         _ = try reader.take(1)
+        var tableLength: Int?
+        if version == Self.remoteFormatVersion {
+            let claimed = try reader.take(8)
+            guard claimed >= 8 + 4 + 8 + 24 + 2 + 8 + 4, claimed <= UInt64(length - 4) else {
+                throw bad("its member table claims \(claimed) bytes of its \(length)")
+            }
+            tableLength = Int(claimed)
+        }
+        let (stored, computed) = try reader.storedAndComputedCRC32(tableLength: tableLength)
+        guard stored == computed else { throw bad("its checksum does not match (truncated or altered)") }
         let size = Int64(bitPattern: try reader.take(8))
         let modified = BlobContentIdentity.Timestamp(
             seconds: Int64(bitPattern: try reader.take(8)), nanoseconds: Int64(UInt32(try reader.take(4))))
@@ -128,7 +169,14 @@ extension ArchiveIndex {
             throw bad("its identity claims \(sampleCount) samples (at most \(Self.maximumSamples))")
         }
         var identity = BlobContentIdentity(size: size, modified: modified, sampleCRC32s: [])
-        let end = length - 4
+        if tableLength != nil {
+            let tagLength = Int(try reader.take(2))
+            guard tagLength > 0, tagLength <= Self.maxEntityTagLength, tagLength <= length - reader.position,
+                let tag = String(validating: try reader.bytes(tagLength), as: UTF8.self)
+            else { throw bad("its ETag is not UTF-8 of 1 to \(Self.maxEntityTagLength) bytes") }
+            identity.entityTag = tag
+        }
+        let end = tableLength.map { $0 - 4 } ?? length - 4
         let count = try reader.take(8)
         guard identity.size >= 0, count <= UInt64((end - reader.position) / Self.memberRecordSize) else {
             throw bad("it claims \(count) members, more than its \(length) bytes can hold")
@@ -174,11 +222,17 @@ extension ArchiveIndex {
         }
         guard end - reader.position >= 4 * sampleCount else { throw bad("the identity's samples are cut short") }
         for _ in 0..<sampleCount { identity.sampleCRC32s.append(UInt32(try reader.take(4))) }
+        var fileEnd = end
+        if tableLength != nil {
+            guard reader.position == end else { throw bad("\(end - reader.position) bytes follow the last member") }
+            _ = try reader.take(4) // the table's CRC-32, checked above
+            fileEnd = length - 4
+        }
         var gzipIndex: GzipIndex?
         if format == .tarGzip {
-            guard end - reader.position >= 8 else { throw bad("the gzip index is missing") }
+            guard fileEnd - reader.position >= 8 else { throw bad("the gzip index is missing") }
             let gzipLength = try reader.take(8)
-            guard gzipLength <= UInt64(end - reader.position) else { throw bad("the gzip index runs past the end") }
+            guard gzipLength <= UInt64(fileEnd - reader.position) else { throw bad("the gzip index runs past the end") }
             let gzip = try reader.gzipIndex(length: Int(gzipLength), name: "the gzip index in '\(name)'")
             guard gzip.hasChunkCRC32s, gzip.compressedSize == identity.size else {
                 throw bad("its gzip index lacks chunk CRC-32s or is for another size")
@@ -191,7 +245,7 @@ extension ArchiveIndex {
             }
             gzipIndex = gzip
         }
-        guard reader.position == end else { throw bad("\(end - reader.position) bytes follow the last member") }
+        guard reader.position == fileEnd else { throw bad("\(fileEnd - reader.position) bytes follow the last member") }
         self.init(format: format, identity: identity, members: members, gzipIndex: gzipIndex)
     }
 

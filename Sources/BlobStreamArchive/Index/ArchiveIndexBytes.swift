@@ -14,8 +14,11 @@ protocol ArchiveIndexBytes {
     mutating func take(_ count: Int) throws -> UInt64
     /// The next `count` bytes (the caller checked that they are there).
     mutating func bytes(_ count: Int) throws -> [UInt8]
-    /// The CRC-32 stored in the last 4 bytes, and the one of every byte before them.
-    mutating func storedAndComputedCRC32() throws -> (stored: UInt32, computed: UInt32)
+    /// The CRC-32 stored in the last 4 bytes, and the one of every byte before them; with
+    /// `tableLength` (a version 3 index), where the whole index is read, the table's CRC-32
+    /// (its last 4 bytes against every byte before them) when it does not match, else the
+    /// whole index's; where the index is read by range, the table's only.
+    mutating func storedAndComputedCRC32(tableLength: Int?) throws -> (stored: UInt32, computed: UInt32)
     /// The gzip index in the next `length` bytes (a tar.gz's), and moves past it.
     mutating func gzipIndex(length: Int, name: String) throws -> GzipIndex
 }
@@ -43,10 +46,13 @@ struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
         return Array(bytes[position..<(position + count)])
     }
 
-    mutating func storedAndComputedCRC32() -> (stored: UInt32, computed: UInt32) {
-        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[length - 4 + $1]) << (8 * UInt32($1)) }
-        let computed = bytes.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(length - 4)])) }
-        return (stored, computed)
+    mutating func storedAndComputedCRC32(tableLength: Int?) -> (stored: UInt32, computed: UInt32) {
+        for end in [tableLength, length].compactMap({ $0 }) {
+            let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[end - 4 + $1]) << (8 * UInt32($1)) }
+            let computed = bytes.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)])) }
+            if stored != computed || end == length { return (stored, computed) }
+        }
+        return (0, 0)
     }
 
     /// Decodes the gzip index and lets go of the index's bytes (not held twice).
@@ -106,17 +112,20 @@ struct ArchiveIndexFileBytes: ArchiveIndexBytes {
         try bytes(count).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
     }
 
-    mutating func storedAndComputedCRC32() throws -> (stored: UInt32, computed: UInt32) {
-        var crc: UInt32 = 0
-        var offset = 0
-        while offset < length - 4 {
-            let chunk = try read(count: min(Self.bufferSize, length - 4 - offset), at: offset)
-            crc = chunk.withUnsafeBytes { CRC32.update(crc, $0) }
-            offset += chunk.count
+    mutating func storedAndComputedCRC32(tableLength: Int?) throws -> (stored: UInt32, computed: UInt32) {
+        for end in [tableLength, length].compactMap({ $0 }) {
+            var crc: UInt32 = 0
+            var offset = 0
+            while offset < end - 4 {
+                let chunk = try read(count: min(Self.bufferSize, end - 4 - offset), at: offset)
+                crc = chunk.withUnsafeBytes { CRC32.update(crc, $0) }
+                offset += chunk.count
+            }
+            let tail = try read(count: 4, at: end - 4)
+            let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(tail[$1]) << (8 * UInt32($1)) }
+            if stored != crc || end == length { return (stored, crc) }
         }
-        let tail = try read(count: 4, at: length - 4)
-        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(tail[$1]) << (8 * UInt32($1)) }
-        return (stored, crc)
+        return (0, 0)
     }
 
     mutating func gzipIndex(length gzipLength: Int, name: String) throws -> GzipIndex {
@@ -124,6 +133,57 @@ struct ArchiveIndexFileBytes: ArchiveIndexBytes {
             readingFileDescriptor: file.descriptor, offset: Int64(position), length: Int64(gzipLength), name: name)
         position += gzipLength
         buffer = []
+        return index
+    }
+}
+
+/// An index's bytes read by range from a source (an index object on a store, next to the
+/// archive object): the header and member table in one request (its CRC-32 checked, not the
+/// whole index's), a tar.gz's gzip index left there, each window read when a decode needs
+/// it (a wrong window fails the CRC-32 of the chunk it decodes).
+struct ArchiveIndexSourceBytes: ArchiveIndexBytes {
+    private let store: SourceIndexBytes
+    let length: Int
+    private(set) var position = 0
+    /// The start of the index, from the first request (the header and, most often, the table).
+    private var start: [UInt8] = []
+
+    /// The bytes `store` reads, `length` of them.
+    init(store: SourceIndexBytes, length: Int) {
+        self.store = store
+        self.length = length
+    }
+
+    private mutating func have(_ end: Int) throws {
+        guard end > start.count else { return }
+        guard end <= length else {
+            throw BlobStreamError(.corrupt, "archive index '\(store.label)' is damaged: it ends at byte \(length)")
+        }
+        start = try store.bytes(count: end, at: 0, what: "its member table")
+    }
+
+    mutating func bytes(_ count: Int) throws -> [UInt8] {
+        try have(position + count)
+        defer { position += count }
+        return Array(start[position..<(position + count)])
+    }
+
+    mutating func take(_ count: Int) throws -> UInt64 {
+        try bytes(count).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+    }
+
+    mutating func storedAndComputedCRC32(tableLength: Int?) throws -> (stored: UInt32, computed: UInt32) {
+        let end = tableLength ?? length
+        try have(end)
+        let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(start[end - 4 + $1]) << (8 * UInt32($1)) }
+        let computed = start.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)])) }
+        return (stored, computed)
+    }
+
+    mutating func gzipIndex(length gzipLength: Int, name: String) throws -> GzipIndex {
+        let index = try GzipIndex.read(from: store, offset: Int64(position), length: Int64(gzipLength))
+        position += gzipLength
+        start = []
         return index
     }
 }

@@ -6,8 +6,10 @@ import Foundation
 /// Which member index an `ArchiveMemberDataSource` uses (see `ArchiveIndex`).
 public enum ArchiveIndexOption: Sendable {
     /// The default: for an archive read by path (or by a `file:` URL), `ARCHIVE.blobidx`
-    /// beside it when it matches the archive; one that does not match, or cannot be read,
-    /// is ignored (never used): the member is then found by walking the headers.
+    /// beside it when it matches the archive; for an archive on a store or a web server
+    /// (see `useIndex(_:besideArchiveAt:makeSource:)`), `URL.blobidx` beside it when it
+    /// matches its size and strong ETag. One that does not match, or cannot be read, is
+    /// ignored (never used): the member is then found by walking the headers.
     case automatic
     /// No index, not even a zip's central directory: libarchive reads a zip (and walks
     /// or reads a tar's headers) as without one.
@@ -40,6 +42,23 @@ extension ArchiveMemberDataSource {
         archivePath = path
     }
 
+    /// Lets the source use an index of the archive at `url` on a store or a web server (its
+    /// upstream, a `BlobRangeReading` source), as `option` says: with `.automatic`, the
+    /// index object beside it (`ArchiveIndex.sidecarURL(forArchiveAt:)`, one small request
+    /// through a source `makeSource` makes) when it matches the archive's size and strong
+    /// ETag. An index named (`.index`, `.file`) that was made for such an object is checked
+    /// against its ETag; one made for a file, against its size and sampled bytes. Call
+    /// before `open()`.
+    public func useIndex(
+        _ option: ArchiveIndexOption, besideArchiveAt url: String,
+        makeSource: @escaping @Sendable (String) throws -> any BlobDataSource
+    ) {
+        lock.lock()
+        defer { lock.unlock() }
+        indexOption = option
+        indexObjects = (url, makeSource)
+    }
+
     /// Sets the inflate engine (see `InflateEngine`) of the gzip layer of a tar.gz and
     /// of members inflated here (a tar.gz member read through an index, a zip deflate member
     /// read through an index): by default ISA-L when it loads, else zlib; `.isal` where ISA-L
@@ -55,6 +74,13 @@ extension ArchiveMemberDataSource {
         switch indexOption {
         case .none: return nil
         case .automatic:
+            if archivePath == nil, let indexObjects, let object = upstream as? any BlobRangeReading {
+                guard LibArchiveInput.canSeek(upstream),
+                    case .matching(let index)? = try? ArchiveIndex.lookUp(
+                        for: object, at: indexObjects.url, makeSource: indexObjects.makeSource)
+                else { return nil }
+                return index
+            }
             guard let archivePath, LibArchiveInput.canSeek(upstream) else { return nil }
             let path = ArchiveIndex.defaultPath(forArchiveAt: archivePath)
             guard FileManager.default.fileExists(atPath: path), let index = try? ArchiveIndex.read(from: path) else {
@@ -93,6 +119,16 @@ extension ArchiveMemberDataSource {
 
     /// What differs between the index's identity and the archive now; nil when nothing.
     private func indexMismatch(_ index: ArchiveIndex) throws(BlobStreamError) -> String? {
+        // An index of an object: its size and ETag against the object's, no sampled reads.
+        if let tag = index.identity.entityTag {
+            guard let object = upstream as? any BlobRangeReading, let now = try object.contentIdentity(),
+                let nowTag = now.entityTag
+            else { return "it was made for an object with ETag \(tag); the archive has no strong ETag" }
+            if now.size != index.identity.size {
+                return "the archive is \(now.size) bytes long; the index was made for \(index.identity.size) bytes"
+            }
+            return nowTag == tag ? nil : "it was made for ETag \(tag), the archive's is \(nowTag)"
+        }
         let modified =
             (upstream as? ArchiveFileSource)?.modified
             ?? archivePath.flatMap { try? FileStatus(path: $0) }?.modified

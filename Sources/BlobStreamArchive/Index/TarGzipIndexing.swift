@@ -125,9 +125,13 @@ extension ArchiveIndex {
     /// ustar magic at offset 257 (ustar, pax and GNU tars all do). False for anything else
     /// (including a file that cannot be read or inflated: indexing it as gzip says why).
     public static func gzipHoldsTar(atPath path: String) -> Bool {
-        guard
-            let builder = try? GzipIndexStreamingBuilder(
-                source: ArchiveFileSource(path: path), spacing: 1 << 30, name: path)
+        gzipHoldsTar(source: ArchiveFileSource(path: path), name: path)
+    }
+
+    /// Whether the gzip content `source` holds (new, not opened: it is read and closed) is a
+    /// tar, as `gzipHoldsTar(atPath:)` tells.
+    public static func gzipHoldsTar(source: any BlobDataSource, name: String) -> Bool {
+        guard let builder = try? GzipIndexStreamingBuilder(source: source, spacing: 1 << 30, name: name)
         else { return false }
         defer { builder.close() }
         let input = InflatedTarInput(producer: builder)
@@ -142,18 +146,31 @@ extension ArchiveIndex {
         path: String, identity: BlobContentIdentity, spacing: Int, engine: InflateEngine
     ) throws(BlobStreamError) -> ArchiveIndex {
         let before = try BlobContentIdentity(ofFileAtPath: path)
-        let builder = try GzipIndexStreamingBuilder(
-            source: ArchiveFileSource(path: path), spacing: spacing, name: path, engine: engine)
-        defer { builder.close() }
-        var members = try walkMembers(InflatedTarInput(producer: builder), path: path, layer: "gzip")
-        guard var gzipIndex = builder.finish() else {
-            throw BlobStreamError(.sourceFailed, "archive '\(path)': the gzip stream did not reach its end")
-        }
+        var index = try buildTarGzip(
+            source: ArchiveFileSource(path: path), name: path, identity: identity, spacing: spacing, engine: engine)
         let after = try BlobContentIdentity(ofFileAtPath: path)
-        guard before == after, gzipIndex.compressedSize == after.size, identity.size == after.size else {
+        guard before == after, identity.size == after.size else {
             throw BlobStreamError(.changed, "archive '\(path)': the file changed while it was indexed")
         }
-        gzipIndex.identity = after
+        index.gzipIndex?.identity = after
+        return index
+    }
+
+    /// Indexes the tar.gz `source` holds (new, not opened: the pass opens, reads and closes
+    /// it), `identity` being the archive's; the gzip index records it too.
+    static func buildTarGzip(
+        source: any BlobDataSource, name: String, identity: BlobContentIdentity, spacing: Int, engine: InflateEngine
+    ) throws(BlobStreamError) -> ArchiveIndex {
+        let builder = try GzipIndexStreamingBuilder(source: source, spacing: spacing, name: name, engine: engine)
+        defer { builder.close() }
+        var members = try walkMembers(InflatedTarInput(producer: builder), path: name, layer: "gzip")
+        guard var gzipIndex = builder.finish() else {
+            throw BlobStreamError(.sourceFailed, "archive '\(name)': the gzip stream did not reach its end")
+        }
+        guard gzipIndex.compressedSize == identity.size else {
+            throw BlobStreamError(.changed, "archive '\(name)': the archive changed while it was indexed")
+        }
+        gzipIndex.identity = identity
         for i in members.indices {
             members[i].seekPoint = gzipIndex.pointIndex(atOrBefore: members[i].dataOffset).map(Int64.init)
         }

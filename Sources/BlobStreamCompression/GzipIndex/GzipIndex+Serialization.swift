@@ -121,7 +121,7 @@ extension GzipIndex {
     private static let headerSize = 5 + 1 + 1 + 8 + 8 + 4 + 4 + 4
 
     /// Reads the index in `file` at `offset`: header, point table and record, the windows left there.
-    static func read(from file: any IndexByteStore, offset: Int64, length: Int64) throws(BlobStreamError)
+    package static func read(from file: any IndexByteStore, offset: Int64, length: Int64) throws(BlobStreamError)
         -> GzipIndex
     {
         let head = try file.bytes(count: Int(min(Int64(headerSize), length)), at: offset, what: "gzip index")

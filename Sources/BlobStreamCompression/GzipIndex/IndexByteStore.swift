@@ -29,14 +29,19 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
     private let source: any BlobRangeReading
     private let lock = Mutex(())
     private let prefix = Mutex<[UInt8]?>(nil)
-    /// How much of the start the first request brings: 64 KiB, the point table of about
-    /// 3,600 seek points (a 14 GiB stream at the default spacing).
+    /// How much of the start the first request brings by default: 64 KiB, the point table
+    /// of about 3,600 seek points (a 14 GiB stream at the default spacing).
     package static let prefixLength = 64 << 10
+    /// How much of the start the first request brings.
+    private let prefixLength: Int
 
     /// A store over `source`, open; the store takes it over and closes it when released.
-    package init(_ source: any BlobRangeReading, label: String) {
+    /// The first request brings `prefixLength` bytes of the start (or all, when shorter); a
+    /// later read from the start that brings more is kept instead.
+    package init(_ source: any BlobRangeReading, label: String, prefixLength: Int = SourceIndexBytes.prefixLength) {
         self.label = label
         self.source = source
+        self.prefixLength = prefixLength
     }
 
     package func bytes(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
@@ -45,12 +50,12 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
         if let kept = prefix.withLock({ $0 }), end <= Int64(kept.count) {
             return Array(kept[Int(offset)..<Int(end)])
         }
-        if offset == 0, count < Self.prefixLength {
+        if offset == 0 {
             let length = lock.withLock { _ in source.length } ?? Int64(count)
             let start = try fetch(
-                count: Int(min(Int64(Self.prefixLength), max(length, Int64(count)))), at: 0, what: what)
+                count: Int(max(min(Int64(prefixLength), length), Int64(count))), at: 0, what: what)
             prefix.withLock { $0 = start }
-            return Array(start[..<count])
+            return count == start.count ? start : Array(start[..<count])
         }
         return try fetch(count: count, at: offset, what: what)
     }

@@ -1,0 +1,76 @@
+import BlobStream
+import BlobStreamArchive
+import BlobStreamCLI
+import Foundation
+
+/// `blobstream index URL` for an archive on a store (`s3://`) or a web server (`http(s)://`
+/// with a strong ETag): a tar, a zip, or a gzip that holds a tar gets a member index, built by
+/// reading the object through ranged sources (pinned to its ETag, so a change mid-way fails
+/// the build), recording its size and ETag, written beside it (`s3://bucket/KEY.blobidx`; a
+/// tar.gz's seek points also go to `KEY.gzidx`) or where `--output` says.
+enum RemoteArchiveIndexing {
+    /// Whether the object at `url` is an archive to index for its members: a tar (a header
+    /// at its start), a zip (a local header or an empty zip's end record), or a gzip whose
+    /// first inflated header is a tar's.
+    static func isArchive(_ url: String, registry: DataSourceRegistry) async throws -> Bool {
+        try await RemoteGzipIndexing.offThread { () throws -> Bool in
+            let head = try firstBytes(of: url, count: 512, registry: registry)
+            if head.starts(with: [0x1F, 0x8B]) {
+                return ArchiveIndex.gzipHoldsTar(source: try registry.makeSource(url: url), name: url)
+            }
+            if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+                return true
+            }
+            return head.count == 512 && head[257..<262].elementsEqual("ustar".utf8)
+        }
+    }
+
+    /// Up to `count` bytes at the start of the object (fewer when it is shorter).
+    private static func firstBytes(of url: String, count: Int, registry: DataSourceRegistry) throws -> [UInt8] {
+        let made: any BlobDataSource
+        do {
+            made = try registry.makeSource(url: url)
+        } catch {
+            throw ToolFailure(message: "cannot index \(url): \(error)")
+        }
+        defer { made.close() }
+        guard let object = made as? any BlobRangeReading else {
+            throw ToolFailure(message: "cannot index \(url): its source cannot be read by range")
+        }
+        object.open()
+        _ = try object.contentIdentity() // waits for the first answer (the length)
+        let length = object.length ?? 0
+        guard length > 0 else { return [] }
+        return [UInt8](try object.bytes(at: [0..<min(length, Int64(count))]).first ?? Data())
+    }
+
+    /// Builds and writes the index; returns the lines to print (where, members, bytes).
+    static func run(
+        _ url: String, output: String?, spacing: Int, registry: DataSourceRegistry, s3: S3SourceSettings
+    ) async throws -> String {
+        let index = try await RemoteGzipIndexing.offThread { () throws -> ArchiveIndex in
+            try ArchiveIndex.build(archiveNamed: url, makeSource: { try registry.makeSource(url: url) }, gzipSpacing: spacing)
+        }
+        let encoded = [UInt8](index.encoded())
+        let destination = output ?? ArchiveIndex.sidecarURL(forArchiveAt: url)
+        try await RemoteGzipIndexing.store(
+            encoded, at: destination, for: url, named: output != nil, role: "the archive index", s3: s3)
+        let format =
+            switch index.format {
+            case .tar: "tar"
+            case .zip: "zip"
+            case .tarGzip: "tar.gz"
+            case .tarXz: "tar.xz"
+            }
+        var lines = ["\(destination)\t\(index.members.count) members (\(format))\t\(encoded.count) bytes"]
+        // Beside the archive, a tar.gz's seek points go to KEY.gzidx too (gzip: sources use them).
+        if output == nil, let gzipIndex = index.gzipIndex {
+            let bytes = gzipIndex.serialized()
+            let sidecar = GzipIndex.sidecarURL(forSourceAt: url)
+            try await RemoteGzipIndexing.store(
+                bytes, at: sidecar, for: url, named: false, role: "the gzip index", s3: s3)
+            lines.append("\(sidecar)\t\(gzipIndex.points.count) seek points\t\(bytes.count) bytes")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
