@@ -253,8 +253,8 @@ let package = Package(
         .testTarget(
             name: "BlobStreamS3Tests",
             dependencies: [
-                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamTestSupport",
-                "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer", "BlobStreamCompression",
+                "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive",
+                "BlobStreamTestSupport", "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer", "BlobStreamCompression",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

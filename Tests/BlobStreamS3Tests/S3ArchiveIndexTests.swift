@@ -1,0 +1,200 @@
+import BlobStream
+import BlobStreamArchive
+import BlobStreamHTTPClient
+import BlobStreamS3
+import BlobStreamTestSupport
+import Crypto
+import Foundation
+import NIOCore
+import Testing
+
+/// Member indexes of archives on the store: built through the object's ranged source, stored
+/// beside it as `KEY.blobidx` (version 3: the object's size and strong ETag, read by range),
+/// found there by `archive:` sources and checked against the object; a stale index is not
+/// used, and a wrong one fails the read, never giving wrong bytes.
+@Suite("Archive member indexes of objects on the store", .serialized)
+struct S3ArchiveIndexTests {
+    enum Format: String, CaseIterable, Sendable { case tar, tarGzip = "tar.gz", zip }
+
+    /// The files the archives hold: two members of the same size (`docs/a.bin`,
+    /// `docs/b.bin`), small ones, and a large one spanning several seek points.
+    static func files() -> [(name: String, data: Data)] {
+        var files = [
+            ("docs/a.bin", StoreFixture.bytes(100_000, seed: 11)),
+            ("docs/b.bin", StoreFixture.bytes(100_000, seed: 12)),
+            ("big.bin", StoreFixture.bytes(1_500_000, seed: 13) + Data(repeating: 0x41, count: 1_500_000)),
+        ]
+        for i in 0..<30 { files.append(("photos/p\(i).txt", Data(String(repeating: "photo \(i) ", count: 400).utf8))) }
+        return files
+    }
+
+    /// The archive of `files()` in `format`, made in `folder` by tar, gzip and Python's zipfile
+    /// (the two same-size members stored, the rest deflated).
+    static func archive(_ format: Format, in folder: URL) throws -> Data {
+        let root = folder.appendingPathComponent("tree-\(format.rawValue)")
+        for (name, data) in files() {
+            let url = root.appendingPathComponent(name)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try data.write(to: url)
+        }
+        let out = folder.appendingPathComponent("archive.\(format.rawValue)")
+        let names = ["docs", "big.bin", "photos"]
+        switch format {
+        case .tar: try run("/bin/tar", ["-C", root.path, "-cf", out.path] + names)
+        case .tarGzip: try run("/bin/tar", ["-C", root.path, "-czf", out.path] + names)
+        case .zip:
+            let script = """
+                import os, sys, zipfile
+                root, out = sys.argv[1], sys.argv[2]
+                with zipfile.ZipFile(out, "w") as z:
+                    for folder, _, names in sorted(os.walk(root)):
+                        for n in sorted(names):
+                            path = os.path.join(folder, n)
+                            name = os.path.relpath(path, root)
+                            z.write(path, name, zipfile.ZIP_STORED if name.startswith("docs/") else zipfile.ZIP_DEFLATED)
+                """
+            try run("/usr/bin/python3", ["-c", script, root.path, out.path])
+        }
+        return try Data(contentsOf: out)
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BlobStreamError(.ioFailed, "\(tool) \(arguments) exited with \(process.terminationStatus)")
+        }
+    }
+
+    /// A registry that reads `s3:` objects of the store and `archive:` URLs over them, looking
+    /// for index objects (read with small blocks) beside the archives.
+    static func registry(_ configuration: S3Configuration) -> DataSourceRegistry {
+        let registry = DataSourceRegistry()
+        S3Sources.register(in: registry, configuration: configuration)
+        let indexObjects = DataSourceRegistry()
+        S3Sources.register(
+            in: indexObjects, configuration: configuration,
+            options: HTTPRangeOptions(blockSize: 64 << 10, connection: HTTPConnectionOptions()))
+        ArchiveSources.register(in: registry, indexObjects: indexObjects)
+        return registry
+    }
+
+    /// Builds the member index of `key` through its source.
+    static func buildIndex(_ fixture: StoreFixture, _ key: String) async throws -> ArchiveIndex {
+        let (configuration, url) = (fixture.client.configuration, "s3://\(fixture.bucket)/\(key)")
+        return try await offThePool { () throws -> ArchiveIndex in
+            try ArchiveIndex.build(
+                archiveNamed: url, makeSource: { try S3Sources.makeSource(url: url, configuration: configuration) },
+                gzipSpacing: 256 << 10)
+        }
+    }
+
+    /// Reads `member` of the archive `key` through `archive:` (its index beside it, when
+    /// there and matching): the bytes (nil when the read failed) and the error.
+    static func read(_ fixture: StoreFixture, _ key: String, _ member: String) async throws
+        -> (data: Data?, error: BlobStreamError?)
+    {
+        let configuration = fixture.client.configuration
+        let url = "archive:s3://\(fixture.bucket)/\(key)!/\(member)"
+        return try await offThePool { () throws -> (data: Data?, error: BlobStreamError?) in
+            let stream = try BlobInputStream(url: url, registry: Self.registry(configuration), mode: .synchronous)
+            stream.open()
+            defer { stream.close() }
+            let (data, last) = stream.readToEnd(chunkSize: 100_000)
+            return (last == 0 ? data : nil, stream.streamError as? BlobStreamError)
+        }
+    }
+
+    @Test("an index stored beside the archive is found and read by range: every member read through it is right",
+        arguments: Format.allCases)
+    func besideTheArchive(_ format: Format) async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let key = "a.\(format.rawValue)"
+        let archive = try Self.archive(format, in: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location(key), body: ByteBuffer(bytes: archive))
+        let index = try await Self.buildIndex(fixture, key)
+        #expect(index.members.filter { $0.type == .file }.count == Self.files().count)
+        #expect(index.identity.entityTag != nil && index.identity.size == Int64(archive.count))
+        let encoded = index.encoded()
+        // Version 3 (little-endian u16 after the 8-byte magic): the identity keeps its ETag.
+        #expect(encoded[8] == 3 && encoded[9] == 0)
+        let decoded = try ArchiveIndex(decoding: encoded, name: "\(key).blobidx")
+        #expect(decoded.identity == index.identity && decoded.members == index.members)
+        _ = try await fixture.client.putObject(fixture.location("\(key).blobidx"), body: ByteBuffer(bytes: encoded))
+        for (name, data) in Self.files() where ["docs/b.bin", "big.bin", "photos/p29.txt"].contains(name) {
+            let got = try await Self.read(fixture, key, name)
+            #expect(got.data == data, "\(name): \(String(describing: got.error))")
+        }
+    }
+
+    @Test("an index whose member points at another member's bytes: the read fails on the CRC-32, never gives them",
+        arguments: Format.allCases)
+    func wrongIndex(_ format: Format) async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let key = "w.\(format.rawValue)"
+        let archive = try Self.archive(format, in: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location(key), body: ByteBuffer(bytes: archive))
+        var index = try await Self.buildIndex(fixture, key)
+        // docs/a.bin's record moved onto docs/b.bin's bytes (the same size): an index that
+        // matches the object's ETag, and lies.
+        let a = try #require(index.members.firstIndex { String(decoding: $0.nameBytes, as: UTF8.self) == "docs/a.bin" })
+        let b = try #require(index.members.firstIndex { String(decoding: $0.nameBytes, as: UTF8.self) == "docs/b.bin" })
+        index.members[a].headerOffset = index.members[b].headerOffset
+        index.members[a].dataOffset = index.members[b].dataOffset
+        index.members[a].seekPoint = index.members[b].seekPoint
+        _ = try await fixture.client.putObject(
+            fixture.location("\(key).blobidx"), body: ByteBuffer(bytes: index.encoded()))
+        let got = try await Self.read(fixture, key, "docs/a.bin")
+        #expect(got.data == nil, "docs/a.bin gave \(got.data?.count ?? 0) bytes through a wrong index")
+        // The stream reports the source's failure (`.sourceFailed`), its cause the member's:
+        // `.corrupt` (a zip's or gzip's own CRC-32), `.changed` for a tar (only the index's).
+        let cause = (got.error?.cause as? BlobStreamError) ?? got.error
+        #expect(cause?.code == (format == .tar ? .changed : .corrupt), "\(String(describing: got.error))")
+        #expect(got.error?.message.contains("CRC") == true, "\(String(describing: got.error))")
+    }
+
+    @Test("an archive replaced after its index was made: the index is not used (right bytes), a named one is refused")
+    func stale() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let archive = try Self.archive(.tar, in: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location("s.tar"), body: ByteBuffer(bytes: archive))
+        let index = try await Self.buildIndex(fixture, "s.tar")
+        _ = try await fixture.client.putObject(
+            fixture.location("s.tar.blobidx"), body: ByteBuffer(bytes: index.encoded()))
+        // The same size, docs/a.bin's and docs/b.bin's bytes swapped: only the ETag tells, and
+        // the stale index would give b's bytes for a.
+        let files = Self.files()
+        let (aData, bData) = (files[0].data, files[1].data)
+        var swapped = archive
+        let aAt = try #require(archive.range(of: aData)), bAt = try #require(archive.range(of: bData))
+        swapped.replaceSubrange(aAt, with: bData)
+        swapped.replaceSubrange(bAt, with: aData)
+        _ = try await fixture.client.putObject(fixture.location("s.tar"), body: ByteBuffer(bytes: swapped))
+        let got = try await Self.read(fixture, "s.tar", "docs/a.bin")
+        #expect(got.data == bData, "\(String(describing: got.error))")
+        // The same index named: refused, naming the ETags.
+        let configuration = fixture.client.configuration
+        let url = "s3://\(fixture.bucket)/s.tar"
+        let refusal = try await offThePool { () throws -> String in
+            let object = try S3Sources.makeSource(url: url, configuration: configuration)
+            object.open()
+            defer { object.close() }
+            do {
+                _ = try ArchiveIndex.lookUp(for: object, at: url, indexURL: url + ".blobidx") {
+                    try S3Sources.makeSource(url: $0, configuration: configuration)
+                }
+                return "used"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refusal.contains("does not match") && refusal.contains("ETag"), "\(refusal)")
+    }
+}
