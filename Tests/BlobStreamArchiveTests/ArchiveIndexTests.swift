@@ -198,6 +198,38 @@ struct ArchiveIndexTests {
         }
     }
 
+    @Test("an object's index (version 3, with its ETag) survives a round trip; any damage to it is refused",
+        arguments: ["gnu.tar", "tar.gz", "stored.zip"])
+    func objectIndexDamage(_ fixture: String) throws {
+        let fixtures = try ArchiveFixtures.get()
+        let dir = try makeTemporaryDirectory("index-v3")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let archive = try Self.copy(try #require(fixtures.archives[fixture]), as: "a.\(fixture)", in: dir)
+        var index = try ArchiveIndex.build(archiveAt: archive)
+        index.identity.entityTag = "\"0123456789abcdef0123456789abcdef\""
+        index.gzipIndex?.identity?.entityTag = index.identity.entityTag
+        let good = [UInt8](index.encoded())
+        #expect(good[8] == 3 && good[9] == 0)
+        #expect(try ArchiveIndex(decoding: Data(good), name: "memory") == index)
+        var cases: [(String, [UInt8])] = []
+        for cut in [0, 8, 20, 40, good.count / 2, good.count - 5, good.count - 1] {
+            cases.append(("cut at \(cut)", Array(good.prefix(cut))))
+        }
+        for position in stride(from: 0, to: good.count, by: max(1, good.count / 60)) {
+            var flipped = good
+            flipped[position] ^= 0x20
+            cases.append(("flip at \(position)", flipped))
+        }
+        for (what, bytes) in cases {
+            do {
+                _ = try ArchiveIndex(decoding: Data(bytes), name: "memory")
+                Issue.record("\(what): decoded")
+            } catch let error as BlobStreamError {
+                #expect(error.code == .corrupt || error.code == .unsupported, "\(what): \(error)")
+            }
+        }
+    }
+
     @Test("a member whose bytes changed since indexing (size and time kept) fails .changed at its end")
     func crcMismatchThroughIndex() throws {
         let dir = try makeTemporaryDirectory("index-crc")
