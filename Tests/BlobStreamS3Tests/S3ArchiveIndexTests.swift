@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamArchive
+import BlobStreamGzip
 import BlobStreamHTTPClient
 import BlobStreamS3
 import BlobStreamTestSupport
@@ -196,5 +197,32 @@ struct S3ArchiveIndexTests {
             }
         }
         #expect(refusal.contains("does not match") && refusal.contains("ETag"), "\(refusal)")
+    }
+
+    @Test("blobstream index s3://… writes KEY.blobidx (and a tar.gz's KEY.gzidx) beside it; cat reads members through it",
+        arguments: Format.allCases)
+    func tool(_ format: Format) async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let key = "t.\(format.rawValue)"
+        let archive = try Self.archive(format, in: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location(key), body: ByteBuffer(bytes: archive))
+        let environment = S3ReadToolTests.environment(fixture)
+        let url = "s3://\(fixture.bucket)/\(key)"
+        let index = try await S3ReadToolTests.run(["index", "--spacing", "262144", url], environment: environment)
+        #expect(index.status == 0, "\(index.stderr)")
+        let lines = String(decoding: index.stdout, as: UTF8.self).split(separator: "\n")
+        #expect(lines.first?.hasPrefix(url + ".blobidx\t") == true, "\(lines)")
+        #expect(lines.count == (format == .tarGzip ? 2 : 1), "\(lines)")
+        let stored = try ArchiveIndex(decoding: try await fixture.stored("\(key).blobidx"), name: "stored")
+        #expect(stored.identity.size == Int64(archive.count) && stored.identity.entityTag != nil)
+        if format == .tarGzip {
+            let gzip = try GzipIndex(serialized: [UInt8](try await fixture.stored("\(key).gzidx")), name: "stored")
+            #expect(gzip.identity?.entityTag == stored.identity.entityTag)
+        }
+        for (name, data) in Self.files() where ["docs/a.bin", "photos/p7.txt"].contains(name) {
+            let cat = try await S3ReadToolTests.run(["cat", "archive:\(url)!/\(name)"], environment: environment)
+            #expect(cat.status == 0 && cat.stdout == data, "\(name): \(cat.stderr)")
+        }
     }
 }
