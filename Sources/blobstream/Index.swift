@@ -23,7 +23,10 @@ struct IndexCommand: AsyncParsableCommand {
             read through ranged GETs and gets a seek-point index recording its size and ETag, written beside it \
             as an object of its own (s3://bucket/key.gzidx; --output names a path or another s3:// URL); \
             cat and checksum gzip:s3://… find it there (one small request) and use it while the object's ETag \
-            matches. Only a regular file is indexed locally. An index is written only to a new path or over a regular file that \
+            matches. A tar, tar.gz or zip on a store or a web server gets a member index recording its \
+            size and ETag, written beside it (s3://bucket/key.blobidx, and a tar.gz's key.gzidx); cat \
+            archive:s3://…!/member finds it there (one small request) and reads the member from where it \
+            says, checking its CRC-32. Only a regular file is indexed locally. An index is written only to a new path or over a regular file that \
             is not FILE (through any link), through a temporary file in the same folder renamed over it; a \
             FIFO, a device, a directory or FILE itself there is a usage error (status 2).
             """)
@@ -49,7 +52,7 @@ struct IndexCommand: AsyncParsableCommand {
 
     @Argument(
         help:
-            "The gzip file (a path, file:///… or gzip:file:///…) or gzip object (s3://bucket/key, http(s)://… with a strong ETag), or a tar, tar.gz, tar.xz or zip archive (a path)."
+            "The gzip file (a path, file:///… or gzip:file:///…) or gzip object (s3://bucket/key, http(s)://… with a strong ETag), or a tar, tar.gz, tar.xz or zip archive (a path; a tar, tar.gz or zip object)."
     )
     var file: String
 
