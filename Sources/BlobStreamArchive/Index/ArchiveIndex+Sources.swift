@@ -66,22 +66,34 @@ extension ArchiveIndex {
         for source: any BlobRangeReading, at url: String, indexURL: String? = nil,
         makeSource: (String) throws -> any BlobDataSource
     ) throws -> LookUp {
-        let now = try source.contentIdentity()
+        // The index is asked for before the archive's identity is waited for: the archive's
+        // first answer (its open) and the index's come in parallel.
         if let indexURL {
             let index = try read(named: indexURL, makeSource: makeSource)
-            try index.check(against: now, archiveName: url, indexName: indexURL)
+            try index.check(against: try source.contentIdentity(), archiveName: url, indexName: indexURL)
             return .matching(index)
         }
-        guard now != nil else { return .unusable(reason: "\(url) has no strong ETag: no index is used") }
         let sidecar = sidecarURL(forArchiveAt: url)
+        let found: Result<ArchiveIndex, any Error>
         do {
-            let index = try read(named: sidecar, makeSource: makeSource)
-            try index.check(against: now, archiveName: url, indexName: sidecar)
-            return .matching(index)
-        } catch let error as BlobStreamError where error.code == .notFound {
-            return .absent
+            found = .success(try read(named: sidecar, makeSource: makeSource))
         } catch {
+            found = .failure(error)
+        }
+        let now = try source.contentIdentity()
+        guard now != nil else { return .unusable(reason: "\(url) has no strong ETag: no index is used") }
+        switch found {
+        case .failure(let error as BlobStreamError) where error.code == .notFound:
+            return .absent
+        case .failure(let error):
             return .unusable(reason: String(describing: error))
+        case .success(let index):
+            do {
+                try index.check(against: now, archiveName: url, indexName: sidecar)
+            } catch {
+                return .unusable(reason: String(describing: error))
+            }
+            return .matching(index)
         }
     }
 

@@ -72,25 +72,37 @@ extension GzipIndex {
         for source: any BlobRangeReading, at url: String, indexURL: String? = nil,
         makeSource: (String) throws -> any BlobDataSource
     ) throws(BlobStreamError) -> LookUp {
-        let now = try source.contentIdentity()
+        // The index is asked for before the source's identity is waited for: the source's
+        // first answer (its open) and the index's come in parallel.
         if let indexURL {
             let index = try read(named: indexURL, makeSource: makeSource)
-            try index.check(against: now, sourceName: url, indexName: indexURL)
+            try index.check(against: try source.contentIdentity(), sourceName: url, indexName: indexURL)
             return .matching(index)
         }
-        guard now != nil else { return .unusable(reason: "\(url) has no strong ETag: no index is used") }
         let sidecar = sidecarURL(forSourceAt: url)
+        let found: Result<GzipIndex, BlobStreamError>
         do {
-            let index = try read(named: sidecar, makeSource: makeSource)
+            found = .success(try read(named: sidecar, makeSource: makeSource))
+        } catch {
+            found = .failure(error)
+        }
+        let now = try source.contentIdentity()
+        guard now != nil else { return .unusable(reason: "\(url) has no strong ETag: no index is used") }
+        switch found {
+        case .failure(let error) where error.code == .notFound:
+            return .absent
+        case .failure(let error):
+            return .unusable(reason: error.message)
+        case .success(let index):
             guard index.identity != nil else {
                 return .unusable(reason: "\(sidecar) is a foreign GZIDX index (no identity record); name it to use it")
             }
-            try index.check(against: now, sourceName: url, indexName: sidecar)
+            do {
+                try index.check(against: now, sourceName: url, indexName: sidecar)
+            } catch {
+                return .unusable(reason: error.message)
+            }
             return .matching(index)
-        } catch  where error.code == .notFound {
-            return .absent
-        } catch {
-            return .unusable(reason: error.message)
         }
     }
 
