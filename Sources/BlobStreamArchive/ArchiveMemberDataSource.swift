@@ -203,7 +203,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     var archivePath: String?
     /// For an archive on a store or a web server (`BlobRangeReading`): its URL and how to
     /// make the source of its index object beside it (`useIndex(.automatic, besideArchiveAt:makeSource:)`).
-    var indexObjects: (url: String, makeSource: @Sendable (String) throws -> any BlobDataSource)?
+    var indexObjects: (url: String, cache: IndexCache?, makeSource: @Sendable (String) throws -> any BlobDataSource)?
     /// The index in use, once resolved at the first search.
     var activeIndex: ArchiveIndex?
     /// How the member was found (`lookup`).

@@ -22,15 +22,18 @@ public enum ArchiveSources {
     /// An archive on a store or a web server is read through its index object beside it
     /// (`URL.blobidx`) when that matches its size and strong ETag; the index object's source
     /// is made by `indexObjects` (by default `registry`; one whose sources ask for small
-    /// ranges suits it best). `lookForIndexObjects: false` never asks for one.
+    /// ranges suits it best). `lookForIndexObjects: false` never asks for one. With
+    /// `indexCache`, an index kept there for the archive's size and ETag is used with no
+    /// request for it, and one found beside the archive is kept there.
     public static func register(
         in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil, lookForIndexObjects: Bool = true
+        engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil, lookForIndexObjects: Bool = true,
+        indexCache: IndexCache? = nil
     ) {
         registry.register(scheme: scheme) { url, registry in
             try makeSource(
                 url: url, registry: registry, verification: verification, engine: engine,
-                indexObjects: lookForIndexObjects ? indexObjects ?? registry : nil)
+                indexObjects: lookForIndexObjects ? indexObjects ?? registry : nil, indexCache: indexCache)
         }
     }
 
@@ -43,7 +46,7 @@ public enum ArchiveSources {
     /// - Throws: what `components(of:)` and `registry.makeSource(url:)` throw.
     public static func makeSource(
         url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil
+        engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil, indexCache: IndexCache? = nil
     ) throws -> ArchiveMemberDataSource {
         let (inner, member) = try components(of: url)
         let upstream = try registry.makeSource(url: inner)
@@ -55,7 +58,9 @@ public enum ArchiveSources {
         if BlobURL.scheme(of: inner)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: inner) {
             source.useIndex(.automatic, archivePath: path)
         } else if upstream is any BlobRangeReading, let indexObjects {
-            source.useIndex(.automatic, besideArchiveAt: inner) { try indexObjects.makeSource(url: $0) }
+            source.useIndex(.automatic, besideArchiveAt: inner, cache: indexCache) {
+                try indexObjects.makeSource(url: $0)
+            }
         }
         return source
     }

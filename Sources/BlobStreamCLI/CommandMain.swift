@@ -169,6 +169,13 @@ package struct SourceOptions: ParsableArguments {
     @Flag(
         name: .long,
         help:
+            "Objects on a store or a web server: keep their indexes on this machine, in the index cache (the folder BLOBSTREAM_INDEX_CACHE names, else $XDG_CACHE_HOME/blobstream/indexes or ~/.cache/blobstream/indexes; at most BLOBSTREAM_INDEX_CACHE_SIZE, by default 1GiB, the least recently used removed first). An index kept there for the object's size and ETag is used with no request for it; one found beside the object is kept. On whenever BLOBSTREAM_INDEX_CACHE is set."
+    )
+    package var indexCache = false
+
+    @Flag(
+        name: .long,
+        help:
             "Say on stderr how each source is read: through which index (a gzip seek-point index, an archive's member index, a zip's central directory, a tar header walk) and on how many threads."
     )
     package var verbose = false
@@ -179,6 +186,11 @@ package struct SourceOptions: ParsableArguments {
         if index == "none" { return .none }
         if let index { return .named(index, acceptsUnchecked: unverifiedIndex) }
         return .implicit
+    }
+
+    /// The index cache these options ask for (`--index-cache`, BLOBSTREAM_INDEX_CACHE), if any.
+    package func indexCacheInUse() throws -> IndexCache? {
+        try IndexCacheSetting.resolve(asked: indexCache)
     }
 
     package init() {}

@@ -27,10 +27,10 @@ extension SourceOptions {
     /// The registry these options ask for (`--library`, `--skip-archive-verification`,
     /// `--ca-bundle`, `--inflate`, `--index`), with `s3:` sources read from where `s3` says.
     /// Make one per run and read every source through it.
-    package func makeRegistry(s3: S3SourceSettings = S3SourceSettings()) -> DataSourceRegistry {
+    package func makeRegistry(s3: S3SourceSettings = S3SourceSettings()) throws -> DataSourceRegistry {
         BlobStreamCLI.makeRegistry(
             library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
-            inflate: inflate, gzipIndexes: gzipIndexes, s3: s3)
+            inflate: inflate, gzipIndexes: gzipIndexes, indexCache: try indexCacheInUse(), s3: s3)
     }
 
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
@@ -46,7 +46,7 @@ extension SourceOptions {
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         try forEachStream(
-            sources, registry: makeRegistry(s3: s3), length: length, unverifiedPrefix: unverifiedPrefix,
+            sources, registry: try makeRegistry(s3: s3), length: length, unverifiedPrefix: unverifiedPrefix,
             sendingToPipe: sendingToPipe, body)
     }
 

@@ -24,7 +24,8 @@ package enum GzipIndexUse: Sendable, Equatable {
 /// (`BlobRangeReading`: `s3:`, `http(s):`) its index object beside it (`URL.gzidx`, one small
 /// request) or the one named, checked against the object's size and strong ETag.
 func registerIndexedGzip(
-    in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine, indexObjects: DataSourceRegistry
+    in registry: DataSourceRegistry, _ use: GzipIndexUse, engine: InflateEngine, indexObjects: DataSourceRegistry,
+    cache: IndexCache? = nil
 ) {
     if case .none = use { return }
     registry.register(scheme: GzipSources.scheme) { url, registry in
@@ -54,7 +55,7 @@ func registerIndexedGzip(
             // An object on a store or a web server's file: its index beside it (KEY.gzidx,
             // one small request) or the one named (a path or a URL), checked against the
             // object's size and strong ETag.
-            index = try remoteIndex(for: object, at: inner, use, registry: indexObjects)
+            index = try remoteIndex(for: object, at: inner, use, registry: indexObjects, cache: cache)
         } else if case .named(let indexPath, _) = use {
             throw BlobStreamError(
                 .unsupported,
@@ -70,14 +71,15 @@ func registerIndexedGzip(
 /// The index a `gzip:` source over a remote object reads with: the one named (any problem
 /// thrown), else a matching `URL.gzidx` beside the object, else none.
 private func remoteIndex(
-    for object: any BlobRangeReading, at url: String, _ use: GzipIndexUse, registry: DataSourceRegistry
+    for object: any BlobRangeReading, at url: String, _ use: GzipIndexUse, registry: DataSourceRegistry,
+    cache: IndexCache?
 ) throws(BlobStreamError) -> GzipIndex? {
     object.open()
     switch use {
     case .none:
         return nil
     case .implicit:
-        let found = try GzipIndex.lookUp(for: object, at: url) { try registry.makeSource(url: $0) }
+        let found = try GzipIndex.lookUp(for: object, at: url, cache: cache) { try registry.makeSource(url: $0) }
         if case .matching(let index) = found { return index }
         return nil
     case .named(let indexURL, let acceptsUnchecked):

@@ -15,10 +15,11 @@ import Synchronization
 /// Remote schemes (`http`, `https`) come from the program through `RemoteSchemes`, with
 /// `caBundle` (`--ca-bundle`) as an extra trust root, and `s3` (`--endpoint-url`, `--region`,
 /// `--profile`) for `s3:` sources. `gzipIndexes` says which seek-point index `gzip:` sources
-/// over files use (by default the matching sidecar beside the file).
+/// over files use (by default the matching sidecar beside the file); `indexCache`, where
+/// indexes of remote objects are kept on this machine (`--index-cache`), if anywhere.
 package func makeRegistry(
     library: String? = nil, skipArchiveVerification: Bool = false, caBundle: String? = nil,
-    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .implicit,
+    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .implicit, indexCache: IndexCache? = nil,
     s3: S3SourceSettings = S3SourceSettings()
 ) -> DataSourceRegistry {
     let registry = DataSourceRegistry()
@@ -29,11 +30,11 @@ package func makeRegistry(
     // table first, each window when a decode needs it.
     let indexObjects = DataSourceRegistry()
     RemoteSchemes.register(in: indexObjects, caBundle: caBundle, s3: s3, reads: .indexObjects)
-    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: indexObjects)
+    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: indexObjects, cache: indexCache)
     // An archive on a store: its member index beside it (KEY.blobidx), unless --index none.
     ArchiveSources.register(
         in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate,
-        indexObjects: indexObjects, lookForIndexObjects: gzipIndexes != .none)
+        indexObjects: indexObjects, lookForIndexObjects: gzipIndexes != .none, indexCache: indexCache)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
     } else {

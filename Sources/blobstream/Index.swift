@@ -50,6 +50,13 @@ struct IndexCommand: AsyncParsableCommand {
     )
     var from: String?
 
+    @Flag(
+        name: .long,
+        help:
+            "An object on a store or a web server: write its index into the index cache on this machine (the folder BLOBSTREAM_INDEX_CACHE names, else $XDG_CACHE_HOME/blobstream/indexes or ~/.cache/blobstream/indexes), not beside the object; cat and checksum --index-cache then use it with no request for it."
+    )
+    var indexCache = false
+
     @Argument(
         help:
             "The gzip file (a path, file:///… or gzip:file:///…) or gzip object (s3://bucket/key, http(s)://… with a strong ETag), or a tar, tar.gz, tar.xz or zip archive (a path; a tar, tar.gz or zip object)."
@@ -65,10 +72,14 @@ struct IndexCommand: AsyncParsableCommand {
     func run() async throws {
         if RemoteGzipIndexing.isRemote(file) {
             guard from == nil else { throw ValidationError("--from adopts an index for a local gzip file only") }
-            let written = try await RemoteGzipIndexing.run(file, output: output, spacing: spacing, s3: s3.settings)
+            if indexCache, output != nil { throw ValidationError("--index-cache and --output name two places: give one") }
+            let cache = indexCache ? try IndexCacheSetting.resolve(asked: true) : nil
+            let written = try await RemoteGzipIndexing.run(
+                file, output: output, spacing: spacing, cache: cache, s3: s3.settings)
             try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
             return
         }
+        if indexCache { throw ValidationError("--index-cache keeps indexes of objects on a store or a web server only") }
         if let from {
             guard try isGzipFile(file) else {
                 throw ToolFailure(message: "\(file): --from \(from) adopts a gzip index, and this is not a gzip file")

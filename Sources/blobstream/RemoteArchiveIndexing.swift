@@ -1,6 +1,7 @@
 import BlobStream
 import BlobStreamArchive
 import BlobStreamCLI
+import BlobStreamCompression
 import Foundation
 
 /// `blobstream index URL` for an archive on a store (`s3://`) or a web server (`http(s)://`
@@ -46,15 +47,21 @@ enum RemoteArchiveIndexing {
 
     /// Builds and writes the index; returns the lines to print (where, members, bytes).
     static func run(
-        _ url: String, output: String?, spacing: Int, registry: DataSourceRegistry, s3: S3SourceSettings
+        _ url: String, output: String?, spacing: Int, cache: IndexCache?, registry: DataSourceRegistry,
+        s3: S3SourceSettings
     ) async throws -> String {
         let index = try await RemoteGzipIndexing.offThread { () throws -> ArchiveIndex in
             try ArchiveIndex.build(archiveNamed: url, makeSource: { try registry.makeSource(url: url) }, gzipSpacing: spacing)
         }
         let encoded = [UInt8](index.encoded())
-        let destination = output ?? ArchiveIndex.sidecarURL(forArchiveAt: url)
-        try await RemoteGzipIndexing.store(
-            encoded, at: destination, for: url, named: output != nil, role: "the archive index", s3: s3)
+        let destination: String
+        if let cache {
+            destination = try cache.keep(encoded, forSourceAt: url, identity: index.identity, kind: .archive)
+        } else {
+            destination = output ?? ArchiveIndex.sidecarURL(forArchiveAt: url)
+            try await RemoteGzipIndexing.store(
+                encoded, at: destination, for: url, named: output != nil, role: "the archive index", s3: s3)
+        }
         let format =
             switch index.format {
             case .tar: "tar"
@@ -66,9 +73,13 @@ enum RemoteArchiveIndexing {
         // Beside the archive, a tar.gz's seek points go to KEY.gzidx too (gzip: sources use them).
         if output == nil, let gzipIndex = index.gzipIndex {
             let bytes = gzipIndex.serialized()
-            let sidecar = GzipIndex.sidecarURL(forSourceAt: url)
-            try await RemoteGzipIndexing.store(
-                bytes, at: sidecar, for: url, named: false, role: "the gzip index", s3: s3)
+            var sidecar = GzipIndex.sidecarURL(forSourceAt: url)
+            if let cache {
+                sidecar = try cache.keep(bytes, forSourceAt: url, identity: index.identity, kind: .gzip)
+            } else {
+                try await RemoteGzipIndexing.store(
+                    bytes, at: sidecar, for: url, named: false, role: "the gzip index", s3: s3)
+            }
             lines.append("\(sidecar)\t\(gzipIndex.points.count) seek points\t\(bytes.count) bytes")
         }
         return lines.joined(separator: "\n")

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamCLI
+import BlobStreamCompression
 import BlobStreamGzip
 import BlobStreamHTTPClient
 import BlobStreamS3
@@ -24,12 +25,15 @@ enum RemoteGzipIndexing {
     }
 
     /// Builds and writes the index; returns the line to print (where, seek points, bytes).
-    static func run(_ argument: String, output: String?, spacing: Int, s3: S3SourceSettings) async throws -> String {
+    static func run(_ argument: String, output: String?, spacing: Int, cache: IndexCache?, s3: S3SourceSettings)
+        async throws -> String
+    {
         let url = objectURL(argument)
         let registry = makeRegistry(s3: s3)
         // A tar, a zip, or a gzip that holds a tar (not named gzip:…): a member index.
         if url == argument, try await RemoteArchiveIndexing.isArchive(url, registry: registry) {
-            return try await RemoteArchiveIndexing.run(url, output: output, spacing: spacing, registry: registry, s3: s3)
+            return try await RemoteArchiveIndexing.run(
+                url, output: output, spacing: spacing, cache: cache, registry: registry, s3: s3)
         }
         let index = try await offThread { () throws -> GzipIndex in
             let made: any BlobDataSource
@@ -54,8 +58,12 @@ enum RemoteGzipIndexing {
             return index
         }
         let bytes = index.serialized()
-        let destination = output ?? GzipIndex.sidecarURL(forSourceAt: url)
         let summary = "\(index.points.count) seek points\t\(bytes.count) bytes"
+        if let cache, let identity = index.identity {
+            let path = try cache.keep(bytes, forSourceAt: url, identity: identity, kind: .gzip)
+            return "\(path)\t\(summary)"
+        }
+        let destination = output ?? GzipIndex.sidecarURL(forSourceAt: url)
         try await store(bytes, at: destination, for: url, named: output != nil, role: "the gzip index", s3: s3)
         return "\(destination)\t\(summary)"
     }

@@ -61,9 +61,13 @@ extension ArchiveIndex {
     ///   - source: the archive, open.
     ///   - url: its URL, for the sidecar's and for messages.
     ///   - indexURL: the index the user named, if any.
+    ///   - cache: where indexes are kept on this machine, if anywhere: without `indexURL`, a
+    ///     copy kept there for this version of the object (its size and ETag) is used with no
+    ///     request for the index, and a matching index found beside the object is kept there
+    ///     (read whole once; a failure to keep it does not fail the lookup).
     ///   - makeSource: makes the source of an index URL (a registry's `makeSource`).
     public static func lookUp(
-        for source: any BlobRangeReading, at url: String, indexURL: String? = nil,
+        for source: any BlobRangeReading, at url: String, indexURL: String? = nil, cache: IndexCache? = nil,
         makeSource: (String) throws -> any BlobDataSource
     ) throws -> LookUp {
         // The index is asked for before the archive's identity is waited for: the archive's
@@ -71,6 +75,13 @@ extension ArchiveIndex {
         if let indexURL {
             let index = try read(named: indexURL, makeSource: makeSource)
             try index.check(against: try source.contentIdentity(), archiveName: url, indexName: indexURL)
+            return .matching(index)
+        }
+        // A copy kept in the cache for this version of the object: no request for the index.
+        if let cache, let now = try source.contentIdentity(), now.entityTag != nil,
+            let path = cache.existingPath(forSourceAt: url, identity: now, kind: .archive),
+            let index = try? read(from: path), (try? index.check(against: now, archiveName: url, indexName: path)) != nil
+        {
             return .matching(index)
         }
         let sidecar = sidecarURL(forArchiveAt: url)
@@ -92,6 +103,9 @@ extension ArchiveIndex {
                 try index.check(against: now, archiveName: url, indexName: sidecar)
             } catch {
                 return .unusable(reason: String(describing: error))
+            }
+            if let cache, let now {
+                _ = cache.keepCopy(of: sidecar, forSourceAt: url, identity: now, kind: .archive, makeSource: makeSource)
             }
             return .matching(index)
         }

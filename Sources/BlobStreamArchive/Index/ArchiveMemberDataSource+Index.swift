@@ -46,17 +46,18 @@ extension ArchiveMemberDataSource {
     /// upstream, a `BlobRangeReading` source), as `option` says: with `.automatic`, the
     /// index object beside it (`ArchiveIndex.sidecarURL(forArchiveAt:)`, one small request
     /// through a source `makeSource` makes) when it matches the archive's size and strong
-    /// ETag. An index named (`.index`, `.file`) that was made for such an object is checked
+    /// ETag (with `cache`, a copy kept there is used with no request, and the one found
+    /// beside the archive is kept). An index named (`.index`, `.file`) that was made for such an object is checked
     /// against its ETag; one made for a file, against its size and sampled bytes. Call
     /// before `open()`.
     public func useIndex(
-        _ option: ArchiveIndexOption, besideArchiveAt url: String,
+        _ option: ArchiveIndexOption, besideArchiveAt url: String, cache: IndexCache? = nil,
         makeSource: @escaping @Sendable (String) throws -> any BlobDataSource
     ) {
         lock.lock()
         defer { lock.unlock() }
         indexOption = option
-        indexObjects = (url, makeSource)
+        indexObjects = (url, cache, makeSource)
     }
 
     /// Sets the inflate engine (see `InflateEngine`) of the gzip layer of a tar.gz and
@@ -77,7 +78,8 @@ extension ArchiveMemberDataSource {
             if archivePath == nil, let indexObjects, let object = upstream as? any BlobRangeReading {
                 guard LibArchiveInput.canSeek(upstream),
                     case .matching(let index)? = try? ArchiveIndex.lookUp(
-                        for: object, at: indexObjects.url, makeSource: indexObjects.makeSource)
+                        for: object, at: indexObjects.url, cache: indexObjects.cache,
+                        makeSource: indexObjects.makeSource)
                 else { return nil }
                 return index
             }

@@ -67,9 +67,13 @@ extension GzipIndex {
     ///   - source: the gzip content, open.
     ///   - url: its URL, for the sidecar's and for messages.
     ///   - indexURL: the index the user named, if any.
+    ///   - cache: where indexes are kept on this machine, if anywhere: without `indexURL`, a
+    ///     copy kept there for this version of the object (its size and ETag) is used with no
+    ///     request for the index, and a matching index found beside the object is kept there
+    ///     (read whole once; a failure to keep it does not fail the lookup).
     ///   - makeSource: makes the source of an index URL (a registry's `makeSource`).
     public static func lookUp(
-        for source: any BlobRangeReading, at url: String, indexURL: String? = nil,
+        for source: any BlobRangeReading, at url: String, indexURL: String? = nil, cache: IndexCache? = nil,
         makeSource: (String) throws -> any BlobDataSource
     ) throws(BlobStreamError) -> LookUp {
         // The index is asked for before the source's identity is waited for: the source's
@@ -77,6 +81,13 @@ extension GzipIndex {
         if let indexURL {
             let index = try read(named: indexURL, makeSource: makeSource)
             try index.check(against: try source.contentIdentity(), sourceName: url, indexName: indexURL)
+            return .matching(index)
+        }
+        // A copy kept in the cache for this version of the object: no request for the index.
+        if let cache, let now = try source.contentIdentity(), now.entityTag != nil,
+            let path = cache.existingPath(forSourceAt: url, identity: now, kind: .gzip),
+            let index = try? read(fromPath: path), (try? index.check(against: now, sourceName: url, indexName: path)) != nil
+        {
             return .matching(index)
         }
         let sidecar = sidecarURL(forSourceAt: url)
@@ -101,6 +112,9 @@ extension GzipIndex {
                 try index.check(against: now, sourceName: url, indexName: sidecar)
             } catch {
                 return .unusable(reason: error.message)
+            }
+            if let cache, let now {
+                _ = cache.keepCopy(of: sidecar, forSourceAt: url, identity: now, kind: .gzip, makeSource: makeSource)
             }
             return .matching(index)
         }
