@@ -67,19 +67,21 @@ struct IndexCommand: AsyncParsableCommand {
 
     func validate() throws {
         if spacing < 1 { throw ValidationError("--spacing must be positive, not \(spacing)") }
+        if indexCache, output != nil { throw ValidationError("--index-cache and --output name two places: give one") }
+        if indexCache, !RemoteGzipIndexing.isRemote(file) {
+            throw ValidationError("--index-cache keeps indexes of objects on a store or a web server only")
+        }
     }
 
     func run() async throws {
         if RemoteGzipIndexing.isRemote(file) {
             guard from == nil else { throw ValidationError("--from adopts an index for a local gzip file only") }
-            if indexCache, output != nil { throw ValidationError("--index-cache and --output name two places: give one") }
             let cache = indexCache ? try IndexCacheSetting.resolve(asked: true) : nil
             let written = try await RemoteGzipIndexing.run(
                 file, output: output, spacing: spacing, cache: cache, s3: s3.settings)
             try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
             return
         }
-        if indexCache { throw ValidationError("--index-cache keeps indexes of objects on a store or a web server only") }
         if let from {
             guard try isGzipFile(file) else {
                 throw ToolFailure(message: "\(file): --from \(from) adopts a gzip index, and this is not a gzip file")

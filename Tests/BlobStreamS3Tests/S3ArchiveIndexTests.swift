@@ -73,14 +73,14 @@ struct S3ArchiveIndexTests {
 
     /// A registry that reads `s3:` objects of the store and `archive:` URLs over them, looking
     /// for index objects (read with small blocks) beside the archives.
-    static func registry(_ configuration: S3Configuration) -> DataSourceRegistry {
+    static func registry(_ configuration: S3Configuration, cache: IndexCache? = nil) -> DataSourceRegistry {
         let registry = DataSourceRegistry()
         S3Sources.register(in: registry, configuration: configuration)
         let indexObjects = DataSourceRegistry()
         S3Sources.register(
             in: indexObjects, configuration: configuration,
             options: HTTPRangeOptions(blockSize: 64 << 10, connection: HTTPConnectionOptions()))
-        ArchiveSources.register(in: registry, indexObjects: indexObjects)
+        ArchiveSources.register(in: registry, indexObjects: indexObjects, indexCache: cache)
         return registry
     }
 
@@ -96,13 +96,14 @@ struct S3ArchiveIndexTests {
 
     /// Reads `member` of the archive `key` through `archive:` (its index beside it, when
     /// there and matching): the bytes (nil when the read failed) and the error.
-    static func read(_ fixture: StoreFixture, _ key: String, _ member: String) async throws
+    static func read(_ fixture: StoreFixture, _ key: String, _ member: String, cache: IndexCache? = nil) async throws
         -> (data: Data?, error: BlobStreamError?)
     {
         let configuration = fixture.client.configuration
         let url = "archive:s3://\(fixture.bucket)/\(key)!/\(member)"
         return try await offThePool { () throws -> (data: Data?, error: BlobStreamError?) in
-            let stream = try BlobInputStream(url: url, registry: Self.registry(configuration), mode: .synchronous)
+            let stream = try BlobInputStream(
+                url: url, registry: Self.registry(configuration, cache: cache), mode: .synchronous)
             stream.open()
             defer { stream.close() }
             let (data, last) = stream.readToEnd(chunkSize: 100_000)
@@ -224,5 +225,73 @@ struct S3ArchiveIndexTests {
             let cat = try await S3ReadToolTests.run(["cat", "archive:\(url)!/\(name)"], environment: environment)
             #expect(cat.status == 0 && cat.stdout == data, "\(name): \(cat.stderr)")
         }
+    }
+
+    @Test("with a cache: the index found beside the archive is kept, then used with no request for it; a new version is not")
+    func cache() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let archive = try Self.archive(.tar, in: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location("c.tar"), body: ByteBuffer(bytes: archive))
+        var index = try await Self.buildIndex(fixture, "c.tar")
+        _ = try await fixture.client.putObject(
+            fixture.location("c.tar.blobidx"), body: ByteBuffer(bytes: index.encoded()))
+        let cache = IndexCache(folder: fixture.folder.appendingPathComponent("cache").path)
+        let files = Self.files()
+        let first = try await Self.read(fixture, "c.tar", "docs/a.bin", cache: cache)
+        #expect(first.data == files[0].data, "\(String(describing: first.error))")
+        let url = "s3://\(fixture.bucket)/c.tar"
+        let kept = try #require(cache.existingPath(forSourceAt: url, identity: index.identity, kind: .archive))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: kept)) == index.encoded())
+        // The index object gone from the store, the kept copy made to lie (docs/a.bin onto
+        // docs/b.bin's bytes): the read fails on the CRC-32, so it went through the copy.
+        try await fixture.store.swiftAPI.delete(fixture.bucket, "c.tar.blobidx")
+        let a = try #require(index.members.firstIndex { String(decoding: $0.nameBytes, as: UTF8.self) == "docs/a.bin" })
+        let b = try #require(index.members.firstIndex { String(decoding: $0.nameBytes, as: UTF8.self) == "docs/b.bin" })
+        index.members[a].headerOffset = index.members[b].headerOffset
+        index.members[a].dataOffset = index.members[b].dataOffset
+        try index.encoded().write(to: URL(fileURLWithPath: kept))
+        let lied = try await Self.read(fixture, "c.tar", "docs/a.bin", cache: cache)
+        #expect(lied.data == nil && lied.error != nil, "a lying kept index gave \(lied.data?.count ?? 0) bytes")
+        // A new version of the archive (another ETag): the kept copy is for the old one and is
+        // not used; the member is found by walking the headers.
+        var changed = archive
+        changed.append(Data(count: 10240))
+        _ = try await fixture.client.putObject(fixture.location("c.tar"), body: ByteBuffer(bytes: changed))
+        let fresh = try await Self.read(fixture, "c.tar", "docs/a.bin", cache: cache)
+        #expect(fresh.data == files[0].data, "\(String(describing: fresh.error))")
+    }
+
+    @Test("blobstream index --index-cache keeps the index in the cache folder, not on the store; cat --index-cache reads through it")
+    func toolCache() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let archive = try Self.archive(.zip, in: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location("k.zip"), body: ByteBuffer(bytes: archive))
+        var environment = S3ReadToolTests.environment(fixture)
+        // The XDG default under the test's own HOME-like folder.
+        environment["XDG_CACHE_HOME"] = fixture.folder.appendingPathComponent("xdg").path
+        let url = "s3://\(fixture.bucket)/k.zip"
+        let index = try await S3ReadToolTests.run(["index", "--index-cache", url], environment: environment)
+        #expect(index.status == 0, "\(index.stderr)")
+        let folder = fixture.folder.appendingPathComponent("xdg/blobstream/indexes").path
+        let line = String(decoding: index.stdout, as: UTF8.self)
+        #expect(line.hasPrefix(folder + "/") && line.contains(".blobidx\t"), "\(line)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).count == 1)
+        // Nothing was written beside the object.
+        await #expect(throws: (any Error).self) { _ = try await fixture.stored("k.zip.blobidx") }
+        let cat = try await S3ReadToolTests.run(
+            ["cat", "--index-cache", "archive:\(url)!/docs/b.bin"], environment: environment)
+        #expect(cat.status == 0 && cat.stdout == Self.files()[1].data, "\(cat.stderr)")
+        // The cache folder named by BLOBSTREAM_INDEX_CACHE; a size that does not parse is a usage error.
+        environment["BLOBSTREAM_INDEX_CACHE"] = fixture.folder.appendingPathComponent("named").path
+        let named = try await S3ReadToolTests.run(["index", "--index-cache", url], environment: environment)
+        #expect(named.status == 0 && String(decoding: named.stdout, as: UTF8.self).contains("/named/"), "\(named.stderr)")
+        environment["BLOBSTREAM_INDEX_CACHE_SIZE"] = "lots"
+        let bad = try await S3ReadToolTests.run(["cat", "archive:\(url)!/docs/b.bin"], environment: environment)
+        #expect(bad.status == 2 && bad.stderr.contains("BLOBSTREAM_INDEX_CACHE_SIZE"), "\(bad.stderr)")
+        let both = try await S3ReadToolTests.run(
+            ["index", "--index-cache", "--output", "x.blobidx", url], environment: environment)
+        #expect(both.status == 2, "\(both.stderr)")
     }
 }
