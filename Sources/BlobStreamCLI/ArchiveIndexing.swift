@@ -70,9 +70,21 @@ package func isGzipFile(_ argument: String) throws -> Bool {
 }
 
 /// The entries of the archive a SOURCE names, from the index beside it when the SOURCE is a
-/// regular file with a matching `ARCHIVE.blobidx`; nil when there is none (or it does not
+/// regular file with a matching `ARCHIVE.blobidx`, or an object on a store or a web server
+/// with a matching `URL.blobidx` (made by `registry`); nil when there is none (or it does not
 /// match: it is then ignored), so that the caller lists the headers.
-package func indexedEntries(url: String) -> [ArchiveEntry]? {
+package func indexedEntries(url: String, registry: DataSourceRegistry) -> [ArchiveEntry]? {
+    if ["s3", "http", "https"].contains(BlobURL.scheme(of: url)?.lowercased() ?? "") {
+        guard let made = try? registry.makeSource(url: url) else { return nil }
+        defer { made.close() }
+        guard let object = made as? any BlobRangeReading else { return nil }
+        object.open()
+        guard
+            case .matching(let index)? = try? ArchiveIndex.lookUp(
+                for: object, at: url, makeSource: { try registry.makeSource(url: $0) })
+        else { return nil }
+        return index.entries
+    }
     guard BlobURL.scheme(of: url)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: url),
         FileManager.default.fileExists(atPath: ArchiveIndex.defaultPath(forArchiveAt: path)),
         let index = try? ArchiveIndex.read(from: ArchiveIndex.defaultPath(forArchiveAt: path)),

@@ -58,7 +58,7 @@ struct List: ParsableCommand {
             let url = try checkedSourceURL(archive, registry: registry)
             // Through the archive's index (`ARCHIVE.blobidx` beside it) when one matches.
             let entries =
-                try indexedEntries(url: url)
+                try indexedEntries(url: url, registry: registry)
                 ?? ArchiveListing.entries(of: try registry.makeSource(url: url), name: archive)
             if !headerShown { try Console.print("path\tsize\ttype\tmtime\n") }
             headerShown = true

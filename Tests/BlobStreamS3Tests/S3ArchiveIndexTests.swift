@@ -225,6 +225,12 @@ struct S3ArchiveIndexTests {
             let cat = try await S3ReadToolTests.run(["cat", "archive:\(url)!/\(name)"], environment: environment)
             #expect(cat.status == 0 && cat.stdout == data, "\(name): \(cat.stderr)")
         }
+        // ls lists the members (from the index beside the archive).
+        let listed = try await S3ReadToolTests.run(["ls", url], environment: environment)
+        let paths = String(decoding: listed.stdout, as: UTF8.self).split(separator: "\n").dropFirst()
+            .map { String($0.split(separator: "\t")[0]) }
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(Set(Self.files().map(\.name)).isSubset(of: Set(paths)), "\(paths)")
     }
 
     @Test("with a cache: the index found beside the archive is kept, then used with no request for it; a new version is not")
