@@ -27,4 +27,15 @@ public protocol BlobRangeReading: BlobDataSource {
     ///
     /// - Throws: `BlobStreamError`: the source's error, naming it.
     func contentIdentity() throws(BlobStreamError) -> BlobContentIdentity?
+
+    /// Says, before `open()`, that reads will jump rather than run from the start (an index
+    /// or a directory read first, then the bytes it points at): a source whose first request
+    /// brings a large block from the start may ask for a small one instead. A hint: reads give
+    /// the same bytes either way. By default nothing changes.
+    func expectRandomAccess()
+}
+
+extension BlobRangeReading {
+    /// Nothing changes.
+    public func expectRandomAccess() {}
 }

@@ -237,6 +237,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         self.archiveName = name ?? Self.describe(upstream)
         self.wanted = Self.normalized(Array(member.utf8))
         self.memberSpelling = BlobURL.escapedName(member.utf8)
+        // A remote archive is read by jumps (its index or directory, then the member): its
+        // first request need not bring a large block from the start.
+        (upstream as? any BlobRangeReading)?.expectRandomAccess()
         let owner = WeakArchiveSource()
         self.reader = LibArchiveInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
         owner.source = self

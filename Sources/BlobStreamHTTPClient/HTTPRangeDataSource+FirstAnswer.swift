@@ -55,7 +55,14 @@ extension HTTPRangeDataSource {
             streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
             return nil
         }
-        let count = Int(min(Int64(options.blockSize), last + 1 - openStream.offset))
+        let count = Int(min(Int64(firstBlockSize ?? options.blockSize), last + 1 - openStream.offset))
+        // The reader moved away before its first read (an index's seek point, a member):
+        // the first block is not waited for; the read asks for the block where it is.
+        if position < openStream.offset || position >= openStream.offset + Int64(count) {
+            openStream.cancel()
+            shared.lock.withLock { shared.stream = nil }
+            return nil
+        }
         let bytes = PinnedBytes(capacity: count, from: blockMemory)
         var filled = 0
         let range = openStream.offset...openStream.offset + Int64(count) - 1
@@ -90,6 +97,8 @@ extension HTTPRangeDataSource {
         bytes.setCount(count)
         current = RangeBlock(start: openStream.offset, bytes: bytes)
         lastBlockEnd = openStream.offset + Int64(count)
+        // A small first block (random access expected): a read that goes on ramps up from it.
+        if let firstBlockSize, firstBlockSize < options.blockSize { rampSize = firstBlockSize * 2 }
         // The blocks after it are asked for at the first read of this block: a caller that
         // only wanted the object's identity, or seeks elsewhere, starts no GET for nothing.
         readsAheadOfFirstBlock = true

@@ -14,7 +14,9 @@ extension HTTPRangeDataSource {
     /// go `options.parallelism` at a time, each with `If-Match` and the retry policy, as the
     /// blocks of a read. Blocks until every range is in: call it on the thread that reads
     /// (never on an event loop of the client: `.wouldDeadlock`), after `open()`. The read
-    /// offset does not move. Memory: the coalesced ranges in flight, then the results.
+    /// offset does not move. Ranges that lie inside the block in hand (the first answer's
+    /// block, or the one the last read used) are sliced from it with no request. Memory: the
+    /// coalesced ranges in flight, then the results.
     ///
     /// ```swift
     /// let source = HTTPRangeDataSource(url: url)
@@ -38,8 +40,13 @@ extension HTTPRangeDataSource {
                 .invalidOffset,
                 "bytes \(outside.lowerBound)..<\(outside.upperBound) are outside \(name) (\(object.length) bytes)")
         }
-        let merged = RangeCoalescing.coalesce(ranges, gap: max(coalescingGap, 0))
-        var fetched: [RangeBlock] = []
+        // Ranges inside the block in hand (the first answer's, most often) need no request.
+        let held = current.map { [$0] } ?? []
+        let missing = ranges.filter { range in
+            !range.isEmpty && !held.contains { $0.start <= range.lowerBound && range.upperBound <= $0.end }
+        }
+        let merged = RangeCoalescing.coalesce(missing, gap: max(coalescingGap, 0))
+        var fetched: [RangeBlock] = held
         for window in stride(from: 0, to: merged.count, by: options.parallelism) {
             let fetches = merged[window..<min(window + options.parallelism, merged.count)].map {
                 RangeFetch(range: $0.lowerBound...$0.upperBound - 1)
@@ -109,7 +116,36 @@ extension HTTPRangeDataSource: BlobRangeReading {
     ///
     /// - Throws: `BlobStreamError`: `.notOpen` before `open()`, the error of the open.
     public func contentIdentity() throws(BlobStreamError) -> BlobContentIdentity? {
-        let object = try openedObject(before: "asking what it holds")
+        let object = try judgedObject(before: "asking what it holds")
         return object.etag.map { BlobContentIdentity.remote(size: object.length, entityTag: $0) }
+    }
+
+    /// Makes the first answer's block small (64 KiB, or the block size when smaller), so
+    /// that a reader that jumps (an archive's index or directory, then a member; a gzip
+    /// index's seek point) does not wait for a large block from the start. Before `open()`;
+    /// a read that goes on from the start ramps up to `options.blockSize` as after a jump.
+    public func expectRandomAccess() {
+        guard !opened else { return }
+        firstBlockSize = min(64 << 10, options.blockSize)
+    }
+
+    /// The object the first answer described, once judged: its body (the first block) is
+    /// not waited for. The source's error, `.notOpen` before `open()`, or the open's error.
+    func judgedObject(before what: String) throws(BlobStreamError) -> RemoteObject {
+        if let object { return object }
+        if let error = state.error as? BlobStreamError { throw error }
+        guard opened, !closed else { throw BlobStreamError(.notOpen, "\(name): open the source before \(what)") }
+        let onLoop = deadlockCheck()
+        let opening = shared.lock.withLock { () -> Result<(RemoteObject, FirstAnswer), BlobStreamError>?? in
+            if shared.opening == nil, !shared.interrupted, onLoop != nil { return .none }
+            while shared.opening == nil, !shared.interrupted { shared.lock.wait() }
+            return .some(shared.opening)
+        }
+        guard let opening else { throw onLoop ?? BlobStreamError(.wouldDeadlock, "\(name): would wait on an event loop") }
+        switch opening {
+        case .success(let (object, _))?: return object
+        case .failure(let error)?: throw error
+        case nil: throw BlobStreamError(.closed, "\(name): closed while opening")
+        }
     }
 }

@@ -103,6 +103,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
     var lastBlockEnd: Int64?
     /// The first answer's block was taken: the read-ahead starts at its first read.
     var readsAheadOfFirstBlock = false
+    /// The size of the first answer's block when it is not `options.blockSize`: small after
+    /// `expectRandomAccess()`.
+    var firstBlockSize: Int?
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 

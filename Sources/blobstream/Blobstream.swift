@@ -35,9 +35,10 @@ struct Blobstream: AsyncParsableCommand {
             let pool = RunConnections.pool(caBundle: caBundle)
             var options = HTTPRangeOptions(connection: pool.connection, pool: pool)
             if reads == .indexObjects {
-                // An index object: 64 KiB ranges, none read ahead (its header and point
-                // table come with the first answer; each window is asked for when needed).
-                options.blockSize = 64 << 10
+                // An index object: a first answer of 2 MiB (a GZIDX header and point table,
+                // a member index's whole table for about 20,000 members), nothing read
+                // ahead; each window is asked for when a decode needs it.
+                options.blockSize = 2 << 20
                 options.readAhead = 0
                 HTTPSources.register(in: registry, options: options)
                 S3Sources.register(in: registry, options: options) {

@@ -13,7 +13,6 @@ import Testing
 final class HTTPClientHardeningTests {
     let server: NginxTestServer
     let checks: UploadHardeningChecks
-    let clock = ContinuousClock()
 
     init() throws {
         server = try NginxTestServer()
@@ -120,7 +119,8 @@ final class HTTPClientHardeningTests {
             ("http://127.0.0.1/x\u{1}", "control byte 0x01"),
         ])
     func badURL(url: String, reason: String) async throws {
-        let start = clock.now
+        // `.malformedURL` is the refusal of the URL itself: a connection that was tried
+        // fails with another code (`.connectFailed`, `.timedOut`).
         await #expect {
             _ = try await HTTPClientUploader().upload(self.body(sampleBytes(10)), to: url).result
         } throws: { error in
@@ -128,8 +128,5 @@ final class HTTPClientHardeningTests {
             return e?.code == .malformedURL && e!.message.contains(reason)
                 && e!.message.contains(url.replacingOccurrences(of: "\u{1}", with: "%01"))
         }
-        // The code says the URL was refused, not a connection; the bound rules out a wait for
-        // a connect timeout (10 s). (100 ms failed once inside the whole suite: 0.49 s.)
-        #expect(clock.now - start < TestTiming.scaled(.seconds(2)), "no I/O")
     }
 }

@@ -34,11 +34,32 @@ struct RangeListTests {
         for (range, part) in zip(ranges, parts) {
             #expect(part == bytes.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)), "\(range)")
         }
+        // 100..<1_000 lies in the first answer's block (64 KiB from 0): sliced from it, no GET.
         let pinned = peer.requests.filter { $0.ifMatch != nil }.compactMap(\.range).sorted()
         #expect(
-            pinned == ["bytes=100-999", "bytes=1000000-1000000", "bytes=2000000-2000099", "bytes=3145000-3145727"],
+            pinned == ["bytes=1000000-1000000", "bytes=2000000-2000099", "bytes=3145000-3145727"],
             "\(peer.requests)")
         #expect(source.readOffset == 0, "the read offset does not move")
+    }
+
+    @Test("expectRandomAccess: the first answer brings 64 KiB, not a block; a read from the start ramps up, every byte right")
+    func randomAccessHint() throws {
+        defer { peer.stop() }
+        let large = HTTPRangeOptions(
+            blockSize: 1 << 20, readAhead: 1, connection: HTTPConnectionOptions(),
+            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: large)
+        source.expectRandomAccess()
+        source.open()
+        defer { source.close() }
+        #expect(try source.contentIdentity()?.size == Int64(bytes.count))
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        let (data, last) = stream.readToEnd(chunkSize: 100_000)
+        #expect(last == 0 && data == bytes, "\(String(describing: source.error))")
+        // The first block ended at 64 KiB: the next one starts there, twice as large.
+        let pinned = peer.requests.filter { $0.ifMatch != nil }.compactMap(\.range)
+        #expect(pinned.first == "bytes=65536-196607", "\(peer.requests)")
     }
 
     @Test("a range GET cut mid-way is asked again; a range past the end is .invalidOffset")
