@@ -254,7 +254,8 @@ let package = Package(
             name: "BlobStreamS3Tests",
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive",
-                "BlobStreamTestSupport", "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer", "BlobStreamCompression",
+                "BlobStreamTestSupport", "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer",
+                "BlobStreamCompression",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

@@ -34,7 +34,8 @@ package enum IndexCacheSetting {
         guard let folder = IndexCache.defaultFolder else {
             throw UsageError(
                 description:
-                    "--index-cache: no cache folder (HOME and XDG_CACHE_HOME are unset); name one with \(folderVariable)=DIR")
+                    "--index-cache: no cache folder (HOME and XDG_CACHE_HOME are unset); name one with \(folderVariable)=DIR"
+            )
         }
         return IndexCache(folder: folder, sizeLimit: limit)
     }

@@ -141,7 +141,9 @@ extension HTTPRangeDataSource: BlobRangeReading {
             while shared.opening == nil, !shared.interrupted { shared.lock.wait() }
             return .some(shared.opening)
         }
-        guard let opening else { throw onLoop ?? BlobStreamError(.wouldDeadlock, "\(name): would wait on an event loop") }
+        guard let opening else {
+            throw onLoop ?? BlobStreamError(.wouldDeadlock, "\(name): would wait on an event loop")
+        }
         switch opening {
         case .success(let (object, _))?: return object
         case .failure(let error)?: throw error

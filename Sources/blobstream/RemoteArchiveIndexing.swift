@@ -51,7 +51,8 @@ enum RemoteArchiveIndexing {
         s3: S3SourceSettings
     ) async throws -> String {
         let index = try await RemoteGzipIndexing.offThread { () throws -> ArchiveIndex in
-            try ArchiveIndex.build(archiveNamed: url, makeSource: { try registry.makeSource(url: url) }, gzipSpacing: spacing)
+            try ArchiveIndex.build(
+                archiveNamed: url, makeSource: { try registry.makeSource(url: url) }, gzipSpacing: spacing)
         }
         let encoded = [UInt8](index.encoded())
         let destination: String

@@ -198,7 +198,8 @@ struct ArchiveIndexTests {
         }
     }
 
-    @Test("an object's index (version 3, with its ETag) survives a round trip; any damage to it is refused",
+    @Test(
+        "an object's index (version 3, with its ETag) survives a round trip; any damage to it is refused",
         arguments: ["gnu.tar", "tar.gz", "stored.zip"])
     func objectIndexDamage(_ fixture: String) throws {
         let fixtures = try ArchiveFixtures.get()

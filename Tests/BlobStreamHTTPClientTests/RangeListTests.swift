@@ -42,7 +42,9 @@ struct RangeListTests {
         #expect(source.readOffset == 0, "the read offset does not move")
     }
 
-    @Test("expectRandomAccess: the first answer brings 64 KiB, not a block; a read from the start ramps up, every byte right")
+    @Test(
+        "expectRandomAccess: the first answer brings 64 KiB, not a block; a read from the start ramps up, every byte right"
+    )
     func randomAccessHint() throws {
         defer { peer.stop() }
         let large = HTTPRangeOptions(

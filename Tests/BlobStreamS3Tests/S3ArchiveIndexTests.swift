@@ -15,7 +15,11 @@ import Testing
 /// used, and a wrong one fails the read, never giving wrong bytes.
 @Suite("Archive member indexes of objects on the store", .serialized)
 struct S3ArchiveIndexTests {
-    enum Format: String, CaseIterable, Sendable { case tar, tarGzip = "tar.gz", zip }
+    enum Format: String, CaseIterable, Sendable {
+        case tar
+        case tarGzip = "tar.gz"
+        case zip
+    }
 
     /// The files the archives hold: two members of the same size (`docs/a.bin`,
     /// `docs/b.bin`), small ones, and a large one spanning several seek points.
@@ -111,7 +115,8 @@ struct S3ArchiveIndexTests {
         }
     }
 
-    @Test("an index stored beside the archive is found and read by range: every member read through it is right",
+    @Test(
+        "an index stored beside the archive is found and read by range: every member read through it is right",
         arguments: Format.allCases)
     func besideTheArchive(_ format: Format) async throws {
         let fixture = try await StoreFixture()
@@ -134,7 +139,8 @@ struct S3ArchiveIndexTests {
         }
     }
 
-    @Test("an index whose member points at another member's bytes: the read fails on the CRC-32, never gives them",
+    @Test(
+        "an index whose member points at another member's bytes: the read fails on the CRC-32, never gives them",
         arguments: Format.allCases)
     func wrongIndex(_ format: Format) async throws {
         let fixture = try await StoreFixture()
@@ -175,7 +181,8 @@ struct S3ArchiveIndexTests {
         let files = Self.files()
         let (aData, bData) = (files[0].data, files[1].data)
         var swapped = archive
-        let aAt = try #require(archive.range(of: aData)), bAt = try #require(archive.range(of: bData))
+        let aAt = try #require(archive.range(of: aData))
+        let bAt = try #require(archive.range(of: bData))
         swapped.replaceSubrange(aAt, with: bData)
         swapped.replaceSubrange(bAt, with: aData)
         _ = try await fixture.client.putObject(fixture.location("s.tar"), body: ByteBuffer(bytes: swapped))
@@ -200,7 +207,8 @@ struct S3ArchiveIndexTests {
         #expect(refusal.contains("does not match") && refusal.contains("ETag"), "\(refusal)")
     }
 
-    @Test("blobstream index s3://… writes KEY.blobidx (and a tar.gz's KEY.gzidx) beside it; cat reads members through it",
+    @Test(
+        "blobstream index s3://… writes KEY.blobidx (and a tar.gz's KEY.gzidx) beside it; cat reads members through it",
         arguments: Format.allCases)
     func tool(_ format: Format) async throws {
         let fixture = try await StoreFixture()
@@ -233,7 +241,9 @@ struct S3ArchiveIndexTests {
         #expect(Set(Self.files().map(\.name)).isSubset(of: Set(paths)), "\(paths)")
     }
 
-    @Test("with a cache: the index found beside the archive is kept, then used with no request for it; a new version is not")
+    @Test(
+        "with a cache: the index found beside the archive is kept, then used with no request for it; a new version is not"
+    )
     func cache() async throws {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
@@ -268,7 +278,9 @@ struct S3ArchiveIndexTests {
         #expect(fresh.data == files[0].data, "\(String(describing: fresh.error))")
     }
 
-    @Test("blobstream index --index-cache keeps the index in the cache folder, not on the store; cat --index-cache reads through it")
+    @Test(
+        "blobstream index --index-cache keeps the index in the cache folder, not on the store; cat --index-cache reads through it"
+    )
     func toolCache() async throws {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
@@ -292,7 +304,8 @@ struct S3ArchiveIndexTests {
         // The cache folder named by BLOBSTREAM_INDEX_CACHE; a size that does not parse is a usage error.
         environment["BLOBSTREAM_INDEX_CACHE"] = fixture.folder.appendingPathComponent("named").path
         let named = try await S3ReadToolTests.run(["index", "--index-cache", url], environment: environment)
-        #expect(named.status == 0 && String(decoding: named.stdout, as: UTF8.self).contains("/named/"), "\(named.stderr)")
+        #expect(
+            named.status == 0 && String(decoding: named.stdout, as: UTF8.self).contains("/named/"), "\(named.stderr)")
         environment["BLOBSTREAM_INDEX_CACHE_SIZE"] = "lots"
         let bad = try await S3ReadToolTests.run(["cat", "archive:\(url)!/docs/b.bin"], environment: environment)
         #expect(bad.status == 2 && bad.stderr.contains("BLOBSTREAM_INDEX_CACHE_SIZE"), "\(bad.stderr)")

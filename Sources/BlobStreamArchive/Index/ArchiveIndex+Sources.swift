@@ -80,7 +80,8 @@ extension ArchiveIndex {
         // A copy kept in the cache for this version of the object: no request for the index.
         if let cache, let now = try source.contentIdentity(), now.entityTag != nil,
             let path = cache.existingPath(forSourceAt: url, identity: now, kind: .archive),
-            let index = try? read(from: path), (try? index.check(against: now, archiveName: url, indexName: path)) != nil
+            let index = try? read(from: path),
+            (try? index.check(against: now, archiveName: url, indexName: path)) != nil
         {
             return .matching(index)
         }

@@ -49,7 +49,9 @@ struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
     mutating func storedAndComputedCRC32(tableLength: Int?) -> (stored: UInt32, computed: UInt32) {
         for end in [tableLength, length].compactMap({ $0 }) {
             let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[end - 4 + $1]) << (8 * UInt32($1)) }
-            let computed = bytes.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)])) }
+            let computed = bytes.withUnsafeBytes {
+                CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)]))
+            }
             if stored != computed || end == length { return (stored, computed) }
         }
         return (0, 0)

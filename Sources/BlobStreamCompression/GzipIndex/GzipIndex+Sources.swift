@@ -86,7 +86,8 @@ extension GzipIndex {
         // A copy kept in the cache for this version of the object: no request for the index.
         if let cache, let now = try source.contentIdentity(), now.entityTag != nil,
             let path = cache.existingPath(forSourceAt: url, identity: now, kind: .gzip),
-            let index = try? read(fromPath: path), (try? index.check(against: now, sourceName: url, indexName: path)) != nil
+            let index = try? read(fromPath: path),
+            (try? index.check(against: now, sourceName: url, indexName: path)) != nil
         {
             return .matching(index)
         }

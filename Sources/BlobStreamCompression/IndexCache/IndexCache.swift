@@ -84,7 +84,8 @@ public struct IndexCache: Sendable, Equatable {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw BlobStreamError(.ioFailed, "cannot keep the index of \(url) in the index cache \(folder)", cause: error)
+            throw BlobStreamError(
+                .ioFailed, "cannot keep the index of \(url) in the index cache \(folder)", cause: error)
         }
         prune(keeping: path)
         return path

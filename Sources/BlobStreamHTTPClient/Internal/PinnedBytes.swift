@@ -86,7 +86,9 @@ final class BlockMemory: Sendable {
     deinit {
         free.withLock { free in
             for block in free.blocks {
-                if let start = UnsafeMutablePointer<UInt8>(bitPattern: block.address) { Self.release(start, block.size) }
+                if let start = UnsafeMutablePointer<UInt8>(bitPattern: block.address) {
+                    Self.release(start, block.size)
+                }
             }
         }
     }
