@@ -32,20 +32,25 @@ package func writeArchiveIndex(
     }
     let encoded = index.encoded()
     try destination.write(encoded)
-    let format =
-        switch index.format {
-        case .tar: "tar"
-        case .zip: "zip"
-        case .tarGzip: "tar.gz"
-        case .tarXz: "tar.xz"
-        }
-    var lines = ["\(destination.path)\t\(index.members.count) members (\(format))\t\(encoded.count) bytes"]
+    var lines = ["\(destination.path)\t\(index.members.count) members (\(index.format.name))\t\(encoded.count) bytes"]
     if let sidecar {
         let bytes = sidecar.index.serialized()
         try sidecar.file.write(bytes)
         lines.append("\(sidecar.file.path)\t\(sidecar.index.points.count) seek points\t\(bytes.count) bytes")
     }
     return lines.joined(separator: "\n")
+}
+
+extension ArchiveIndex.Format {
+    /// How the tool names the format: `tar`, `zip`, `tar.gz`, `tar.xz`.
+    package var name: String {
+        switch self {
+        case .tar: "tar"
+        case .zip: "zip"
+        case .tarGzip: "tar.gz"
+        case .tarXz: "tar.xz"
+        }
+    }
 }
 
 /// Whether `argument` (a path or `file://…`, not a `gzip:` URL) names a gzip file that holds

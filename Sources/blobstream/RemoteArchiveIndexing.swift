@@ -63,14 +63,7 @@ enum RemoteArchiveIndexing {
             try await RemoteGzipIndexing.store(
                 encoded, at: destination, for: url, named: output != nil, role: "the archive index", s3: s3)
         }
-        let format =
-            switch index.format {
-            case .tar: "tar"
-            case .zip: "zip"
-            case .tarGzip: "tar.gz"
-            case .tarXz: "tar.xz"
-            }
-        var lines = ["\(destination)\t\(index.members.count) members (\(format))\t\(encoded.count) bytes"]
+        var lines = ["\(destination)\t\(index.members.count) members (\(index.format.name))\t\(encoded.count) bytes"]
         // Beside the archive, a tar.gz's seek points go to KEY.gzidx too (gzip: sources use them).
         if output == nil, let gzipIndex = index.gzipIndex {
             let bytes = gzipIndex.serialized()

@@ -197,19 +197,13 @@ extension ArchiveIndex {
                 "archive '\(name)': the server sends no strong ETag, so no index could be checked against it later")
         }
         let archive = ArchiveOffsetReader(reader: reader, length: length, name: name)
-        if length >= 3, (try? reader.seek(to: 0)) != nil,
-            case .bytes(let magic) = reader.fill(atLeast: 3, waiting: true), magic.starts(with: [0x1F, 0x8B, 0x08])
-        {
+        switch layout(of: archive) {
+        case .gzip:
             return try buildTarGzip(
                 source: makeSource(), name: name, identity: identity, spacing: gzipSpacing, engine: engine)
-        }
-        if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
-            || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)
-        {
-            return ArchiveIndex(format: .tar, identity: identity, members: try archive.tarMembers())
-        }
-        if let members = try archive.zipMembers() {
-            return ArchiveIndex(format: .zip, identity: identity, members: members)
+        case .xz: break
+        case .tarOrZip:
+            if let index = try tarOrZipIndex(archive, identity: identity) { return index }
         }
         throw BlobStreamError(
             .unsupported, "archive '\(name)': only tar, tar.gz and zip archives on a store can be indexed")

@@ -200,26 +200,47 @@ public struct ArchiveIndex: Sendable, Equatable {
             throw BlobStreamError(.sourceFailed, "archive '\(path)': its modification time is unknown")
         }
         let identity = try archive.identity(modified: modified)
-        if archive.length >= 3, (try? reader.seek(to: 0)) != nil,
-            case .bytes(let magic) = reader.fill(atLeast: 3, waiting: true), magic.starts(with: [0x1F, 0x8B, 0x08])
-        {
-            return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing, engine: engine)
+        switch layout(of: archive) {
+        case .gzip: return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing, engine: engine)
+        case .xz: return try buildTarXz(path: path, identity: identity)
+        case .tarOrZip:
+            if let index = try tarOrZipIndex(archive, identity: identity) { return index }
         }
-        if archive.length >= 6, (try? reader.seek(to: 0)) != nil,
-            case .bytes(let magic) = reader.fill(atLeast: 6, waiting: true), magic.starts(with: xzMagic)
-        {
-            return try buildTarXz(path: path, identity: identity)
+        throw BlobStreamError(
+            .unsupported, "archive '\(path)': only tar, tar.gz, tar.xz and zip archives can be indexed")
+    }
+
+    /// How an archive to index starts: a gzip or an xz stream (a compressed tar), or neither.
+    enum Layout { case gzip, xz, tarOrZip }
+
+    /// The layout of the bytes `archive` reads, by their first bytes.
+    static func layout(of archive: ArchiveOffsetReader) -> Layout {
+        let reader = archive.reader
+        for (layout, magic) in [(Layout.gzip, [0x1F, 0x8B, 0x08] as [UInt8]), (.xz, xzMagic)]
+        where archive.length >= magic.count {
+            if (try? reader.seek(to: 0)) != nil,
+                case .bytes(let head) = reader.fill(atLeast: magic.count, waiting: true),
+                head.starts(with: magic)
+            {
+                return layout
+            }
         }
-        if TarHeaderWalker.startsWithTarHeader(reader, length: archive.length)
-            || TarHeaderWalker.hasUstarMagic(reader, length: archive.length)
+        return .tarOrZip
+    }
+
+    /// The index of the plain tar or the zip `archive` reads; nil when it is neither.
+    static func tarOrZipIndex(_ archive: ArchiveOffsetReader, identity: BlobContentIdentity) throws(BlobStreamError)
+        -> ArchiveIndex?
+    {
+        if TarHeaderWalker.startsWithTarHeader(archive.reader, length: archive.length)
+            || TarHeaderWalker.hasUstarMagic(archive.reader, length: archive.length)
         {
             return ArchiveIndex(format: .tar, identity: identity, members: try archive.tarMembers())
         }
         if let members = try archive.zipMembers() {
             return ArchiveIndex(format: .zip, identity: identity, members: members)
         }
-        throw BlobStreamError(
-            .unsupported, "archive '\(path)': only tar, tar.gz, tar.xz and zip archives can be indexed")
+        return nil
     }
 
     /// Opens the archive file at `path` and runs `body` with its reader (closed after).
