@@ -67,6 +67,8 @@ extension GzipDataSource {
         if let error = upstream.error {
             fail(gzip.errors.upstream(error, "failed to open", at: gzip.compressedOffset))
         } else if upstream.isOpenCompleted {
+            // An offset set before an asynchronous upstream finished opening: jump now.
+            guard gzip.upstreamOpenedLate() else { return fail() }
             desired.isOpenCompleted = true
             // Inflate the first bytes now, whatever the upstream: an empty payload is at its
             // end right after open, and a stream that is not gzip at all fails at open.

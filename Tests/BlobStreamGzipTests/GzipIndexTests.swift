@@ -296,3 +296,32 @@ func copyModificationTime(from: String, to: String) throws {
     var times = [status.st_atim, status.st_mtim]
     guard utimensat(AT_FDCWD, to, &times, 0) == 0 else { throw TestFailure("utimensat \(to) failed") }
 }
+
+@Suite("Gzip index, an offset set before an asynchronous upstream opens")
+struct GzipIndexLateOpenTests {
+    @Test(
+        "the first reads start at the seek point before the offset, not at the start (a remote object whose first answer comes after the move)"
+    )
+    func jumpsAfterLateOpen() throws {
+        let folder = try IndexTestFolder()
+        let plain = textBytes(1_500_000, seed: 51) + randomBytes(1_500_000, seed: 52)
+        let gz = try Gzip.compress(plain)
+        let path = try folder.write("late.gz", gz)
+        let index = try GzipIndex.build(fileAtPath: path, spacing: 64 * 1024)
+        let chunk = 16 * 1024
+        let upstream = InMemoryDataSource(
+            data: gz, open: .async(queue: DispatchQueue(label: "late open"), delay: 0.05), chunkSize: chunk)
+        let source = GzipDataSource(upstream: upstream, name: "late.gz", index: index, parallelism: 1)
+        let offset = 2_800_000
+        try source.seek(to: Int64(offset))
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        defer { stream.close() }
+        let (bytes, last) = stream.readToEnd()
+        #expect(last == 0, "\(String(describing: stream.streamError))")
+        #expect(sha256(bytes) == sha256(plain.suffix(from: offset)))
+        // From the seek point: the last ~200 KiB of compressed bytes, not all of them.
+        let wholeDecode = gz.count / chunk
+        #expect(upstream.readCount < wholeDecode / 4, "\(upstream.readCount) reads of \(wholeDecode) for all")
+    }
+}

@@ -135,6 +135,19 @@ package final class GzipReader {
         return true
     }
 
+    /// The upstream's open completed after `begin(upstreamOpened: false)`: makes the jump
+    /// that was put off then (an index, and a `target` set before the open), so that the
+    /// first reads start at the seek point before it instead of inflating from the start;
+    /// false after recording `failure`.
+    package func upstreamOpenedLate() -> Bool {
+        guard index != nil, target > 0, strategy === decoder, decoder.inflated == 0 else { return true }
+        if let error = jump(to: target) {
+            record(error)
+            return false
+        }
+        return true
+    }
+
     /// Records the first error (later ones are ignored).
     package func record(_ error: BlobStreamError) {
         if failure == nil { failure = error }
