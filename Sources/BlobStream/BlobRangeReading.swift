@@ -33,9 +33,26 @@ public protocol BlobRangeReading: BlobDataSource {
     /// brings a large block from the start may ask for a small one instead. A hint: reads give
     /// the same bytes either way. By default nothing changes.
     func expectRandomAccess()
+
+    /// Says, after a jump is decided and before it is made, which bytes the reads after it
+    /// will need (a member's bytes, a gzip range from its seek point): a source that asks
+    /// for blocks may ask for this range now, in one request, while the caller fetches
+    /// something else (a gzip window), and need not read ahead past it. A hint: reads give
+    /// the same bytes either way. By default nothing changes.
+    func expectRead(_ range: Range<Int64>)
 }
 
 extension BlobRangeReading {
     /// Nothing changes.
     public func expectRandomAccess() {}
+
+    /// Nothing changes.
+    public func expectRead(_ range: Range<Int64>) {}
+}
+
+extension BlobUpstreamReader {
+    /// Passes `expectRead(_:)` to the source when it reads by range; otherwise nothing.
+    public func expectRead(_ range: Range<Int64>) {
+        (source as? any BlobRangeReading)?.expectRead(range)
+    }
 }

@@ -42,6 +42,8 @@ extension ArchiveMemberDataSource {
                 compressedLength: member.compressedSize ?? 0, name: messagePrefix, engine: inflateEngine)
         }
         slice = found
+        // The member's bytes in one request, and nothing read ahead past them.
+        reader.expectRead(member.dataOffset..<member.dataOffset + (member.compressedSize ?? member.size))
         return true
     }
 }

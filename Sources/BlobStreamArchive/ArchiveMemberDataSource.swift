@@ -204,6 +204,9 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// For an archive on a store or a web server (`BlobRangeReading`): its URL and how to
     /// make the source of its index object beside it (`useIndex(.automatic, besideArchiveAt:makeSource:)`).
     var indexObjects: (url: String, cache: IndexCache?, makeSource: @Sendable (String) throws -> any BlobDataSource)?
+    /// The index object beside a remote archive, asked for at `open()` so that its answer
+    /// and the archive's first answer come in parallel; taken by the first search.
+    var earlyIndexSource: (url: String, source: any BlobDataSource)?
     /// The index in use, once resolved at the first search.
     var activeIndex: ArchiveIndex?
     /// How the member was found (`lookup`).
@@ -297,6 +300,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             return
         }
         reader.open()
+        requestIndexEarly()
         if reader.isAsynchronous {
             // The member is located on `openQueue` once the upstream announces its open.
             openQueue.async { [weak self] in self?.upstreamChanged() }
@@ -356,6 +360,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         block = nil
         slice = nil
         storedBytes = nil
+        earlyIndexSource?.source.close()
+        earlyIndexSource = nil
         reader.close()
     }
 }

@@ -33,7 +33,7 @@ extension HTTPRangeDataSource {
         guard object.etag != nil else { return .failure(judge.needsSecondRequest(at: offset, of: object)) }
         readsAheadOfFirstBlock = false
         var fetch: RangeFetch
-        if let first = aheads.first, first.range.lowerBound == offset {
+        if let first = aheads.first, first.range.contains(offset) {
             fetch = aheads.removeFirst()
         } else {
             for ahead in aheads {
@@ -51,7 +51,12 @@ extension HTTPRangeDataSource {
         let result = completed(fetch, of: object, attempts: attempts)
         if case .success(let block) = result {
             lastBlockEnd = block.end
-            startAhead(after: block.end)
+            // A planned range's block: nothing ahead of it until a read goes past it.
+            if block.end == plannedEnd {
+                plannedEnd = nil
+            } else {
+                startAhead(after: block.end)
+            }
         }
         return result
     }

@@ -45,8 +45,19 @@ extension HTTPRangeDataSource {
         let missing = ranges.filter { range in
             !range.isEmpty && !held.contains { $0.start <= range.lowerBound && range.upperBound <= $0.end }
         }
-        let merged = RangeCoalescing.coalesce(missing, gap: max(coalescingGap, 0))
         var fetched: [RangeBlock] = held
+        // Ranges a planned read (`expectRead`) is bringing: its answer, no other request.
+        let planned = aheads.filter { fetch in
+            missing.contains { fetch.range.lowerBound <= $0.lowerBound && $0.upperBound <= fetch.range.upperBound + 1 }
+        }
+        for fetch in planned {
+            aheads.removeAll { $0 === fetch }
+            fetched.append(try completed(fetch, of: object).get())
+        }
+        let merged = RangeCoalescing.coalesce(
+            missing.filter { range in !fetched.contains { $0.start <= range.lowerBound && range.upperBound <= $0.end }
+            },
+            gap: max(coalescingGap, 0))
         for window in stride(from: 0, to: merged.count, by: options.parallelism) {
             let fetches = merged[window..<min(window + options.parallelism, merged.count)].map {
                 RangeFetch(range: $0.lowerBound...$0.upperBound - 1)
@@ -127,6 +138,35 @@ extension HTTPRangeDataSource: BlobRangeReading {
     public func expectRandomAccess() {
         guard !opened else { return }
         firstBlockSize = min(64 << 10, options.blockSize)
+    }
+
+    /// Asks for `range` now, as one GET (at most `blockSize` of it), unless the block in
+    /// hand or the one asked for next already starts there. Reads ahead stop at its end until
+    /// a read goes past it, then start again small (a range longer than `blockSize` keeps
+    /// full read-ahead). Without the object's first answer judged, or a strong ETag, nothing
+    /// is done.
+    public func expectRead(_ range: Range<Int64>) {
+        guard state.error == nil, opened, !closed, let object = try? judgedObject(before: "planning a read"),
+            object.etag != nil
+        else { return }
+        let from = max(range.lowerBound, 0)
+        let to = min(range.upperBound, object.length, from + Int64(options.blockSize))
+        guard from < to else { return }
+        if let current, current.start <= from, to <= current.end { return }
+        if let first = aheads.first, first.range.lowerBound == from, to <= first.range.upperBound + 1 { return }
+        for ahead in aheads {
+            ahead.cancel()
+            forget(ahead)
+        }
+        let fetch = RangeFetch(range: from...to - 1)
+        aheads = [fetch]
+        start(fetch, object: object)
+        // Past the planned bytes: a long range reads on at full speed; a short one stops
+        // there (no block ahead) and, if a read goes on, starts small again.
+        let isLong = range.upperBound > to
+        plannedEnd = isLong ? nil : to
+        rampSize = isLong ? nil : jumpBlockSize
+        lastBlockEnd = from
     }
 
     /// The object the first answer described, once judged: its body (the first block) is

@@ -106,6 +106,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// The size of the first answer's block when it is not `options.blockSize`: small after
     /// `expectRandomAccess()`.
     var firstBlockSize: Int?
+    /// The end of a range `expectRead(_:)` asked for: no block is read ahead past it.
+    var plannedEnd: Int64?
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 

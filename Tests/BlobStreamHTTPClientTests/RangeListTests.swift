@@ -64,6 +64,44 @@ struct RangeListTests {
         #expect(pinned.first == "bytes=65536-196607", "\(peer.requests)")
     }
 
+    @Test(
+        "expectRead: the planned range comes in one GET, nothing is read ahead past it, and a read that goes on starts small"
+    )
+    func plannedRead() throws {
+        defer { peer.stop() }
+        let large = HTTPRangeOptions(
+            blockSize: 1 << 20, readAhead: 3, connection: HTTPConnectionOptions(),
+            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: large)
+        source.expectRandomAccess()
+        source.open()
+        defer { source.close() }
+        source.expectRead(2_000_000..<2_300_000)
+        try source.seek(to: 2_000_000)
+        var buffer = [UInt8](repeating: 0, count: 300_000)
+        var got = Data()
+        while got.count < 300_000 {
+            let n = source.read(&buffer, maxLength: 300_000 - got.count)
+            #expect(n > 0, "\(String(describing: source.error))")
+            if n <= 0 { break }
+            got.append(buffer, count: n)
+        }
+        #expect(got == bytes.subdata(in: 2_000_000..<2_300_000))
+        // Nothing must arrive after it: a block read ahead would be asked for at once.
+        Thread.sleep(forTimeInterval: 0.3)
+        var pinned = peer.requests.filter { $0.ifMatch != nil }.compactMap(\.range)
+        #expect(pinned == ["bytes=2000000-2299999"], "\(peer.requests)")
+        // Reading on past the planned bytes: a small block (an eighth of blockSize), right bytes.
+        let n = source.read(&buffer, maxLength: 100_000)
+        #expect(n > 0 && Data(buffer[0..<n]) == bytes.subdata(in: 2_300_000..<2_300_000 + n))
+        pinned = peer.requests.filter { $0.ifMatch != nil }.compactMap(\.range)
+        #expect(pinned.dropFirst().first == "bytes=2300000-2431071", "\(peer.requests)")
+        // A plan inside the block in hand asks for nothing.
+        let before = peer.requests.count
+        source.expectRead(2_300_010..<2_300_020)
+        #expect(peer.requests.count == before)
+    }
+
     @Test("a range GET cut mid-way is asked again; a range past the end is .invalidOffset")
     func retriedAndRefused() throws {
         defer { peer.stop() }

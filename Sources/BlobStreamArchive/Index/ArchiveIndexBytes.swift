@@ -24,6 +24,13 @@ protocol ArchiveIndexBytes {
 }
 
 /// An index's bytes in memory.
+/// The little-endian number in `count` (at most 8) bytes of `bytes` at `offset`.
+private func littleEndian(_ bytes: [UInt8], at offset: Int, count: Int) -> UInt64 {
+    var value: UInt64 = 0
+    for i in 0..<count { value |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
+    return value
+}
+
 struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
     private var bytes: [UInt8]
     private(set) var position = 0
@@ -35,10 +42,8 @@ struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
     }
 
     mutating func take(_ count: Int) -> UInt64 {
-        var value: UInt64 = 0
-        for i in 0..<count { value |= UInt64(bytes[position + i]) << (8 * UInt64(i)) }
-        position += count
-        return value
+        defer { position += count }
+        return littleEndian(bytes, at: position, count: count)
     }
 
     mutating func bytes(_ count: Int) -> [UInt8] {
@@ -111,7 +116,15 @@ struct ArchiveIndexFileBytes: ArchiveIndexBytes {
     }
 
     mutating func take(_ count: Int) throws -> UInt64 {
-        try bytes(count).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        // From the buffer without an array per field (a member record has 15 fields).
+        let inBuffer = position - bufferStart
+        guard inBuffer >= 0, inBuffer + count <= buffer.count else {
+            return try bytes(count).enumerated().reduce(UInt64(0)) {
+                $0 | UInt64($1.element) << (8 * UInt64($1.offset))
+            }
+        }
+        position += count
+        return littleEndian(buffer, at: inBuffer, count: count)
     }
 
     mutating func storedAndComputedCRC32(tableLength: Int?) throws -> (stored: UInt32, computed: UInt32) {
@@ -171,7 +184,9 @@ struct ArchiveIndexSourceBytes: ArchiveIndexBytes {
     }
 
     mutating func take(_ count: Int) throws -> UInt64 {
-        try bytes(count).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        try have(position + count)
+        defer { position += count }
+        return littleEndian(start, at: position, count: count)
     }
 
     mutating func storedAndComputedCRC32(tableLength: Int?) throws -> (stored: UInt32, computed: UInt32) {

@@ -70,16 +70,49 @@ extension ArchiveMemberDataSource {
         inflateEngine = engine
     }
 
+    /// Over an archive on a store (`s3://`) with `.automatic` and no index cache: asks
+    /// for the index object beside it now (its source made and opened), so that the index's
+    /// answer and the archive's first answer come in parallel instead of one after the other.
+    /// With a cache, a kept copy is looked for first (it needs the archive's ETag) and no
+    /// request is made for the index when one is there. Called by `open()`, lock held.
+    func requestIndexEarly() {
+        // Only on a store (s3://), whose objects always carry an ETag: a web server's file may
+        // have no strong one, and then no request but the archive's one GET is made at all.
+        guard case .automatic = indexOption, archivePath == nil, let indexObjects, indexObjects.cache == nil,
+            upstream is any BlobRangeReading, BlobURL.scheme(of: indexObjects.url)?.lowercased() == "s3"
+        else { return }
+        let url = ArchiveIndex.sidecarURL(forArchiveAt: indexObjects.url)
+        guard let made = try? indexObjects.makeSource(url) else { return } // made again, and its error kept, at the search
+        made.open()
+        earlyIndexSource = (url, made)
+    }
+
     /// The index this source uses, resolved at its first search (nil: none).
     func resolveIndex() throws(BlobStreamError) -> ArchiveIndex? {
         switch indexOption {
         case .none: return nil
         case .automatic:
             if archivePath == nil, let indexObjects, let object = upstream as? any BlobRangeReading {
-                guard LibArchiveInput.canSeek(upstream),
+                let early = earlyIndexSource
+                earlyIndexSource = nil
+                guard LibArchiveInput.canSeek(upstream) else {
+                    early?.source.close()
+                    return nil
+                }
+                // The index object asked for at open() stands in for the first source made
+                // of its URL.
+                var waiting = early
+                let makeSource: (String) throws -> any BlobDataSource = { url in
+                    if let made = waiting, made.url == url {
+                        waiting = nil
+                        return made.source
+                    }
+                    return try indexObjects.makeSource(url)
+                }
+                defer { waiting?.source.close() }
+                guard
                     case .matching(let index)? = try? ArchiveIndex.lookUp(
-                        for: object, at: indexObjects.url, cache: indexObjects.cache,
-                        makeSource: indexObjects.makeSource)
+                        for: object, at: indexObjects.url, cache: indexObjects.cache, makeSource: makeSource)
                 else { return nil }
                 return index
             }
@@ -170,6 +203,10 @@ extension ArchiveMemberDataSource {
                     slice?.mismatchCode = .corrupt
                     slice?.decompression = MemberGzipReading(
                         reader: reader, index: gzipIndex, name: archiveName, engine: inflateEngine, size: member.size)
+                }
+                if index.format == .tar || index.format == .zip {
+                    // The member's bytes in one request, and nothing read ahead past them.
+                    reader.expectRead(member.dataOffset..<member.dataOffset + (member.compressedSize ?? member.size))
                 }
                 if index.format == .tarXz {
                     guard let path = archivePath ?? (upstream as? ArchiveFileSource)?.path else {

@@ -108,9 +108,16 @@ extension ArchiveOffsetReader {
 
     /// A zip's central directory: its bytes, where it starts, and how many entries the end
     /// record counts; nil when the bytes end with no end-of-central-directory record.
+    /// How much of a remote zip's end is asked for at first: the end record and, most often,
+    /// the central directory.
+    static let directoryGuess = 1 << 20
+
     func zipCentralDirectory() throws(BlobStreamError) -> ZipCentralDirectory? {
         let tailLength = Int(min(length, 22 + 65_535))
         guard tailLength >= 22 else { return nil }
+        // Over a remote archive: the last MiB in one request, which most often holds the
+        // central directory too (about 10,000 entries), so that it needs no second one.
+        reader.expectRead(max(0, length - Int64(Self.directoryGuess))..<length)
         let tail = Array(try bytes(at: length - Int64(tailLength), count: tailLength, what: "the end of the archive"))
         var eocd: Int?
         var i = tailLength - 22
@@ -212,6 +219,11 @@ extension ArchiveOffsetReader {
             throw corrupt(
                 "\(who)the central directory puts its local header at offset \(local), past the archive's end (\(length) bytes)",
                 entry.entryOffset)
+        }
+        if member != nil {
+            // One member read: its local header and its bytes in one request (the local
+            // header's name and extra field are at most 2 × 64 KiB).
+            reader.expectRead(local..<min(length, local + 30 + 2 * 65_535 + entry.compressedSize))
         }
         let header = Array(try bytes(at: local, count: 30, what: "a local header"))
         guard Self.u32(header, 0) == 0x0403_4b50 else {

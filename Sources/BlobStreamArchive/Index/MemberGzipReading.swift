@@ -19,7 +19,8 @@ final class MemberGzipReading: MemberDecompression {
         let parallel = size >= 2 * Int64(index.spacing)
         gzip = GzipReader(
             upstream: reader, name: name, index: index, indexSpacing: nil, engine: engine, isal: .system,
-            parallelism: parallel ? GzipReader.defaultParallelism : 1, acceptsUncheckedIndex: false)
+            parallelism: parallel ? GzipReader.defaultParallelism : 1, acceptsUncheckedIndex: false,
+            parallelOverAsynchronous: true)
     }
 
     /// Moves to the member's offset 0 (`start` in the inflated tar): the first time, starts

@@ -97,14 +97,16 @@ final class GzipIndexWalker {
     /// Starts at seek point `i` of the index being verified (the upstream moves there).
     func start(atPoint i: Int, of index: GzipIndex) throws(BlobStreamError) {
         let point = index.points[i]
-        var byte: UInt8 = 0
-        if point.bitOffset > 0 {
-            try upstream.seek(to: point.compressedOffset - 1)
-            byte = try nextByte()
-        } else {
-            try upstream.seek(to: point.compressedOffset)
-        }
+        let from = point.bitOffset > 0 ? point.compressedOffset - 1 : point.compressedOffset
+        // The compressed bytes of this chunk and the next (a read from a seek point rarely
+        // needs more) are asked for before the window is loaded: over a remote object and
+        // a remote index, the two requests are then in flight together.
+        let to = i + 2 < index.points.count ? index.points[i + 2].compressedOffset + 1 : index.compressedSize
+        upstream.expectRead(from..<max(from, to))
         let window = try point.loadWindow() ?? []
+        var byte: UInt8 = 0
+        try upstream.seek(to: from)
+        if point.bitOffset > 0 { byte = try nextByte() }
         do {
             try inflater.reset()
             try inflater.resume(bits: point.bitOffset, byte: byte, window: window)

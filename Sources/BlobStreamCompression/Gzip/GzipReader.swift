@@ -50,9 +50,11 @@ package final class GzipReader {
     ///     no `index`); nil: don't.
     ///   - parallelism: with an `index` that allows it (over an upstream that can seek), how
     ///     many threads decode.
+    ///   - parallelOverAsynchronous: decode on several threads over an asynchronous upstream
+    ///     too (the owner's reads wait for the upstream on the owner's thread).
     package init(
         upstream: BlobUpstreamReader, name: String, index: GzipIndex?, indexSpacing: Int?, engine: InflateEngine,
-        isal: IsalAvailability, parallelism: Int, acceptsUncheckedIndex: Bool
+        isal: IsalAvailability, parallelism: Int, acceptsUncheckedIndex: Bool, parallelOverAsynchronous: Bool = false
     ) {
         self.upstream = upstream
         self.errors = GzipErrors(name: name)
@@ -63,8 +65,11 @@ package final class GzipReader {
         self.index = upstream.isAsynchronous && upstream.offsetCapability != .seek ? nil : index
         self.acceptsUncheckedIndex = acceptsUncheckedIndex
         self.indexSpacing = index == nil && !upstream.isAsynchronous ? indexSpacing : nil
-        if let index, !upstream.isAsynchronous, parallelism > 1, upstream.offsetCapability == .seek,
-            ParallelIndexedReader.canDecode(index)
+        // Over an asynchronous upstream only when the owner reads on its own thread with reads
+        // that wait (a tar.gz member over an object on a store): the jobs' compressed bytes
+        // are read there, as the sequential decoder's would be.
+        if let index = self.index, !upstream.isAsynchronous || parallelOverAsynchronous, parallelism > 1,
+            upstream.offsetCapability == .seek, ParallelIndexedReader.canDecode(index)
         {
             parallel = ParallelIndexedReader(
                 index: index, name: name, upstream: upstream, workers: parallelism,

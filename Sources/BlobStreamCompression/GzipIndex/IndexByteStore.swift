@@ -42,7 +42,15 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
         self.label = label
         self.source = source
         self.prefixLength = prefixLength
+        // An index longer than its first answer keeps a record at its end (a GZIDX's
+        // identity, after the windows): asked for now, beside the first answer's body.
+        if let length = source.length, length > Int64(prefixLength) {
+            source.expectRead(max(Int64(prefixLength), length - Int64(Self.tailLength))..<length)
+        }
     }
+
+    /// How much of an index's end is asked for with its first answer.
+    static let tailLength = 64 << 10
 
     package func bytes(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
         guard count > 0 else { return [] }
