@@ -30,7 +30,9 @@ package func makeRegistry(
     // table first, each window when a decode needs it.
     let indexObjects = DataSourceRegistry()
     RemoteSchemes.register(in: indexObjects, caBundle: caBundle, s3: s3, reads: .indexObjects)
-    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: indexObjects, cache: indexCache)
+    let gzipIndexObjects = DataSourceRegistry()
+    RemoteSchemes.register(in: gzipIndexObjects, caBundle: caBundle, s3: s3, reads: .gzipIndexObjects)
+    registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: gzipIndexObjects, cache: indexCache)
     // An archive on a store: its member index beside it (KEY.blobidx), unless --index none.
     ArchiveSources.register(
         in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate,
@@ -62,6 +64,9 @@ package enum RemoteSchemes {
     package enum RemoteReads: Sendable {
         case content
         case indexObjects
+        /// GZIDX objects: a header and a point table (18 bytes a point), smaller than a
+        /// member index's table.
+        case gzipIndexObjects
     }
 
     private static let registrar = Mutex<Registrar?>(nil)
