@@ -211,6 +211,8 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     var activeIndex: ArchiveIndex?
     /// How the member was found (`lookup`).
     var foundBy: ArchiveMemberLookup?
+    /// Why an index found beside the archive was not used (see `unusedIndexReason`).
+    var unusedIndex: String?
     /// The archive file opened by path for `storedRegion`, once checked to be the
     /// upstream's file.
     var storedBytes: PositionalFile?

@@ -31,4 +31,13 @@ extension ArchiveMemberDataSource {
         defer { lock.unlock() }
         return foundBy
     }
+
+    /// Why a member index found beside the archive was not used (stale, damaged, made for
+    /// another version of the object), once the source looked for one; nil when none was
+    /// found or it was used. `blobstream cat --verbose` prints it.
+    public var unusedIndexReason: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return unusedIndex
+    }
 }

@@ -35,10 +35,22 @@ func registerIndexedGzip(
         }
         let upstream = try registry.makeSource(url: inner)
         var index: GzipIndex?
+        var unused: String?
         if BlobURL.scheme(of: inner)?.lowercased() == "file" {
             switch use {
             case .none: break
-            case .implicit: index = GzipSources.sidecarIndex(forURL: inner)
+            case .implicit:
+                // As GzipSources does, saying why a sidecar found was not used (--verbose).
+                if let path = try? BlobURL.path(ofFileURL: inner) {
+                    switch Result(catching: { try GzipIndex.lookUp(forFileAtPath: path) }) {
+                    case .success(.matching(let found)) where found.hasChunkCRC32s: index = found
+                    case .success(.matching):
+                        unused = "\(GzipIndex.sidecarPath(forFileAtPath: path)) has no chunk CRC-32s"
+                    case .success(.unusable(let reason)): unused = reason
+                    case .success(.absent): break
+                    case .failure(let error): unused = String(describing: error)
+                    }
+                }
             case .named(let indexPath, let acceptsUnchecked):
                 let path = try BlobURL.path(ofFileURL: inner)
                 if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) {
@@ -55,43 +67,49 @@ func registerIndexedGzip(
             // An object on a store or a web server's file: its index beside it (KEY.gzidx,
             // one small request) or the one named (a path or a URL), checked against the
             // object's size and strong ETag.
-            index = try remoteIndex(for: object, at: inner, use, registry: indexObjects, cache: cache)
+            (index, unused) = try remoteIndex(for: object, at: inner, use, registry: indexObjects, cache: cache)
         } else if case .named(let indexPath, _) = use {
             throw BlobStreamError(
                 .unsupported,
                 "\(inner): --index \(indexPath) applies to gzip: sources over files and remote objects only")
         }
         // Only a foreign index the user accepted by name gets here without chunk CRC-32s.
-        return GzipDataSource(
+        let source = GzipDataSource(
             upstream: upstream, name: inner, index: index, engine: engine,
             acceptsUncheckedIndex: index.map { !$0.hasChunkCRC32s } ?? false)
+        source.unusedIndexReason = unused
+        return source
     }
 }
 
 /// The index a `gzip:` source over a remote object reads with: the one named (any problem
-/// thrown), else a matching `URL.gzidx` beside the object, else none.
+/// thrown), else a matching `URL.gzidx` beside the object, else none; and why one found
+/// beside it was not used.
 private func remoteIndex(
     for object: any BlobRangeReading, at url: String, _ use: GzipIndexUse, registry: DataSourceRegistry,
     cache: IndexCache?
-) throws(BlobStreamError) -> GzipIndex? {
+) throws(BlobStreamError) -> (GzipIndex?, unused: String?) {
     object.open()
     switch use {
     case .none:
-        return nil
+        return (nil, nil)
     case .implicit:
         let found = try GzipIndex.lookUp(for: object, at: url, cache: cache) { try registry.makeSource(url: $0) }
-        if case .matching(let index) = found { return index }
-        return nil
+        switch found {
+        case .matching(let index): return (index, nil)
+        case .unusable(let reason): return (nil, reason)
+        case .absent: return (nil, nil)
+        }
     case .named(let indexURL, let acceptsUnchecked):
         let found = try GzipIndex.lookUp(for: object, at: url, indexURL: indexURL) { try registry.makeSource(url: $0) }
-        guard case .matching(let index) = found else { return nil }
+        guard case .matching(let index) = found else { return (nil, nil) }
         if !index.hasChunkCRC32s && !acceptsUnchecked {
             throw BlobStreamError(
                 .unsupported,
                 "\(indexURL) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; name --unverified-index to read through it UNVERIFIED"
             )
         }
-        return index
+        return (index, nil)
     }
 }
 

@@ -12,6 +12,7 @@ package func readingNote(for source: any BlobDataSource) -> String? {
     if let gzip = source as? GzipDataSource { return gzip.decoding.description }
     if let member = source as? ArchiveMemberDataSource, let lookup = member.lookup {
         return lookup.description
+            + (member.unusedIndexReason.map { "; an index was found but not used: \($0)" } ?? "")
     }
     return nil
 }

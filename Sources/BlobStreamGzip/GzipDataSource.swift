@@ -109,6 +109,8 @@ public final class GzipDataSource: BlobDataSource, @unchecked Sendable {
     var desiredGeneration = 0
     var closed = false
     var failure: BlobStreamError?
+    /// See `unusedIndexReason`.
+    var unusedIndex: String?
 
     static let lookaheadCapacity = 64 * 1024
     /// Bytes inflated ahead of the reads (asynchronous upstream): `lookahead[lookStart..<lookEnd]`

@@ -13,18 +13,25 @@ public struct GzipDecoding: Sendable, Equatable, CustomStringConvertible {
     /// over an upstream that can seek (see "Parallel decoding" on `GzipDataSource`); 1
     /// otherwise.
     public var threads: Int
+    /// Why an index found for the source was not used (stale, damaged, foreign, made for
+    /// another object), when whoever looked it up said so (`GzipDataSource.unusedIndexReason`).
+    public var unusedIndex: String?
 
     /// Makes one.
-    public init(usesIndex: Bool, threads: Int) {
+    public init(usesIndex: Bool, threads: Int, unusedIndex: String? = nil) {
         self.usesIndex = usesIndex
         self.threads = threads
+        self.unusedIndex = unusedIndex
     }
 
     /// `read through a seek-point index, decoded on 2 threads`, or `read sequentially, no
-    /// seek-point index`.
+    /// seek-point index`, followed by `; an index was found but not used: REASON`.
     public var description: String {
-        guard usesIndex else { return "read sequentially, no seek-point index" }
-        return "read through a seek-point index, decoded on \(threads) thread\(threads == 1 ? "" : "s")"
+        let how =
+            usesIndex
+            ? "read through a seek-point index, decoded on \(threads) thread\(threads == 1 ? "" : "s")"
+            : "read sequentially, no seek-point index"
+        return how + (unusedIndex.map { "; an index was found but not used: \($0)" } ?? "")
     }
 }
 
@@ -33,6 +40,22 @@ extension GzipDataSource {
     public var decoding: GzipDecoding {
         lock.lock()
         defer { lock.unlock() }
-        return GzipDecoding(usesIndex: gzip.index != nil, threads: gzip.decodingThreads)
+        return GzipDecoding(usesIndex: gzip.index != nil, threads: gzip.decodingThreads, unusedIndex: unusedIndex)
+    }
+
+    /// Why an index found for this source was not used, as whoever looked it up says (a
+    /// stale or damaged sidecar, an index object made for another version of the object);
+    /// `decoding` reports it, and `blobstream cat --verbose` prints it. Nil by default.
+    public var unusedIndexReason: String? {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return unusedIndex
+        }
+        set {
+            lock.lock()
+            defer { lock.unlock() }
+            unusedIndex = newValue
+        }
     }
 }

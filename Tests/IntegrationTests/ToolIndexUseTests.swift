@@ -59,6 +59,9 @@ struct ToolIndexUseTests {
         #expect(stale.status == 0, "\(stale.stderr)")
         #expect(stale.stdout == fresh.stdout)
         #expect(stale.stderr.contains("read sequentially, no seek-point index"), "\(stale.stderr)")
+        // --verbose says why the sidecar found was not used.
+        #expect(stale.stderr.contains("; an index was found but not used: "), "\(stale.stderr)")
+        #expect(stale.stderr.contains(gz + ".gzidx"), "\(stale.stderr)")
     }
 
     @Test("a zip member without a .blobidx is found through the central directory, its bytes checked")

@@ -110,19 +110,36 @@ extension ArchiveMemberDataSource {
                     return try indexObjects.makeSource(url)
                 }
                 defer { waiting?.source.close() }
-                guard
-                    case .matching(let index)? = try? ArchiveIndex.lookUp(
+                switch Result(catching: {
+                    try ArchiveIndex.lookUp(
                         for: object, at: indexObjects.url, cache: indexObjects.cache, makeSource: makeSource)
-                else { return nil }
-                return index
+                }) {
+                case .success(.matching(let index)): return index
+                case .success(.absent): return nil
+                case .success(.unusable(let reason)):
+                    unusedIndex = reason
+                    return nil
+                case .failure(let error):
+                    unusedIndex = String(describing: error)
+                    return nil
+                }
             }
             guard let archivePath, LibArchiveInput.canSeek(upstream) else { return nil }
             let path = ArchiveIndex.defaultPath(forArchiveAt: archivePath)
-            guard FileManager.default.fileExists(atPath: path), let index = try? ArchiveIndex.read(from: path) else {
+            guard FileManager.default.fileExists(atPath: path) else { return nil }
+            let index: ArchiveIndex
+            do {
+                index = try ArchiveIndex.read(from: path)
+            } catch {
+                unusedIndex = "\(path): \(error)"
                 return nil
             }
             do {
-                return try indexMismatch(index) == nil ? index : nil
+                if let mismatch = try indexMismatch(index) {
+                    unusedIndex = "\(path) does not match the archive: \(mismatch)"
+                    return nil
+                }
+                return index
             } catch {
                 return nil // unreadable here: the search without it reports what is wrong
             }
