@@ -82,7 +82,8 @@ extension ArchiveMemberDataSource {
             upstream is any BlobRangeReading, BlobURL.scheme(of: indexObjects.url)?.lowercased() == "s3"
         else { return }
         let url = ArchiveIndex.sidecarURL(forArchiveAt: indexObjects.url)
-        guard let made = try? indexObjects.makeSource(url) else { return } // made again, and its error kept, at the search
+        // One that cannot be made is made again at the search, which keeps its error.
+        guard let made = try? indexObjects.makeSource(url) else { return }
         made.open()
         earlyIndexSource = (url, made)
     }
