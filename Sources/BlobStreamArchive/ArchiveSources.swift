@@ -24,17 +24,60 @@ public enum ArchiveSources {
     /// is made by `indexObjects` (by default `registry`; one whose sources ask for small
     /// ranges suits it best). `lookForIndexObjects: false` never asks for one. With
     /// `indexCache`, an index kept there for the archive's size and ETag is used with no
-    /// request for it, and one found beside the archive is kept there.
+    /// request for it, and one found beside the archive is kept there. With `namedIndex` (a
+    /// path, or a URL `indexObjects` makes: an index on a store for an archive on a store, a
+    /// local index for a remote archive), every archive is read through that index, which is
+    /// refused when it does not match.
     public static func register(
         in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
         engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil, lookForIndexObjects: Bool = true,
-        indexCache: IndexCache? = nil
+        indexCache: IndexCache? = nil, namedIndex: String? = nil
     ) {
         registry.register(scheme: scheme) { url, registry in
-            try makeSource(
+            guard let namedIndex else {
+                return try makeSource(
+                    url: url, registry: registry, verification: verification, engine: engine,
+                    indexObjects: lookForIndexObjects ? indexObjects ?? registry : nil, indexCache: indexCache)
+            }
+            return try makeSource(
                 url: url, registry: registry, verification: verification, engine: engine,
-                indexObjects: lookForIndexObjects ? indexObjects ?? registry : nil, indexCache: indexCache)
+                namedIndex: namedIndex, indexObjects: indexObjects ?? registry)
         }
+    }
+
+    /// The source for an `archive:` URL read through the member index `namedIndex`: a path
+    /// (or a `file:` URL), or a URL `indexObjects` makes a source of (read by range, at once).
+    /// The index is checked against the archive at the open: its size and strong ETag for an
+    /// object, its size, time and sampled bytes for a file; a mismatch fails the open.
+    ///
+    /// - Throws: what `makeSource(url:registry:verification:engine:indexObjects:indexCache:)`
+    ///   throws; the index's error (not found, damaged) naming it.
+    public static func makeSource(
+        url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
+        engine: InflateEngine = .automatic, namedIndex: String, indexObjects: DataSourceRegistry
+    ) throws -> ArchiveMemberDataSource {
+        let source = try makeSource(url: url, registry: registry, verification: verification, engine: engine)
+        let inner = try components(of: url).archiveURL
+        let scheme = BlobURL.scheme(of: namedIndex)?.lowercased()
+        let option: ArchiveIndexOption
+        if scheme == nil || scheme == "file" {
+            option = .file(scheme == nil ? namedIndex : try BlobURL.path(ofFileURL: namedIndex))
+        } else {
+            do {
+                option = .index(try ArchiveIndex.read(named: namedIndex) { try indexObjects.makeSource(url: $0) })
+            } catch {
+                let own = error as? BlobStreamError
+                throw BlobStreamError(
+                    own?.code ?? .sourceFailed, "\(inner): cannot use the index named (\(namedIndex)): \(error)",
+                    cause: error)
+            }
+        }
+        if BlobURL.scheme(of: inner)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: inner) {
+            source.useIndex(option, archivePath: path)
+        } else {
+            source.useIndex(option, archivePath: nil)
+        }
+        return source
     }
 
     /// The source for an `archive:` URL: the inner URL's source (made by `registry`) as the

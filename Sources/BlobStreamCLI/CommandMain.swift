@@ -155,7 +155,7 @@ package struct SourceOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); refused when it does not match. Without it, FILE.gz.gzidx beside the file is used when it matches (a whole read then decodes in parallel); `none` uses no index."
+            "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); archive: sources: the member index (.blobidx). A path or a URL (s3://, http(s)://: an index on a store for an archive on a store, a local index for a remote archive); refused when it does not match. Without it, the index beside the file or the object is used when it matches (a whole gzip read then decodes in parallel); `none` uses no index."
     )
     package var index: String?
 

@@ -34,9 +34,14 @@ package func makeRegistry(
     RemoteSchemes.register(in: gzipIndexObjects, caBundle: caBundle, s3: s3, reads: .gzipIndexObjects)
     registerIndexedGzip(in: registry, gzipIndexes, engine: inflate, indexObjects: gzipIndexObjects, cache: indexCache)
     // An archive on a store: its member index beside it (KEY.blobidx), unless --index none.
+    // --index names the member index of archive: sources (a path or a URL, for a local or a
+    // remote archive), as it names the seek-point index of gzip: sources.
+    var namedIndex: String?
+    if case .named(let index, _) = gzipIndexes { namedIndex = index }
     ArchiveSources.register(
         in: registry, verification: skipArchiveVerification ? .memberOnly : .wholeArchive, engine: inflate,
-        indexObjects: indexObjects, lookForIndexObjects: gzipIndexes != .none, indexCache: indexCache)
+        indexObjects: indexObjects, lookForIndexObjects: gzipIndexes != .none, indexCache: indexCache,
+        namedIndex: namedIndex)
     if let library {
         AssetSources.register(in: registry, library: DirectoryAssetLibrary(root: URL(fileURLWithPath: library)))
     } else {

@@ -242,6 +242,48 @@ struct S3ArchiveIndexTests {
     }
 
     @Test(
+        "--index names a member index for an archive on the store: one on the store, a local copy; another archive's is refused",
+        arguments: Format.allCases)
+    func namedIndex(_ format: Format) async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let archive = try Self.archive(format, in: fixture.folder)
+        // The archive under a key with no index beside it; its index built from another key's copy.
+        for key in ["named.\(format.rawValue)", "bare.\(format.rawValue)"] {
+            _ = try await fixture.client.putObject(fixture.location(key), body: ByteBuffer(bytes: archive))
+        }
+        let environment = S3ReadToolTests.environment(fixture)
+        let indexed = "s3://\(fixture.bucket)/named.\(format.rawValue)"
+        let bare = "s3://\(fixture.bucket)/bare.\(format.rawValue)"
+        let built = try await S3ReadToolTests.run(["index", indexed], environment: environment)
+        try #require(built.status == 0, "\(built.stderr)")
+        let local = fixture.folder.appendingPathComponent("copy.blobidx").path
+        try await fixture.stored("named.\(format.rawValue).blobidx").write(to: URL(fileURLWithPath: local))
+        let (name, data) = try #require(Self.files().first { $0.name == "photos/p7.txt" })
+        for index in [indexed + ".blobidx", local] {
+            let cat = try await S3ReadToolTests.run(
+                ["cat", "--verbose", "--index", index, "archive:\(bare)!/\(name)"], environment: environment)
+            #expect(cat.status == 0 && cat.stdout == data, "\(index): \(cat.stderr)")
+            #expect(cat.stderr.contains("found through its member index"), "\(index): \(cat.stderr)")
+        }
+        // Another archive (same size, one byte other, so another ETag): the index is refused,
+        // naming the ETags.
+        let other = "s3://\(fixture.bucket)/other.\(format.rawValue)"
+        var changed = archive
+        changed[changed.count / 2] ^= 0xFF
+        _ = try await fixture.client.putObject(
+            fixture.location("other.\(format.rawValue)"), body: ByteBuffer(bytes: changed))
+        let refused = try await S3ReadToolTests.run(
+            ["cat", "--index", local, "archive:\(other)!/\(name)"], environment: environment)
+        #expect(refused.status != 0 && refused.stdout.isEmpty, "\(refused.stderr)")
+        #expect(refused.stderr.contains("does not match") && refused.stderr.contains("ETag"), "\(refused.stderr)")
+        // An index that is not there: an error naming it.
+        let missing = try await S3ReadToolTests.run(
+            ["cat", "--index", indexed + ".nothing", "archive:\(bare)!/\(name)"], environment: environment)
+        #expect(missing.status != 0 && missing.stderr.contains(indexed + ".nothing"), "\(missing.stderr)")
+    }
+
+    @Test(
         "with a cache: the index found beside the archive is kept, then used with no request for it; a new version is not"
     )
     func cache() async throws {
