@@ -19,6 +19,18 @@ struct RangeListTests {
         peer.serve(bytes, at: "/object.bin")
     }
 
+    /// The object, opened with 1 MiB blocks, `readAhead` of them ahead, and the random-access
+    /// hint (a first answer of 64 KiB).
+    func randomAccessSource(readAhead: Int) -> HTTPRangeDataSource {
+        let large = HTTPRangeOptions(
+            blockSize: 1 << 20, readAhead: readAhead, connection: HTTPConnectionOptions(),
+            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: large)
+        source.expectRandomAccess()
+        source.open()
+        return source
+    }
+
     @Test("each range's bytes, in the order asked; neighbours within the gap share one GET with If-Match")
     func coalesced() throws {
         defer { peer.stop() }
@@ -47,12 +59,7 @@ struct RangeListTests {
     )
     func randomAccessHint() throws {
         defer { peer.stop() }
-        let large = HTTPRangeOptions(
-            blockSize: 1 << 20, readAhead: 1, connection: HTTPConnectionOptions(),
-            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
-        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: large)
-        source.expectRandomAccess()
-        source.open()
+        let source = randomAccessSource(readAhead: 1)
         defer { source.close() }
         #expect(try source.contentIdentity()?.size == Int64(bytes.count))
         let stream = BlobInputStream(dataSource: source)
@@ -69,12 +76,7 @@ struct RangeListTests {
     )
     func plannedRead() throws {
         defer { peer.stop() }
-        let large = HTTPRangeOptions(
-            blockSize: 1 << 20, readAhead: 3, connection: HTTPConnectionOptions(),
-            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
-        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: large)
-        source.expectRandomAccess()
-        source.open()
+        let source = randomAccessSource(readAhead: 3)
         defer { source.close() }
         source.expectRead(2_000_000..<2_300_000)
         try source.seek(to: 2_000_000)
