@@ -14,11 +14,12 @@ extension HTTPRangeDataSource {
     /// The first block after a jump: an eighth of the block size, at least 64 KiB.
     var jumpBlockSize: Int { max(64 << 10, options.blockSize / 8) }
 
-    /// The size of the next block asked for: doubling after a jump, then `blockSize`.
+    /// The size of the next block asked for: doubling after a jump, then `blockSize`; in a
+    /// download (from the start, no jump, no hint), `downloadBlockSize` when set.
     private func nextSize() -> Int {
         guard let ramp = rampSize, ramp < options.blockSize else {
             rampSize = nil
-            return options.blockSize
+            return isDownload ? options.downloadBlockSize ?? options.blockSize : options.blockSize
         }
         rampSize = min(ramp * 2, options.blockSize)
         return ramp
@@ -41,7 +42,10 @@ extension HTTPRangeDataSource {
                 forget(ahead)
             }
             aheads = []
-            if offset != lastBlockEnd { rampSize = jumpBlockSize } // a jump, not the next block
+            if offset != lastBlockEnd { // a jump, not the next block
+                rampSize = jumpBlockSize
+                isDownload = false
+            }
             let size = nextSize()
             fetch = RangeFetch(range: offset...min(offset + Int64(size), object.length) - 1)
             start(fetch, object: object)

@@ -35,6 +35,7 @@ extension HTTPRangeDataSource {
         guard object.etag != nil else {
             throw judge.needsSecondRequest(at: ranges.first?.lowerBound ?? 0, of: object)
         }
+        isDownload = false
         if let outside = ranges.first(where: { $0.lowerBound < 0 || $0.upperBound > object.length }) {
             throw BlobStreamError(
                 .invalidOffset,
@@ -138,6 +139,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
     public func expectRandomAccess() {
         guard !opened else { return }
         firstBlockSize = min(64 << 10, options.blockSize)
+        isDownload = false
     }
 
     /// Asks for `range` now, as one GET (at most `blockSize` of it), unless the block in
@@ -158,6 +160,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
             ahead.cancel()
             forget(ahead)
         }
+        isDownload = false
         let fetch = RangeFetch(range: from...to - 1)
         aheads = [fetch]
         start(fetch, object: object)

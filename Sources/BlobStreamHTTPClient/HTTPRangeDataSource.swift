@@ -108,6 +108,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
     var firstBlockSize: Int?
     /// The end of a range `expectRead(_:)` asked for: no block is read ahead past it.
     var plannedEnd: Int64?
+    /// True while the reading goes on from the object's start with no jump and no hint:
+    /// a download, whose blocks are `options.downloadBlockSize`.
+    var isDownload = true
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 
@@ -296,6 +299,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// read-ahead after it.
     private func blockAtPosition(of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
         if current.map({ !($0.start...$0.end - 1).contains(position) }) ?? true {
+            // The block read before is done with (what `getBuffer` lent it is valid until this
+            // call): its memory goes back before the next block and those read ahead of it
+            // take theirs, so a long read holds `parallelism` blocks, not one more.
+            current = nil
             switch nextBlock(at: position, of: object) {
             case .success(let block): current = block
             case .failure(let error): return .failure(error)

@@ -320,4 +320,41 @@ final class HTTPRangeSourceTests {
         #expect(refused.error?.code == .sourceFailed)
         #expect(refused.error?.message.contains(url) == true)
     }
+
+    @Test("downloadBlockSize: a download asks for larger GETs; a read that jumps keeps blockSize")
+    func downloadBlocks() throws {
+        let bytes = sampleBytes(600_000, seed: 41)
+        let url = try server.serve(Array(bytes), as: "download.bin")
+        let ranges = ConcurrentLog<String>()
+        var large = options
+        large.downloadBlockSize = 128 << 10
+        large.prepare = { request in ranges.add(request.headers.first(name: "Range") ?? "none") }
+        let whole = try read(source(url, large))
+        #expect(whole.error == nil)
+        #expect(sha256(whole.data) == sha256(bytes))
+        // The first GET to the end (its first block of 64 KiB taken), then 128 KiB a GET.
+        #expect(
+            ranges.all == [
+                "bytes=0-", "bytes=65536-196607", "bytes=196608-327679", "bytes=327680-458751",
+                "bytes=458752-589823", "bytes=589824-599999",
+            ], "\(ranges.all)")
+        // A read that jumps (after 10,000 bytes, to 400,000): from there, blocks ramp up from
+        // 8 KiB to 64 KiB, never 128 KiB.
+        let jumping = ConcurrentLog<String>()
+        large.prepare = { request in jumping.add(request.headers.first(name: "Range") ?? "none") }
+        let stream = BlobInputStream(dataSource: source(url, large))
+        stream.open()
+        defer { stream.close() }
+        var head = [UInt8](repeating: 0, count: 10_000)
+        #expect(stream.read(&head, maxLength: head.count) == head.count)
+        try stream.seek(to: 400_000)
+        let (rest, last) = stream.readToEnd(chunkSize: 10_000)
+        #expect(last == 0)
+        #expect(sha256(Data(head)) == sha256(bytes[..<10_000]) && sha256(rest) == sha256(bytes[400_000...]))
+        let sizes = jumping.all.compactMap { range -> Int? in
+            let bounds = range.dropFirst("bytes=".count).split(separator: "-").compactMap { Int($0) }
+            return bounds.count == 2 && bounds[0] >= 400_000 ? bounds[1] - bounds[0] + 1 : nil
+        }
+        #expect(!sizes.isEmpty && sizes.allSatisfy { $0 <= 64 << 10 }, "\(jumping.all)")
+    }
 }
