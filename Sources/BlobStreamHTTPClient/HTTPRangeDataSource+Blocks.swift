@@ -120,7 +120,7 @@ extension HTTPRangeDataSource {
                 return shared.isStopped
             }
             if stopped { return fetch.cancel() }
-            fetch.start(prepared, client: client, deadline: nil, memory: blockMemory)
+            fetch.start(prepared, client: client, deadline: nil, memory: blockMemory, on: blockLoop)
         }
     }
 

@@ -37,11 +37,12 @@ final class RangeFetch: @unchecked Sendable {
         self.range = range
     }
 
-    /// Sends `request` with `client`; `onDone` (optional) runs once on the event loop when
-    /// the answer is complete or failed, before waiters wake.
+    /// Sends `request` with `client`, on a connection of `loop` and answered there when one
+    /// is given; `onDone` (optional) runs once on the event loop when the answer is complete
+    /// or failed, before waiters wake.
     func start(
         _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?, memory: BlockMemory? = nil,
-        onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
+        on loop: (any EventLoop)? = nil, onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
     ) {
         let delegate = RangeDelegate(limit: Int(range.upperBound - range.lowerBound + 2), memory: memory)
         condition.lock()
@@ -49,7 +50,8 @@ final class RangeFetch: @unchecked Sendable {
         let cancelled = outcome != nil
         condition.unlock()
         if cancelled { return }
-        let task = client.execute(request: request, delegate: delegate, deadline: deadline)
+        let preference: HTTPClient.EventLoopPreference = loop.map { .delegateAndChannel(on: $0) } ?? .indifferent
+        let task = client.execute(request: request, delegate: delegate, eventLoop: preference, deadline: deadline)
         condition.withLock { self.task = task }
         task.futureResult.whenComplete { [self] result in
             finish(result.mapError { .transport($0, status: delegate.status, received: delegate.received) })
