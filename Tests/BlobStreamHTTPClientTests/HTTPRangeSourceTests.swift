@@ -325,11 +325,10 @@ final class HTTPRangeSourceTests {
     func downloadBlocks() throws {
         let bytes = sampleBytes(600_000, seed: 41)
         let url = try server.serve(Array(bytes), as: "download.bin")
-        let ranges = ConcurrentLog<String>()
         var large = options
         large.downloadBlockSize = 128 << 10
-        large.prepare = { request in ranges.add(request.headers.first(name: "Range") ?? "none") }
-        let whole = try read(source(url, large))
+        let ranges = ConcurrentLog<String>()
+        let whole = try read(source(url, loggingRanges(large, into: ranges)))
         #expect(whole.error == nil)
         #expect(sha256(whole.data) == sha256(bytes))
         // The first GET to the end (its first block of 64 KiB taken), then 128 KiB a GET.
@@ -341,8 +340,7 @@ final class HTTPRangeSourceTests {
         // A read that jumps (after 10,000 bytes, to 400,000): from there, blocks ramp up from
         // 8 KiB to 64 KiB, never 128 KiB.
         let jumping = ConcurrentLog<String>()
-        large.prepare = { request in jumping.add(request.headers.first(name: "Range") ?? "none") }
-        let stream = BlobInputStream(dataSource: source(url, large))
+        let stream = BlobInputStream(dataSource: source(url, loggingRanges(large, into: jumping)))
         stream.open()
         defer { stream.close() }
         var head = [UInt8](repeating: 0, count: 10_000)
@@ -356,5 +354,12 @@ final class HTTPRangeSourceTests {
             return bounds.count == 2 && bounds[0] >= 400_000 ? bounds[1] - bounds[0] + 1 : nil
         }
         #expect(!sizes.isEmpty && sizes.allSatisfy { $0 <= 64 << 10 }, "\(jumping.all)")
+    }
+
+    /// `options` with a hook that logs the `Range` header of every request into `log`.
+    func loggingRanges(_ options: HTTPRangeOptions, into log: ConcurrentLog<String>) -> HTTPRangeOptions {
+        var logging = options
+        logging.prepare = { request in log.add(request.headers.first(name: "Range") ?? "none") }
+        return logging
     }
 }
