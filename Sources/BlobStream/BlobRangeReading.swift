@@ -40,6 +40,12 @@ public protocol BlobRangeReading: BlobDataSource {
     /// something else (a gzip window), and need not read ahead past it. A hint: reads give
     /// the same bytes either way. By default nothing changes.
     func expectRead(_ range: Range<Int64>)
+
+    /// Says, before `open()`, that the reads will need the last `count` bytes too (an
+    /// index whose record follows its windows): a source whose length comes with its first
+    /// answer may ask for them beside that answer instead of after it. A hint: reads give the
+    /// same bytes either way. By default nothing changes.
+    func expectEnd(_ count: Int)
 }
 
 extension BlobRangeReading {
@@ -48,6 +54,9 @@ extension BlobRangeReading {
 
     /// Nothing changes.
     public func expectRead(_ range: Range<Int64>) {}
+
+    /// Nothing changes.
+    public func expectEnd(_ count: Int) {}
 }
 
 extension BlobUpstreamReader {

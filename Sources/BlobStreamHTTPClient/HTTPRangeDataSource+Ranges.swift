@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import BlobStream
 import Foundation
 
@@ -41,8 +42,10 @@ extension HTTPRangeDataSource {
                 .invalidOffset,
                 "bytes \(outside.lowerBound)..<\(outside.upperBound) are outside \(name) (\(object.length) bytes)")
         }
-        // Ranges inside the block in hand (the first answer's, most often) need no request.
-        let held = current.map { [$0] } ?? []
+        // Ranges inside the block in hand (the first answer's, most often) or the object's end
+        // asked for at open need no request.
+        var held = current.map { [$0] } ?? []
+        if let end = ranges.lazy.compactMap({ self.endBlock(covering: $0, of: object) }).first { held.append(end) }
         let missing = ranges.filter { range in
             !range.isEmpty && !held.contains { $0.start <= range.lowerBound && range.upperBound <= $0.end }
         }
@@ -155,6 +158,9 @@ extension HTTPRangeDataSource: BlobRangeReading {
         let to = min(range.upperBound, object.length, from + Int64(options.blockSize))
         guard from < to else { return }
         if let current, current.start <= from, to <= current.end { return }
+        if let count = endCount, endFetch != nil || endBlock != nil, from >= max(0, object.length - Int64(count)) {
+            return // the object's end, asked for at open
+        }
         if let first = aheads.first, first.range.lowerBound == from, to <= first.range.upperBound + 1 { return }
         for ahead in aheads {
             ahead.cancel()
@@ -170,6 +176,58 @@ extension HTTPRangeDataSource: BlobRangeReading {
         plannedEnd = isLong ? nil : to
         rampSize = isLong ? nil : jumpBlockSize
         lastBlockEnd = from
+    }
+
+    /// Asks for the object's last `count` bytes beside the first GET, at `open()` (with
+    /// `Range: bytes=-COUNT`: the length is not known yet), so that a reader that needs the
+    /// end of an index (a GZIDX's record, after its windows) does not wait for the first
+    /// answer before asking. Their answer is used only when it is a 206 of exactly those
+    /// bytes carrying the first answer's strong ETag; otherwise they are asked for again as
+    /// any range is. Before `open()`; nothing is done after it.
+    public func expectEnd(_ count: Int) {
+        guard !opened, count > 0 else { return }
+        endCount = count
+        isDownload = false
+    }
+
+    /// Sends the GET of the object's last `endCount` bytes (without `If-Match`: the ETag
+    /// is not known yet).
+    func startEndFetch(client: HTTPClient) {
+        guard let count = endCount, case .success(let request) = requests.makeSuffix(url: url, count: Int64(count))
+        else { return }
+        let fetch = RangeFetch(range: 0...Int64(count) - 1)
+        let stopped = shared.lock.withLock {
+            shared.fetches[ObjectIdentifier(fetch)] = fetch
+            return shared.isStopped
+        }
+        if stopped { return fetch.cancel() }
+        endFetch = fetch
+        fetch.start(request, client: client, deadline: nil, on: blockLoop)
+    }
+
+    /// The block of the object's end asked for at open, when `range` lies in it: its answer
+    /// is waited for and kept when it holds exactly those bytes of the object the first
+    /// answer described (a 206, the same strong ETag); nil otherwise.
+    func endBlock(covering range: Range<Int64>, of object: RemoteObject) -> RangeBlock? {
+        if let endBlock {
+            return endBlock.start <= range.lowerBound && range.upperBound <= endBlock.end ? endBlock : nil
+        }
+        guard let fetch = endFetch, let count = endCount, let etag = object.etag, object.length > 0 else { return nil }
+        let expected = max(0, object.length - Int64(count))...object.length - 1
+        guard expected.lowerBound <= range.lowerBound, range.upperBound <= object.length else { return nil }
+        endFetch = nil
+        defer { forget(fetch) }
+        if !fetch.isDone, deadlockCheck() != nil {
+            fetch.cancel()
+            return nil
+        }
+        let answer = fetch.wait()
+        guard case .success(let got) = answer, got.head.status.code == 206,
+            got.head.headers.first(name: "ETag") == etag,
+            case .success(let block) = judge.block(answer, range: expected, of: object)
+        else { return nil }
+        endBlock = block
+        return block
     }
 
     /// The object the first answer described, once judged: its body (the first block) is

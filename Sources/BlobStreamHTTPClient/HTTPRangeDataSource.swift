@@ -112,6 +112,11 @@ public final class HTTPRangeDataSource: BlobDataSource {
     var firstBlockSize: Int?
     /// The end of a range `expectRead(_:)` asked for: no block is read ahead past it.
     var plannedEnd: Int64?
+    /// How many of the object's last bytes `expectEnd(_:)` asked for beside the first GET;
+    /// that GET while in flight; the block it brought, once judged against the first answer.
+    var endCount: Int?
+    var endFetch: RangeFetch?
+    var endBlock: RangeBlock?
     /// True while the reading goes on from the object's start with no jump and no hint:
     /// a download, whose blocks are `options.downloadBlockSize`.
     var isDownload = true
@@ -240,6 +245,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
             client: client, requests: requests, shared: shared, judge: judge, budget: budget, offset: offset,
             blockSize: options.blockSize, maxRedirects: options.maxRedirects, announce: announce)
         first.send(to: url)
+        startEndFetch(client: client)
     }
 
     /// Copies bytes of the current block; waits for the next block when this one is used

@@ -26,6 +26,11 @@ public struct HTTPRangeRequest: Sendable {
     /// True for a request from `range.lowerBound` to the object's end (`Range: bytes=OFFSET-`).
     public var isToEnd: Bool { range.upperBound == Self.toEnd }
 
+    /// N for a request of the object's last N bytes (`Range: bytes=-N`, `expectEnd(_:)`),
+    /// sent before the object's length is known; `range` is then `0...N-1`, counted from the
+    /// N-th byte before the end. nil for every other request.
+    public var suffixLength: Int64?
+
     /// A request as the source makes it; public so that a hook can be tested alone.
     public init(url: URL, method: HTTPMethod = .GET, headers: HTTPHeaders = [:], range: ClosedRange<Int64>) {
         self.url = url

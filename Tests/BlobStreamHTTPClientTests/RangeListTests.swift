@@ -130,4 +130,48 @@ struct RangeListTests {
         #expect(error?.message.contains(url) == true)
         #expect(peer.requests.count == 1)
     }
+
+    @Test("expectEnd: the object's end is asked for beside the first GET; ranges there need no other request")
+    func endBesideFirstAnswer() throws {
+        defer { peer.stop() }
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options)
+        source.expectEnd(100_000)
+        source.open()
+        defer { source.close() }
+        let length = Int64(bytes.count)
+        let ranges: [Range<Int64>] = [length - 50_000..<length, 100..<200, length - 100_000..<length - 99_000]
+        source.expectRead(ranges[0])
+        let parts = try source.bytes(in: ranges)
+        for (range, part) in zip(ranges, parts) {
+            #expect(part == bytes.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)), "\(range)")
+        }
+        #expect(peer.requests.compactMap(\.range).sorted() == ["bytes=-100000", "bytes=0-"], "\(peer.requests)")
+    }
+
+    @Test("expectEnd on a file that changes after the first request: one version's bytes or .changed, never a splice")
+    func endOfAnotherVersion() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("end-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (a, b) = (sampleBytes(300_000, seed: 72), sampleBytes(300_000, seed: 73))
+        let (fileA, fileB) = (folder.appendingPathComponent("a"), folder.appendingPathComponent("b"))
+        try a.write(to: fileA)
+        try b.write(to: fileB)
+        // Whichever of the two GETs the server takes first gets version A, the other B.
+        for _ in 0..<4 {
+            let server = try SocketPeer.changingServer(versionA: fileA, versionB: fileB, validator: .strongETag)
+            defer { server.stop() }
+            let source = HTTPRangeDataSource(url: URL(string: server.baseURL + "/file.bin")!, options: options)
+            source.expectEnd(64 << 10)
+            source.open()
+            defer { source.close() }
+            do {
+                let parts = try source.bytes(in: [0..<1_000, 299_000..<300_000])
+                let whole = [a, b].first { $0.prefix(1_000) == parts[0] }
+                #expect(whole != nil && whole?.suffix(1_000) == parts[1], "the start and the end of two versions")
+            } catch {
+                #expect(error.code == .changed, "\(error)")
+            }
+        }
+    }
 }

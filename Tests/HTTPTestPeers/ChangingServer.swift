@@ -31,7 +31,7 @@ extension SocketPeer {
 
     /// A server of one file that changes after the first request: the first request gets
     /// version A (`versionA`, a file), every later one version B, each with `validator`.
-    /// It answers `Range: bytes=F-L` and `bytes=F-` (206), no `Range` (200), a range past
+    /// It answers `Range: bytes=F-L`, `bytes=F-` and `bytes=-N` (206), no `Range` (200), a range past
     /// the end (416), on kept-alive connections, and records each request in `requests` as
     /// `RANGE|IF-MATCH|IF-UNMODIFIED-SINCE` (`-` for a header not sent).
     public static func changingServer(versionA: URL, versionB: URL, validator: Validator) throws -> SocketPeer {
@@ -59,14 +59,16 @@ extension SocketPeer {
             return try await connection.write(body)
         }
         let bounds = spec.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        let first = Int(bounds[0]) ?? 0
+        // `bytes=-N`: the last N bytes.
+        let suffix = bounds[0].isEmpty && bounds.count > 1 ? Int(bounds[1]) : nil
+        let first = suffix.map { max(0, body.count - $0) } ?? Int(bounds[0]) ?? 0
         guard first < body.count else {
             return try await connection.write(
                 "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(body.count)\r\n"
                     + "Content-Length: 0\r\n\(extra)\r\n")
         }
         let last =
-            bounds.count > 1 && !bounds[1].isEmpty
+            suffix == nil && bounds.count > 1 && !bounds[1].isEmpty
             ? min(Int(bounds[1]) ?? body.count - 1, body.count - 1) : body.count - 1
         let part = body[first...last]
         try await connection.write(

@@ -207,8 +207,13 @@ public final class MisbehavingHTTPPeer: Sendable {
             return .body(.ok, object.etag, nil, object.bytes[...], cutAfter: cutAfter)
         }
         let bounds = range.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let first = Int(bounds[0]), first < length else { return .unsatisfiable(length) }
-        let last = min(bounds.count > 1 ? Int(bounds[1]) ?? length - 1 : length - 1, length - 1)
+        // `bytes=-N`: the last N bytes.
+        let suffix = bounds[0].isEmpty && bounds.count > 1 ? Int(bounds[1]) : nil
+        guard let first = suffix.map({ max(0, length - $0) }) ?? Int(bounds[0]), first < length else {
+            return .unsatisfiable(length)
+        }
+        let last =
+            suffix != nil ? length - 1 : min(bounds.count > 1 ? Int(bounds[1]) ?? length - 1 : length - 1, length - 1)
         return .body(
             .partialContent, object.etag, "bytes \(first)-\(last)/\(length)", object.bytes[first...last],
             cutAfter: cutAfter)

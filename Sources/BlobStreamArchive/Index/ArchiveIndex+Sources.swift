@@ -160,6 +160,8 @@ extension ArchiveIndex {
             made.close()
             throw BlobStreamError(.unsupported, "archive index \(url): its source cannot be read by range")
         }
+        // Its record, at its end, asked for beside its first answer.
+        object.expectEnd(SourceIndexBytes.tailLength)
         object.open()
         return try ArchiveIndex(readingFrom: object, name: url)
     }

@@ -149,6 +149,8 @@ extension GzipIndex {
             made.close()
             throw BlobStreamError(.unsupported, "gzip index \(url): its source cannot be read by range")
         }
+        // Its record, at its end, asked for beside its first answer.
+        object.expectEnd(SourceIndexBytes.tailLength)
         object.open()
         return try GzipIndex(readingFrom: object, name: url)
     }

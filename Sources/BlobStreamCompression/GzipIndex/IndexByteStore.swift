@@ -49,8 +49,9 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
         }
     }
 
-    /// How much of an index's end is asked for with its first answer.
-    static let tailLength = 64 << 10
+    /// How much of an index's end is asked for with its first answer (`expectEnd(_:)`
+    /// before the index's source opens, else as soon as its length is known).
+    package static let tailLength = 64 << 10
 
     package func bytes(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
         guard count > 0 else { return [] }

@@ -20,6 +20,19 @@ struct RangeRequests: Sendable {
         var request = HTTPRangeRequest(url: url, range: first...(last ?? HTTPRangeRequest.toEnd))
         request.headers.add(name: "Range", value: "bytes=\(first)-" + (last.map { String($0) } ?? ""))
         if let etag { request.headers.add(name: "If-Match", value: etag) }
+        return prepared(request)
+    }
+
+    /// A GET of the last `count` bytes of `url` (`Range: bytes=-COUNT`), through `prepare`.
+    func makeSuffix(url: URL, count: Int64) -> Result<HTTPClient.Request, BlobStreamError> {
+        var request = HTTPRangeRequest(url: url, range: 0...count - 1)
+        request.suffixLength = count
+        request.headers.add(name: "Range", value: "bytes=-\(count)")
+        return prepared(request)
+    }
+
+    private func prepared(_ request: HTTPRangeRequest) -> Result<HTTPClient.Request, BlobStreamError> {
+        var request = request
         do {
             try prepare?(&request)
         } catch {
