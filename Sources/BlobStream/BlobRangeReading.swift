@@ -37,7 +37,9 @@ public protocol BlobRangeReading: BlobDataSource {
     /// Says, after a jump is decided and before it is made, which bytes the reads after it
     /// will need (a member's bytes, a gzip range from its seek point): a source that asks
     /// for blocks may ask for this range now, in one request, while the caller fetches
-    /// something else (a gzip window), and need not read ahead past it. A hint: reads give
+    /// something else (a gzip window), and need not read ahead past it. Before `open()`, a
+    /// range that starts at the read offset says how much the first request should bring
+    /// (an index's head and table, not a large block of what follows). A hint: reads give
     /// the same bytes either way. By default nothing changes.
     func expectRead(_ range: Range<Int64>)
 

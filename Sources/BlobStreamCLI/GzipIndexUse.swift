@@ -89,6 +89,10 @@ private func remoteIndex(
     for object: any BlobRangeReading, at url: String, _ use: GzipIndexUse, registry: DataSourceRegistry,
     cache: IndexCache?
 ) throws(BlobStreamError) -> (GzipIndex?, unused: String?) {
+    // With an index looked for, the read jumps (to a seek point) or decodes ranges in
+    // parallel: the object's first answer need not bring a large block from its start,
+    // and without an index a read from the start ramps up from it.
+    if case .none = use {} else { object.expectRandomAccess() }
     object.open()
     switch use {
     case .none:

@@ -52,6 +52,8 @@ extension HTTPRangeDataSource {
     {
         guard case .streamed(let last) = first else { return nil }
         guard object.etag != nil else {
+            // Read as it arrives: as much held as a block (the first block may have been small).
+            openStream.raiseLimit(to: options.blockSize)
             streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
             return nil
         }
@@ -63,6 +65,8 @@ extension HTTPRangeDataSource {
             shared.lock.withLock { shared.stream = nil }
             return nil
         }
+        // Nothing past the block is read from the connection: the request ends after it.
+        openStream.takeOnly(count)
         let bytes = PinnedBytes(capacity: count, from: blockMemory)
         var filled = 0
         let range = openStream.offset...openStream.offset + Int64(count) - 1

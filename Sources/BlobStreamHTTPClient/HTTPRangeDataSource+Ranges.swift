@@ -148,16 +148,32 @@ extension HTTPRangeDataSource: BlobRangeReading {
     /// Asks for `range` now, as one GET (at most `blockSize` of it), unless the block in
     /// hand or the one asked for next already starts there. Reads ahead stop at its end until
     /// a read goes past it, then start again small (a range longer than `blockSize` keeps
-    /// full read-ahead). Without the object's first answer judged, or a strong ETag, nothing
-    /// is done.
+    /// full read-ahead). Without a strong ETag nothing is done.
+    ///
+    /// Before `open()`, a range that starts at the read offset sizes the first answer: its
+    /// first block is that range (at most `blockSize`), and no more of the answer is held
+    /// while the reader has not taken it (an index object's head and member table, not
+    /// 8 MiB of its windows). Later, nothing is done until the first answer is judged.
     public func expectRead(_ range: Range<Int64>) {
-        guard state.error == nil, opened, !closed, let object = try? judgedObject(before: "planning a read"),
+        if !opened {
+            guard !closed, range.lowerBound == position, range.upperBound > range.lowerBound else { return }
+            firstBlockSize = Int(min(range.upperBound - range.lowerBound, Int64(options.blockSize)))
+            isDownload = false
+            return
+        }
+        guard state.error == nil, !closed, let object = try? judgedObject(before: "planning a read"),
             object.etag != nil
         else { return }
         let from = max(range.lowerBound, 0)
         let to = min(range.upperBound, object.length, from + Int64(options.blockSize))
         guard from < to else { return }
         if let current, current.start <= from, to <= current.end { return }
+        // The first answer, its block not taken yet, brings these bytes.
+        if openStream, let first = shared.lock.withLock({ shared.stream?.offset }), first <= from,
+            to <= first + Int64(firstBlockSize ?? options.blockSize)
+        {
+            return
+        }
         if let count = endCount, endFetch != nil || endBlock != nil, from >= max(0, object.length - Int64(count)) {
             return // the object's end, asked for at open
         }

@@ -243,7 +243,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
         }
         let first = FirstRequest(
             client: client, requests: requests, shared: shared, judge: judge, budget: budget, offset: offset,
-            blockSize: options.blockSize, maxRedirects: options.maxRedirects, announce: announce)
+            blockSize: options.blockSize, held: firstBlockSize ?? options.blockSize, maxRedirects: options.maxRedirects,
+            announce: announce)
         first.send(to: url)
         startEndFetch(client: client)
     }

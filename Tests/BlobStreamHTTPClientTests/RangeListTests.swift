@@ -148,6 +148,47 @@ struct RangeListTests {
         #expect(peer.requests.compactMap(\.range).sorted() == ["bytes=-100000", "bytes=0-"], "\(peer.requests)")
     }
 
+    @Test("expectRead before open sizes the first answer; the same range planned again before it is taken asks nothing")
+    func firstAnswerSized() throws {
+        defer { peer.stop() }
+        let large = HTTPRangeOptions(
+            blockSize: 1 << 20, readAhead: 0, connection: HTTPConnectionOptions(),
+            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: large)
+        source.expectRead(0..<200_000)
+        source.open()
+        defer { source.close() }
+        // What an index reader does after open: plans its head again, then reads it and a
+        // range just past it.
+        source.expectRead(0..<200_000)
+        let ranges: [Range<Int64>] = [0..<200_000, 190_000..<250_000]
+        let parts = try source.bytes(in: ranges)
+        for (range, part) in zip(ranges, parts) {
+            #expect(part == bytes.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)), "\(range)")
+        }
+        // The first block held 200,000 bytes, not 1 MiB: the second range is a GET of its own.
+        #expect(
+            peer.requests.compactMap(\.range) == ["bytes=0-", "bytes=190000-249999"], "\(peer.requests)")
+    }
+
+    @Test("a small first answer from a server without a strong ETag is still read whole, as it arrives")
+    func smallFirstAnswerStreamed() throws {
+        defer { peer.stop() }
+        peer.serveWithoutETag(bytes, at: "/weak.bin")
+        let large = HTTPRangeOptions(
+            blockSize: 1 << 20, readAhead: 0, connection: HTTPConnectionOptions(),
+            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/weak.bin"))!, options: large)
+        source.expectRandomAccess()
+        let stream = BlobInputStream(dataSource: source)
+        stream.open()
+        defer { stream.close() }
+        let (whole, last) = stream.readToEnd()
+        #expect(last == 0, "\(String(describing: stream.streamError))")
+        #expect(whole == bytes)
+        #expect(peer.requests.compactMap(\.range) == ["bytes=0-"], "\(peer.requests)")
+    }
+
     @Test("expectEnd on a file that changes after the first request: one version's bytes or .changed, never a splice")
     func endOfAnotherVersion() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("end-\(UUID().uuidString)")

@@ -160,7 +160,9 @@ extension ArchiveIndex {
             made.close()
             throw BlobStreamError(.unsupported, "archive index \(url): its source cannot be read by range")
         }
-        // Its record, at its end, asked for beside its first answer.
+        // Its head and member table in the first answer, no more of it held; its record, at
+        // its end, asked for beside that answer.
+        object.expectRead(0..<Int64(sourcePrefixLength))
         object.expectEnd(SourceIndexBytes.tailLength)
         object.open()
         return try ArchiveIndex(readingFrom: object, name: url)

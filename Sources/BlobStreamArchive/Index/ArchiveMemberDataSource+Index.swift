@@ -84,7 +84,9 @@ extension ArchiveMemberDataSource {
         let url = ArchiveIndex.sidecarURL(forArchiveAt: indexObjects.url)
         // One that cannot be made is made again at the search, which keeps its error.
         guard let made = try? indexObjects.makeSource(url) else { return }
-        // A tar.gz index's gzip record, at its end, asked for beside its first answer.
+        // Its head and member table in the first answer, no more of it held; a tar.gz
+        // index's gzip record, at its end, asked for beside that answer.
+        (made as? any BlobRangeReading)?.expectRead(0..<Int64(ArchiveIndex.sourcePrefixLength))
         (made as? any BlobRangeReading)?.expectEnd(SourceIndexBytes.tailLength)
         made.open()
         earlyIndexSource = (url, made)

@@ -18,6 +18,9 @@ struct FirstRequest: Sendable {
     let budget: RetryBudget
     let offset: Int64
     let blockSize: Int
+    /// The body bytes held before the server is made to wait: the first block's size (a
+    /// reader that jumps, or reads an index's head, takes no more of this answer).
+    let held: Int
     let maxRedirects: Int
     let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void
 
@@ -31,7 +34,7 @@ struct FirstRequest: Sendable {
         case .failure(let error): return announce(.failure(error))
         case .success(let made): request = made
         }
-        let stream = RangeStream(offset: offset, limit: blockSize, wholeLimit: blockSize + 1)
+        let stream = RangeStream(offset: offset, limit: held, wholeLimit: blockSize + 1)
         let stopped = shared.lock.withLock {
             shared.stream = stream
             shared.location = url

@@ -15,8 +15,11 @@ import NIOHTTP1
 final class RangeStream: @unchecked Sendable {
     /// The offset of the first byte asked for.
     let offset: Int64
-    private let limit: Int
+    private var limit: Int
     private let wholeLimit: Int
+    /// The body bytes the reader will take at most (`takeOnly(_:)`): past them, the server
+    /// is left waiting until the request ends.
+    private var wanted = Int.max
     private let condition = NSCondition()
     private var head: HTTPResponseHead?
     private var streaming = false
@@ -107,7 +110,7 @@ final class RangeStream: @unchecked Sendable {
         chunks.append(ByteBuffer(bytes: buffer.readableBytesView))
         buffered += buffer.readableBytes
         condition.broadcast()
-        guard buffered >= limit else { return eventLoop.makeSucceededVoidFuture() }
+        guard buffered >= limit || received >= wanted else { return eventLoop.makeSucceededVoidFuture() }
         let promise = eventLoop.makePromise(of: Void.self)
         demand = promise
         return promise.futureResult
@@ -166,11 +169,29 @@ final class RangeStream: @unchecked Sendable {
             copied += n
         }
         buffered -= copied
-        let resume = buffered < limit / 2 ? demand : nil
+        let resume = buffered < limit / 2 && received < wanted ? demand : nil
         if resume != nil { demand = nil }
         condition.unlock()
         resume?.succeed()
         return .bytes(copied)
+    }
+
+    /// Says that the reader takes at most the first `count` bytes of the body (then ends the
+    /// request): no more are read from the connection once that many came.
+    func takeOnly(_ count: Int) {
+        condition.withLock { wanted = count }
+    }
+
+    /// Lets up to `bytes` of the body be held from now on (an answer read as it arrives,
+    /// after a first block that was to be small).
+    func raiseLimit(to bytes: Int) {
+        let resume = condition.withLock { () -> EventLoopPromise<Void>? in
+            limit = max(limit, bytes)
+            guard buffered < limit / 2, let waiting = demand else { return nil }
+            demand = nil
+            return waiting
+        }
+        resume?.succeed()
     }
 
     /// True when a `take` would return at once (bytes are held, or the answer is over).
