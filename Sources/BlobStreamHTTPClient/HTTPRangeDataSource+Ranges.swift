@@ -82,7 +82,9 @@ extension HTTPRangeDataSource {
         return ranges.map { range in
             guard !range.isEmpty else { return Data() }
             let block = fetched.first { $0.start <= range.lowerBound && range.upperBound <= $0.end }!
-            return Data(block.bytes[Int(range.lowerBound - block.start)..<Int(range.upperBound - block.start)])
+            // One memcpy (a Data made from the collection would copy byte by byte).
+            let from = Int(range.lowerBound - block.start)
+            return Data(UnsafeBufferPointer(rebasing: block.bytes.buffer[from..<from + range.count]))
         }
     }
 }

@@ -267,6 +267,48 @@ final class HTTPRangeSourceTests {
         missing.connection.caBundle = server.folder.path + "/no-such-ca.pem"
         let noBundle = try read(source(url, missing))
         #expect(noBundle.error?.message.contains("no-such-ca.pem") == true)
+        // Bad bundles: none is trusted, each fails the read (checked when the client is
+        // made, or parsed at the first TLS connection), naming the file or TLS.
+        let bad: [(name: String, contents: String, names: String)] = [
+            ("empty.pem", "", "empty.pem"),
+            ("text.pem", "not a certificate\n", "text.pem"),
+            ("damaged.pem", "-----BEGIN CERTIFICATE-----\nMIIBroken==\n-----END CERTIFICATE-----\n", "TLS"),
+        ]
+        for bundle in bad {
+            let path = server.folder.path + "/" + bundle.name
+            try Data(bundle.contents.utf8).write(to: URL(fileURLWithPath: path))
+            var options = options
+            options.connection.caBundle = path
+            let result = try read(source(url, options))
+            #expect(result.last == -1, "\(bundle.name)")
+            #expect(result.data.isEmpty, "\(bundle.name)")
+            #expect(
+                result.error?.message.contains(bundle.names) == true,
+                "\(bundle.name): \(String(describing: result.error))")
+        }
+    }
+
+    @Test("a CA bundle is checked when the client is made and parsed only for TLS: http:// needs none of it")
+    func caBundleChecked() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = URL(string: "http://127.0.0.1:9/x")!
+        let missing = HTTPConnectionOptions(caBundle: folder.path + "/none.pem")
+        let notFound = #expect(throws: BlobStreamError.self) { try missing.clientConfiguration(for: url) }
+        #expect(notFound?.code == .notFound)
+        #expect(notFound?.message.contains("none.pem") == true)
+        let text = folder.appendingPathComponent("text.pem")
+        try Data("hello\n".utf8).write(to: text)
+        let corrupt = #expect(throws: BlobStreamError.self) {
+            try HTTPConnectionOptions(caBundle: text.path).clientConfiguration(for: url)
+        }
+        #expect(corrupt?.code == .corrupt)
+        #expect(corrupt?.message.contains("text.pem") == true)
+        let pem = folder.appendingPathComponent("ca.pem")
+        try Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8).write(to: pem)
+        let configuration = try HTTPConnectionOptions(caBundle: pem.path).clientConfiguration(for: url)
+        #expect(configuration.tlsConfiguration?.additionalTrustRoots == [.file(pem.path)])
     }
 
     @Test("HTTPS_PROXY: the reads go through the proxy's CONNECT tunnel; NO_PROXY bypasses it")

@@ -174,7 +174,7 @@ struct ArchiveIndexSourceBytes: ArchiveIndexBytes {
         guard end <= length else {
             throw BlobStreamError(.corrupt, "archive index '\(store.label)' is damaged: it ends at byte \(length)")
         }
-        start = try store.bytes(count: end, at: 0, what: "its member table")
+        start = try store.start(atLeast: end, what: "its member table")
     }
 
     mutating func bytes(_ count: Int) throws -> [UInt8] {

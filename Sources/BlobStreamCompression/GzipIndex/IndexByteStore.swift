@@ -69,6 +69,13 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
         return try fetch(count: count, at: offset, what: what)
     }
 
+    /// At least the first `count` bytes: all that the first request kept when it holds
+    /// them (shared, not copied), else `bytes(count:at:what:)` from the start.
+    package func start(atLeast count: Int, what: String) throws(BlobStreamError) -> [UInt8] {
+        if let kept = prefix.withLock({ $0 }), count <= kept.count { return kept }
+        return try bytes(count: count, at: 0, what: what)
+    }
+
     private func fetch(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
         let label = self.label
         let source = self.source
@@ -95,7 +102,7 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
             throw BlobStreamError(
                 .corrupt, "\(label): corrupt \(what): \(data.count) bytes came for \(count) asked at byte \(offset)")
         }
-        return [UInt8](data)
+        return data.withUnsafeBytes { [UInt8]($0) } // one memcpy
     }
 
     deinit {
