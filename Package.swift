@@ -239,7 +239,7 @@ let package = Package(
                 "BlobStream", "BlobStreamHTTPClient", "BlobStreamNetworking", "BlobStreamFiles",
                 "blobstream-upload-alloc-probe",
                 "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamTestSupport", "NginxTestServer",
-                "SampleAssetLibrary", "HTTPTestPeers",
+                "SampleAssetLibrary", "HTTPTestPeers", "BlobStreamCompression",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

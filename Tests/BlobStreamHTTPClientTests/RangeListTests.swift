@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamCompression
 import BlobStreamHTTPClient
 import BlobStreamTestSupport
 import Foundation
@@ -187,6 +188,34 @@ struct RangeListTests {
         #expect(last == 0, "\(String(describing: stream.streamError))")
         #expect(whole == bytes)
         #expect(peer.requests.compactMap(\.range) == ["bytes=0-"], "\(peer.requests)")
+    }
+
+    @Test("an index read by range: consecutive windows come from reads ahead, not a GET each; windows apart, one each")
+    func indexWindowsReadAhead() throws {
+        defer { peer.stop() }
+        let source = HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options)
+        source.open()
+        let store = SourceIndexBytes(source, label: "index", prefixLength: 64 << 10)
+        #expect(try store.bytes(count: 100, at: 0, what: "head") == [UInt8](bytes.prefix(100)))
+        let window = 32_768
+        func expected(_ offset: Int64) -> [UInt8] { [UInt8](bytes[Int(offset)..<Int(offset) + window]) }
+        // 40 windows one after the other (a decode through consecutive seek points): the
+        // first by itself, then 1 MiB at a time.
+        var before = peer.requests.count
+        for k in 0..<40 {
+            let offset = Int64((1 << 20) + k * window)
+            #expect(try store.bytes(count: window, at: offset, what: "window") == expected(offset), "window \(k)")
+        }
+        #expect(peer.requests.count - before == 3, "\(peer.requests.dropFirst(before))")
+        // Windows apart (a read that jumps): one GET each, nothing read ahead.
+        before = peer.requests.count
+        let apart = (0..<4).map { Int64(100_000 + $0 * 200_000) }
+        for offset in apart {
+            #expect(try store.bytes(count: window, at: offset, what: "window") == expected(offset), "at \(offset)")
+        }
+        #expect(
+            peer.requests.dropFirst(before).compactMap(\.range) == apart.map { "bytes=\($0)-\($0 + Int64(window) - 1)" }
+        )
     }
 
     @Test("expectEnd on a file that changes after the first request: one version's bytes or .changed, never a splice")

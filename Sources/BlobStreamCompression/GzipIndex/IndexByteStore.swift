@@ -29,6 +29,8 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
     private let source: any BlobRangeReading
     private let lock = Mutex(())
     private let prefix = Mutex<[UInt8]?>(nil)
+    /// The bytes read ahead (from `start`), and where the last read ended.
+    private let ahead = Mutex<(start: Int64, bytes: [UInt8], lastEnd: Int64)>((0, [], -1))
     /// How much of the start the first request brings by default: 64 KiB, the point table
     /// of about 3,600 seek points (a 14 GiB stream at the default spacing).
     package static let prefixLength = 64 << 10
@@ -66,8 +68,29 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
             prefix.withLock { $0 = start }
             return count == start.count ? start : Array(start[..<count])
         }
-        return try fetch(count: count, at: offset, what: what)
+        // A window right after the last one read (a decode going through consecutive seek
+        // points): the next ones come from one read of `readAheadLength`, not a request each.
+        if let held = ahead.withLock({ ahead -> [UInt8]? in
+            guard offset >= ahead.start, end <= ahead.start + Int64(ahead.bytes.count) else { return nil }
+            ahead.lastEnd = end
+            return Array(ahead.bytes[Int(offset - ahead.start)..<Int(end - ahead.start)])
+        }) {
+            return held
+        }
+        if ahead.withLock({ $0.lastEnd == offset }), let length = lock.withLock({ _ in source.length }), length > end {
+            let block = try fetch(
+                count: Int(min(max(Int64(count), Int64(Self.readAheadLength)), length - offset)), at: offset,
+                what: what,
+                keepingAhead: end)
+            return Array(block[..<count])
+        }
+        let bytes = try fetch(count: count, at: offset, what: what)
+        ahead.withLock { $0.lastEnd = end }
+        return bytes
     }
+
+    /// How much is read at once when a read follows the one before it: 1 MiB, 32 windows.
+    package static let readAheadLength = 1 << 20
 
     /// At least the first `count` bytes: all that the first request kept when it holds
     /// them (shared, not copied), else `bytes(count:at:what:)` from the start.
@@ -76,11 +99,23 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
         return try bytes(count: count, at: 0, what: what)
     }
 
-    private func fetch(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {
+    /// `count` bytes at `offset` from the source; with `keepingAhead`, kept as the bytes read
+    /// ahead (before the source is let go, so that a caller waiting for it finds them), the
+    /// last read ending there.
+    private func fetch(count: Int, at offset: Int64, what: String, keepingAhead readEnd: Int64? = nil)
+        throws(BlobStreamError) -> [UInt8]
+    {
         let label = self.label
         let source = self.source
         let result: Result<Data, BlobStreamError> = lock.withLock { _ in
             let end = offset + Int64(count)
+            // Read ahead by another caller while this one waited for the source.
+            if let held = self.ahead.withLock({ ahead -> Data? in
+                guard offset >= ahead.start, end <= ahead.start + Int64(ahead.bytes.count) else { return nil }
+                return Data(ahead.bytes[Int(offset - ahead.start)..<Int(end - ahead.start)])
+            }) {
+                return .success(held)
+            }
             if let length = source.length, end > length {
                 return .failure(
                     BlobStreamError(
@@ -89,7 +124,12 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
                     ))
             }
             do throws(BlobStreamError) {
-                return .success(try source.bytes(at: [offset..<end]).first ?? Data())
+                let data = try source.bytes(at: [offset..<end]).first ?? Data()
+                if let readEnd, data.count == count {
+                    let kept = data.withUnsafeBytes { [UInt8]($0) }
+                    self.ahead.withLock { $0 = (offset, kept, readEnd) }
+                }
+                return .success(data)
             } catch {
                 return .failure(
                     BlobStreamError(
