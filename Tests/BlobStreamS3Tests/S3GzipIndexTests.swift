@@ -5,6 +5,7 @@ import BlobStreamS3
 import BlobStreamTestSupport
 import Foundation
 import NIOCore
+import Synchronization
 import Testing
 
 /// Gzip seek-point indexes of objects on the store: built through the object's ranged
@@ -184,8 +185,18 @@ struct S3GzipIndexTests {
         let index = try await S3ReadToolTests.run(["index", "--spacing", "262144", url], environment: environment)
         #expect(index.status == 0, "\(index.stderr)")
         #expect(String(decoding: index.stdout, as: UTF8.self).hasPrefix(url + ".gzidx\t"))
-        let stored = try GzipIndex(serialized: [UInt8](try await fixture.stored("big.gz.gzidx")), name: "stored")
+        let storedBytes = try await fixture.stored("big.gz.gzidx")
+        let stored = try GzipIndex(serialized: [UInt8](storedBytes), name: "stored")
         #expect(stored.identity?.entityTag != nil && stored.points.count > 3)
+        // GZIDX stays interoperable: the index built from the store, downloaded beside a copy
+        // of the object, is read by indexed_gzip, which gives the same bytes.
+        let gzPath = fixture.folder.appendingPathComponent("downloaded.gz").path
+        let indexPath = fixture.folder.appendingPathComponent("downloaded.gz.gzidx").path
+        try gz.write(to: URL(fileURLWithPath: gzPath))
+        try storedBytes.write(to: URL(fileURLWithPath: indexPath))
+        let ranges = [(0, 1000), (1_234_567, 200_000), (4_000_000, 500_000), (data.count - 1000, 1000)]
+        let theirs = try Self.indexedGzipRead(gz: gzPath, index: indexPath, ranges: ranges)
+        #expect(theirs == ranges.map { sha256Hex(data.subdata(in: $0.0..<$0.0 + $0.1)) })
         let cat = try await S3ReadToolTests.run(
             ["cat", "--offset", "4000000", "--length", "500000", "gzip:" + url], environment: environment)
         #expect(cat.status == 0, "\(cat.stderr)")
@@ -201,6 +212,48 @@ struct S3GzipIndexTests {
             ["index", "--output", "http://127.0.0.1:1/x.gzidx", url], environment: environment)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("--output"), "\(refused.stderr)")
+    }
+}
+
+extension S3GzipIndexTests {
+    /// What indexed_gzip (PyPI, in the virtual environment `scripts/indexed-gzip-venv` makes)
+    /// reads of `gz` through the GZIDX file `index`: the sha256 of each (offset, count).
+    static func indexedGzipRead(gz: String, index: String, ranges: [(Int, Int)]) throws -> [String] {
+        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts")
+        let python = try output(of: scripts.appendingPathComponent("indexed-gzip-venv").path, [])
+        let read = try output(
+            of: python.trimmingCharacters(in: .whitespacesAndNewlines),
+            [scripts.appendingPathComponent("indexed-gzip-interop.py").path, "read", gz, index]
+                + ranges.map { "\($0.0):\($0.1)" })
+        return read.split(separator: "\n").map(String.init)
+    }
+
+    /// The standard output of a program that must succeed (its standard error in the failure).
+    static func output(of executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let (out, err) = (Pipe(), Pipe())
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both to their end before waiting: a full pipe would stop the program.
+        let errors = Mutex(Data())
+        let drained = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let bytes = err.fileHandleForReading.readDataToEndOfFile()
+            errors.withLock { $0 = bytes }
+            drained.signal()
+        }
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        drained.wait()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let stderr = errors.withLock { String(decoding: $0, as: UTF8.self) }
+            throw BlobStreamError(.sourceFailed, "\(executable) \(arguments.joined(separator: " ")) failed: \(stderr)")
+        }
+        return String(decoding: stdout, as: UTF8.self)
     }
 }
 
