@@ -4,7 +4,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if __has_include(<isa-l/igzip_lib.h>)
 #include <isa-l/igzip_lib.h>
@@ -136,6 +138,8 @@ const char *bs_isal_unavailable_reason(void) {
 
 struct bs_isal_inflater {
     struct inflate_state state;
+    /// A copy of `state` made by `bs_isal_inflater_save` (allocated at the first save).
+    struct inflate_state *saved;
 };
 
 /// An inflater whose state checks `crc_flag`'s wrapper (gzip members or raw deflate).
@@ -145,6 +149,7 @@ static bs_isal_inflater *inflater_create(uint32_t crc_flag) {
     if (inflater == NULL) return NULL;
     p_inflate_init(&inflater->state);
     inflater->state.crc_flag = crc_flag;
+    inflater->saved = NULL;
     return inflater;
 }
 
@@ -169,7 +174,43 @@ static int inflate_once(
     return rc;
 }
 
-void bs_isal_inflater_destroy(bs_isal_inflater *inflater) { free(inflater); }
+void bs_isal_inflater_destroy(bs_isal_inflater *inflater) {
+    if (inflater == NULL) return;
+    free(inflater->saved);
+    free(inflater);
+}
+
+/// Copies the state from `from` to `to`: everything before the output history, and the
+/// history's valid bytes (the rest of the 64 KiB buffer is unused).
+static void copy_state(struct inflate_state *to, const struct inflate_state *from) {
+    memcpy(to, from, offsetof(struct inflate_state, tmp_out_buffer));
+    int32_t valid = from->tmp_out_valid;
+    if (valid < 0) valid = 0;
+    if ((size_t)valid > sizeof(from->tmp_out_buffer)) valid = (int32_t)sizeof(from->tmp_out_buffer);
+    memcpy(to->tmp_out_buffer, from->tmp_out_buffer, (size_t)valid);
+}
+
+int bs_isal_inflater_save(bs_isal_inflater *inflater) {
+    if (inflater->saved == NULL) {
+        inflater->saved = malloc(sizeof(struct inflate_state));
+        if (inflater->saved == NULL) return 0;
+    }
+    copy_state(inflater->saved, &inflater->state);
+    return 1;
+}
+
+void bs_isal_inflater_restore(bs_isal_inflater *inflater) {
+    if (inflater->saved != NULL) copy_state(&inflater->state, inflater->saved);
+}
+
+int bs_isal_inflater_crossed_block(const bs_isal_inflater *inflater) {
+    const struct inflate_state *now = &inflater->state, *then = inflater->saved;
+    if (then == NULL) return 0;
+    int was_stored = then->block_state == ISAL_BLOCK_TYPE0, is_stored = now->block_state == ISAL_BLOCK_TYPE0;
+    if (was_stored != is_stored) return 1;
+    return memcmp(&now->lit_huff_code, &then->lit_huff_code, sizeof(now->lit_huff_code)) != 0
+        || memcmp(&now->dist_huff_code, &then->dist_huff_code, sizeof(now->dist_huff_code)) != 0;
+}
 
 void bs_isal_inflater_reset(bs_isal_inflater *inflater) {
     p_inflate_reset(&inflater->state); // keeps crc_flag
@@ -270,6 +311,18 @@ bs_isal_block_step bs_isal_inflate_block_step(
     UNUSED_INFLATE_ARGUMENTS;
     bs_isal_block_step step = {0, 0, -9, 0, 0, 0, 0, {0}};
     return step;
+}
+
+int bs_isal_inflater_save(bs_isal_inflater *inflater) {
+    (void)inflater;
+    return 0;
+}
+
+void bs_isal_inflater_restore(bs_isal_inflater *inflater) { (void)inflater; }
+
+int bs_isal_inflater_crossed_block(const bs_isal_inflater *inflater) {
+    (void)inflater;
+    return 0;
 }
 
 int bs_isal_available(void) { return 0; }

@@ -17,7 +17,11 @@ enum RemoteArchiveIndexing {
         try await RemoteGzipIndexing.offThread { () throws -> Bool in
             let head = try firstBytes(of: url, count: 512, registry: registry)
             if head.starts(with: [0x1F, 0x8B]) {
-                return ArchiveIndex.gzipHoldsTar(source: try registry.makeSource(url: url), name: url)
+                // The first tar header comes from the first few KiB: no large first block,
+                // no blocks ahead of the reads (the index build reads the object next).
+                let source = try registry.makeSource(url: url)
+                (source as? any BlobRangeReading)?.expectRead(0..<(64 << 10))
+                return ArchiveIndex.gzipHoldsTar(source: source, name: url)
             }
             if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
                 return true
@@ -38,6 +42,7 @@ enum RemoteArchiveIndexing {
         guard let object = made as? any BlobRangeReading else {
             throw ToolFailure(message: "cannot index \(url): its source cannot be read by range")
         }
+        object.expectRead(0..<Int64(count)) // a first answer of these bytes only
         object.open()
         _ = try object.contentIdentity() // waits for the first answer (the length)
         let length = object.length ?? 0

@@ -89,6 +89,36 @@ struct GzipDamage: CustomStringConvertible, Sendable {
         #expect(sha256(all) == sha256(input.plain))
     }
 
+    @Test("blocks of ordinary size (about 70 KB of output each): ISA-L's hunts find about as many points as zlib")
+    func isalFindsBlockStarts() throws {
+        // Bytes from 48 letters: dynamic blocks of about 50 KB of compressed data, so a hunt's
+        // first look-ahead (4 KiB of input) passes a block start now and then, and its closer
+        // looks must find it.
+        let plain = Data(randomBytes(3 << 20, seed: 5).map { 0x30 + $0 % 48 })
+        let gz = try Gzip.compress(plain)
+        let folder = try IndexTestFolder()
+        let path = try folder.write("blocks.gz", gz)
+        let spacing = 64 << 10
+        let isal = try GzipIndex.build(fileAtPath: path, spacing: spacing, engine: .isal)
+        let zlib = try GzipIndex.build(fileAtPath: path, spacing: spacing, engine: .zlib)
+        let isalPoints = isal.points.map(\.uncompressedOffset)
+        let zlibPoints = zlib.points.map(\.uncompressedOffset)
+        #expect(zlibPoints.count * 4 >= plain.count / spacing * 3)
+        // zlib places a point at the first block start past the spacing; ISA-L at that one or,
+        // when the header fit in one small input, at a later one. A hunt that could not tell
+        // a block start in its look-ahead would give up (its budget spent) and leave few.
+        #expect(isalPoints.count * 4 >= zlibPoints.count * 3, "ISA-L \(isalPoints.count), zlib \(zlibPoints.count)")
+        #expect(
+            zip(isal.points, isal.points.dropFirst()).allSatisfy {
+                $1.uncompressedOffset - $0.uncompressedOffset >= spacing
+            })
+        for offset in stride(from: 0, to: plain.count, by: 300_007) {
+            let (bytes, error) = readIndexed(path: path, index: isal, at: Int64(offset), count: 40_000)
+            #expect(error == nil)
+            #expect(bytes == plain[offset..<min(plain.count, offset + 40_000)], "at \(offset)")
+        }
+    }
+
     @Test("both engines refuse the same damaged files, with the same kind of error", arguments: GzipDamage.table)
     func sameRefusals(_ damage: GzipDamage) throws {
         let damaged = damage.apply(input)

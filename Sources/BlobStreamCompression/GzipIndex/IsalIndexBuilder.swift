@@ -13,11 +13,20 @@ import CBlobStreamIsal
 /// boundary at least `spacing` bytes after the last one (not always the first such boundary,
 /// as zlib's walker finds it: a short block header that fits in the input is passed over).
 ///
+/// Every call of ISA-L moves its 32 KiB of history, so a hunt made only of small calls costs
+/// hundreds of moves per point (about a quarter of the build). A hunt therefore looks ahead
+/// first (`lookAheadSteps`): a call with a larger input, after which the inflater tells whether
+/// a new block began within it (`bs_isal_inflater_crossed_block`). If none did, the call stands;
+/// if one did, the call is taken back (`bs_isal_inflater_restore`) and its input looked through
+/// with the next, smaller size, down to `huntInput`.
+///
 /// Not thread-safe: one owner.
 final class IsalIndexBuilder {
     /// Bytes of input per call while looking for a block boundary: a dynamic block's header is
     /// usually longer, so the call stops inside it.
     static let huntInput = 32
+    /// Input per look-ahead call while hunting, coarse to fine, before calls of `huntInput`.
+    static let lookAheadSteps = [4096, 512]
     /// The most input one hunt takes: a boundary not found by then (fixed-Huffman blocks,
     /// whose 3-bit header always fits) is given up, and the next hunt starts `spacing` later,
     /// so that building never costs much more than inflating.
@@ -120,6 +129,10 @@ final class IsalIndexBuilder {
         var stalls = 0
         var storedLeft = 0
         var hunted = 0
+        // The hunt's place in `lookAheadSteps` (its count: calls of `huntInput`), and where the
+        // input in which a look-ahead found a block start ends (compressed offset).
+        var huntLevel = 0
+        var windowEnd: Int64 = 0
         while true {
             let input: UnsafeRawBufferPointer
             switch try fill() {
@@ -129,13 +142,31 @@ final class IsalIndexBuilder {
             if Self.outputCapacity - filled < Self.leastRoom { slideHistory() }
             let distance = Int64(spacing) - (produced - lastWindowedPoint)
             let hunting = distance <= 0
-            let huntCount = storedLeft > 0 ? storedLeft : Self.huntInput
+            if huntLevel > 0 && upstream.offset >= windowEnd { huntLevel = 0 }
+            var huntCount = Self.huntInput
+            var lookingAhead = false
+            if storedLeft > 0 {
+                huntCount = storedLeft
+            } else if hunting && huntLevel < Self.lookAheadSteps.count {
+                lookingAhead = bs_isal_inflater_save(inflater) != 0
+                if lookingAhead { huntCount = Self.lookAheadSteps[huntLevel] }
+            }
+            if huntLevel > 0 { huntCount = min(huntCount, Int(windowEnd - upstream.offset)) }
             let inCount = min(input.count, hunting ? huntCount : Self.outputCapacity)
             let room = hunting ? Self.outputCapacity - filled : Int(min(Int64(Self.outputCapacity - filled), distance))
             let out = base + Self.history + filled
             let step = bs_isal_inflate_block_step(
                 inflater, input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt32(inCount), out,
                 UInt32(room))
+            if lookingAhead && step.status == 0 && step.at_block_boundary == 0
+                && bs_isal_inflater_crossed_block(inflater) != 0
+            {
+                // A block starts within these bytes: look through them again, closer.
+                bs_isal_inflater_restore(inflater)
+                windowEnd = upstream.offset + Int64(inCount)
+                huntLevel += 1
+                continue
+            }
             upstream.consume(Int(step.consumed))
             storedLeft = Int(step.stored_left)
             if step.produced > 0 { try took(out, Int(step.produced)) }
@@ -153,11 +184,13 @@ final class IsalIndexBuilder {
                 addPoint(window: window(), compressedOffset: upstream.offset - held / 8, bits: Int(held % 8))
                 lastWindowedPoint = produced
                 hunted = 0
+                huntLevel = 0
             } else if hunting {
                 hunted += Int(step.consumed)
                 if hunted > Self.huntBudget {
                     lastWindowedPoint = produced
                     hunted = 0
+                    huntLevel = 0
                 }
             }
             if step.consumed > 0 || step.produced > 0 {

@@ -111,4 +111,19 @@ typedef struct bs_isal_block_step {
 bs_isal_block_step bs_isal_inflate_block_step(
     bs_isal_inflater *inflater, const uint8_t *input, uint32_t input_count, uint8_t *output, uint32_t output_count);
 
+/// Keeps a copy of the inflater's state (its position, tables and history), for
+/// `bs_isal_inflater_restore` and `bs_isal_inflater_crossed_block`. Returns 0 when no memory
+/// was left for the copy (nothing saved). For looking ahead while building an index: each call
+/// of ISA-L costs a 32 KiB history move, so searching a block's end 32 bytes at a time is slow;
+/// a large look-ahead call tells whether a block starts within its input.
+int bs_isal_inflater_save(bs_isal_inflater *inflater);
+
+/// Puts back the state saved last (the calls since then never happened).
+void bs_isal_inflater_restore(bs_isal_inflater *inflater);
+
+/// 1 when the inflater has gone into another deflate block since the last save: its decoding
+/// tables or its kind of block changed. (Two blocks in a row with the same tables, as fixed
+/// Huffman blocks have, are not told apart.)
+int bs_isal_inflater_crossed_block(const bs_isal_inflater *inflater);
+
 #endif
