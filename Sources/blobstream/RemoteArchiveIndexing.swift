@@ -15,19 +15,44 @@ enum RemoteArchiveIndexing {
     /// first inflated header is a tar's.
     static func isArchive(_ url: String, registry: DataSourceRegistry) async throws -> Bool {
         try await RemoteGzipIndexing.offThread { () throws -> Bool in
-            let head = try firstBytes(of: url, count: 512, registry: registry)
+            let head = try firstBytes(of: url, count: headLength, registry: registry)
             if head.starts(with: [0x1F, 0x8B]) {
-                // The first tar header comes from the first few KiB: no large first block,
-                // no blocks ahead of the reads (the index build reads the object next).
+                if let holdsTar = inflatedHeaderIsTar(head) { return holdsTar }
+                // The first tar header is not in the head (a long gzip header): read on,
+                // small first block, no blocks ahead (the index build reads the object next).
                 let source = try registry.makeSource(url: url)
-                (source as? any BlobRangeReading)?.expectRead(0..<(64 << 10))
+                (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
                 return ArchiveIndex.gzipHoldsTar(source: source, name: url)
             }
             if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
                 return true
             }
-            return head.count == 512 && head[257..<262].elementsEqual("ustar".utf8)
+            return head.count >= 512 && head[257..<262].elementsEqual("ustar".utf8)
         }
+    }
+
+    /// What is read of an object's start to tell what it holds: enough for a gzip's first
+    /// 512 inflated bytes, but for a gzip header with long extra fields.
+    private static let headLength = 64 << 10
+
+    /// Whether the first 512 bytes `head` (a gzip's first bytes) inflates to are a tar
+    /// header; nil when it does not hold that many.
+    private static func inflatedHeaderIsTar(_ head: [UInt8]) -> Bool? {
+        var first: [UInt8] = []
+        let enough = BlobStreamError(.sourceFailed, "the first 512 bytes are in")
+        do {
+            _ = try GzipIndex.build(
+                from: DataBytesSource(Data(head)), spacing: 1 << 30, name: "the object's head", engine: .automatic,
+                onOutput: { (bytes: UnsafeRawBufferPointer) throws(BlobStreamError) in
+                    first += bytes.prefix(512 - first.count)
+                    if first.count == 512 { throw enough }
+                })
+        } catch {
+            // The head ends (it is only the start of the object) or is not gzip: what was
+            // inflated before tells, or nothing does.
+        }
+        guard first.count == 512 else { return nil }
+        return first[257..<262].elementsEqual("ustar".utf8)
     }
 
     /// Up to `count` bytes at the start of the object (fewer when it is shorter).

@@ -242,6 +242,33 @@ struct S3ArchiveIndexTests {
     }
 
     @Test(
+        "blobstream index s3://… of a tar.gz whose gzip header is longer than the 64 KiB it first reads: a member index"
+    )
+    func longGzipHeader() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let plain = try Self.archive(.tarGzip, in: fixture.folder)
+        try #require(plain[3] == 0, "tar -z wrote header fields; the test splices an extra field into a bare header")
+        // FEXTRA (one 65,000-byte subfield) and FNAME (10,000 bytes) before the deflate data.
+        let extra = Data("BS".utf8) + Data([0xE8, 0xFD]) + Data(repeating: 0x20, count: 65_000)
+        let name = Data(repeating: 0x6E, count: 10_000) + Data([0])
+        var archive = plain.prefix(10)
+        archive[3] = 0x04 | 0x08
+        archive += Data([UInt8(extra.count & 0xFF), UInt8(extra.count >> 8)]) + extra + name + plain.dropFirst(10)
+        let key = "long-header.tar.gz"
+        _ = try await fixture.client.putObject(fixture.location(key), body: ByteBuffer(bytes: archive))
+        let environment = S3ReadToolTests.environment(fixture)
+        let url = "s3://\(fixture.bucket)/\(key)"
+        let index = try await S3ReadToolTests.run(["index", url], environment: environment)
+        #expect(index.status == 0, "\(index.stderr)")
+        let lines = String(decoding: index.stdout, as: UTF8.self).split(separator: "\n")
+        #expect(lines.first?.hasPrefix(url + ".blobidx\t") == true, "\(lines)")
+        let member = Self.files().first { $0.name == "photos/p7.txt" }!
+        let cat = try await S3ReadToolTests.run(["cat", "archive:\(url)!/\(member.name)"], environment: environment)
+        #expect(cat.status == 0 && cat.stdout == member.data, "\(cat.stderr)")
+    }
+
+    @Test(
         "--index names a member index for an archive on the store: one on the store, a local copy; another archive's is refused",
         arguments: Format.allCases)
     func namedIndex(_ format: Format) async throws {
