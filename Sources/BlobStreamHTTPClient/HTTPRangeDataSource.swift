@@ -85,9 +85,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// The client's event loops (fixed at creation: `completionContext` may be asked from
     /// any thread).
     private var eventLoopGroup: (any EventLoopGroup)?
-    /// The event loop of this source's block GETs, their connections' and their answers':
-    /// an answer collected on another loop than its connection's hands every body part
-    /// across threads (about a tenth of a download's CPU).
+    /// The event loop of this source's block GETs: their answers are collected there, and
+    /// the pool makes their connections there (kept alive from one block to the next). An
+    /// answer collected on another loop than its connection's hands every body part across
+    /// threads (about a tenth of a download's CPU).
     var blockLoop: (any EventLoop)?
     private let ownsClient: Bool
     var position: Int64 = 0

@@ -57,6 +57,8 @@ public final class MisbehavingHTTPPeer: Sendable {
         var gets = 0
         var listener: (any Channel)?
         var connections: [ObjectIdentifier: any Channel] = [:]
+        /// Every connection accepted so far.
+        var opened = 0
         var stopped = false
         /// Between a `.down` fault and the listener's return: connections are closed unanswered.
         var isDown = false
@@ -95,6 +97,9 @@ public final class MisbehavingHTTPPeer: Sendable {
 
     /// The requests seen so far, in order.
     public var requests: [Seen] { logged.withLock { seen } }
+
+    /// How many connections the peer has accepted so far.
+    public var connectionsOpened: Int { state.withLock { $0.opened } }
 
     /// Waits until `condition` holds for the requests seen, at most `timeout` seconds; true
     /// when it holds.
@@ -152,7 +157,10 @@ public final class MisbehavingHTTPPeer: Sendable {
     func opened(_ channel: any Channel) {
         // A connection accepted just before the listener closed: refused as well.
         if state.withLock({ $0.isDown }) { return channel.close(promise: nil) }
-        state.withLock { $0.connections[ObjectIdentifier(channel)] = channel }
+        state.withLock {
+            $0.connections[ObjectIdentifier(channel)] = channel
+            $0.opened += 1
+        }
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
         }

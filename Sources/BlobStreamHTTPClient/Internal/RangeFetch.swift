@@ -37,9 +37,14 @@ final class RangeFetch: @unchecked Sendable {
         self.range = range
     }
 
-    /// Sends `request` with `client`, on a connection of `loop` and answered there when one
-    /// is given; `onDone` (optional) runs once on the event loop when the answer is complete
-    /// or failed, before waiters wake.
+    /// Sends `request` with `client`, answered on `loop` when one is given, on a kept-alive
+    /// connection of the pool (new connections are made on `loop`); `onDone` (optional) runs
+    /// once on the event loop when the answer is complete or failed, before waiters wake.
+    ///
+    /// `loop` is a preference, not a requirement (`.delegate(on:)`): AsyncHTTPClient closes a
+    /// connection made for a request that requires its loop (`.delegateAndChannel(on:)`) as
+    /// soon as it is idle, so each block's GET would open a connection of its own (86 for a
+    /// GiB, each a TLS handshake on a real store).
     func start(
         _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?, memory: BlockMemory? = nil,
         on loop: (any EventLoop)? = nil, onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
@@ -50,7 +55,7 @@ final class RangeFetch: @unchecked Sendable {
         let cancelled = outcome != nil
         condition.unlock()
         if cancelled { return }
-        let preference: HTTPClient.EventLoopPreference = loop.map { .delegateAndChannel(on: $0) } ?? .indifferent
+        let preference: HTTPClient.EventLoopPreference = loop.map { .delegate(on: $0) } ?? .indifferent
         let task = client.execute(request: request, delegate: delegate, eventLoop: preference, deadline: deadline)
         condition.withLock { self.task = task }
         task.futureResult.whenComplete { [self] result in

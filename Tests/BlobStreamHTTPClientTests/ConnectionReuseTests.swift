@@ -1,0 +1,43 @@
+import BlobStream
+import BlobStreamHTTPClient
+import BlobStreamTestSupport
+import Foundation
+import HTTPTestPeers
+import Testing
+
+/// The GETs of one read go over kept-alive connections: a long read of many blocks opens
+/// about as many connections as it has GETs in flight, not one per block (a TLS handshake
+/// per block on a real store).
+@Suite("Remote reads keep their connections", .serialized)
+struct ConnectionReuseTests {
+    @Test("a read of 48 blocks, 4 in flight: the bytes whole (sha256), over a handful of connections")
+    func blocksShareConnections() throws {
+        let peer = try MisbehavingHTTPPeer()
+        defer { peer.stop() }
+        let bytes = sampleBytes(3 << 20, seed: 74)
+        peer.serve(bytes, at: "/object.bin")
+        let options = HTTPRangeOptions(
+            blockSize: 64 << 10, readAhead: 3, connection: HTTPConnectionOptions(),
+            retry: HTTPRetryPolicy(initialDelay: .milliseconds(20)))
+        let stream = BlobInputStream(
+            dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options))
+        stream.open()
+        defer { stream.close() }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 100_000)
+        while true {
+            let n = stream.read(&buffer, maxLength: buffer.count)
+            if n <= 0 {
+                #expect(n == 0, "\(String(describing: stream.streamError))")
+                break
+            }
+            data.append(buffer, count: n)
+        }
+        #expect(sha256(data) == sha256(bytes))
+        let gets = peer.requests.filter { $0.method == "GET" }.count
+        #expect(gets >= 48, "one GET per 64 KiB block: \(gets)")
+        // The first answer's connection ends after its block (the rest of its body is not
+        // read); the blocks after it share the connections of the GETs in flight (4).
+        #expect(peer.connectionsOpened <= 6, "\(peer.connectionsOpened) connections for \(gets) GETs")
+    }
+}
