@@ -106,8 +106,12 @@ public enum HTTPClientUpload {
             // The first source is made now, so that a source that cannot be made fails here;
             // a client that asks for the body again (a redirect it follows) gets a fresh one.
             let first = FirstSource(try body.makeSource())
-            // The request's task and its connection on one event loop: the pump's writes hop
-            // to it once.
+            // The request's task on one event loop, its connection preferably there too (the
+            // pump's writes then hop to it once). A preference, not a requirement
+            // (`.delegate(on:)`): AsyncHTTPClient closes a connection made for a request that
+            // requires its loop as soon as it is idle, so every upload of a pool would open a
+            // connection of its own (a TLS handshake each); preferred, a kept-alive
+            // connection of the pool serves the next upload.
             let eventLoop = client.eventLoopGroup.any()
             let request = try HTTPClient.Request(
                 url: name, method: method, headers: fields,
@@ -120,7 +124,7 @@ public enum HTTPClientUpload {
                 })
             let delegate = AnswerDelegate(method: method, total: body.length, activity: activity, pumps: pumps)
             let task = client.execute(
-                request: request, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop),
+                request: request, delegate: delegate, eventLoop: .delegate(on: eventLoop),
                 deadline: .now() + timeout)
             let answer: AnswerDelegate.Answer
             do {

@@ -7,7 +7,8 @@ import Testing
 
 /// The GETs of one read go over kept-alive connections: a long read of many blocks opens
 /// about as many connections as it has GETs in flight, not one per block (a TLS handshake
-/// per block on a real store).
+/// per block on a real store); uploads through one pool, one after another, share a
+/// connection.
 @Suite("Remote reads keep their connections", .serialized)
 struct ConnectionReuseTests {
     @Test("a read of 48 blocks, 4 in flight: the bytes whole (sha256), over a handful of connections")
@@ -39,5 +40,30 @@ struct ConnectionReuseTests {
         // The first answer's connection ends after its block (the rest of its body is not
         // read); the blocks after it share the connections of the GETs in flight (4).
         #expect(peer.connectionsOpened <= 6, "\(peer.connectionsOpened) connections for \(gets) GETs")
+    }
+
+    @Test("five uploads through one pool, one after another: each copy whole (sha256), over one connection")
+    func uploadsShareAConnection() async throws {
+        let peer = try MisbehavingHTTPPeer()
+        defer { peer.stop() }
+        let pool = HTTPClientPool(connection: HTTPConnectionOptions())
+        let uploader = HTTPClientUploader(pool: pool)
+        var sent: [Data] = []
+        for index in 0..<5 {
+            let bytes = sampleBytes(300_000 + index, seed: UInt64(80 + index))
+            sent.append(bytes)
+            let result = try await uploader.upload(
+                UploadBody(length: Int64(bytes.count)) { DataBytesSource(bytes) }, to: peer.url("/up/\(index).bin")
+            ).result
+            #expect(result.statusCode == 201)
+        }
+        for (index, bytes) in sent.enumerated() {
+            #expect(peer.bytes(at: "/up/\(index).bin").map(sha256) == sha256(bytes), "upload \(index)")
+        }
+        #expect(peer.requests.filter { $0.action == "stored" }.count == 5)
+        // Each upload used to require an event loop of its own: a connection made for it,
+        // closed once the upload ended (5 connections).
+        #expect(peer.connectionsOpened <= 2, "\(peer.connectionsOpened) connections for 5 uploads")
+        try await pool.shutdown()
     }
 }

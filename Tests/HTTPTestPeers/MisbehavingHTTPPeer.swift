@@ -19,7 +19,8 @@ import Synchronization
 ///
 /// Paths `/hop/N/REST` answer a redirect to `/hop/N-1/REST`, `/hop/1/REST` to `/REST` (in turn 301,
 /// 302, 303, 307, 308), and `/hop/0/REST` is `/REST`. Faults apply to GETs of served objects (redirects
-/// excluded), counted from 1 since `setFaults`.
+/// excluded), counted from 1 since `setFaults`. A PUT stores its body at its path (answered
+/// 201 Created), served from then on: an upload's copy, to compare.
 public final class MisbehavingHTTPPeer: Sendable {
     /// What to do to one GET.
     public enum Fault: Sendable, Equatable {
@@ -39,7 +40,8 @@ public final class MisbehavingHTTPPeer: Sendable {
         public let method: String, path: String
         /// Its `Range` and `If-Match` headers.
         public let range: String?, ifMatch: String?
-        /// What the peer did: `served`, `cut`, `status`, `down`, `redirect`, `notFound`, `refused` (If-Match).
+        /// What the peer did: `served`, `cut`, `status`, `down`, `redirect`, `notFound`, `refused` (If-Match),
+        /// `stored` (a PUT).
         public let action: String
     }
 
@@ -83,6 +85,11 @@ public final class MisbehavingHTTPPeer: Sendable {
     /// can be pinned to.
     public func serveWithoutETag(_ bytes: Data, at path: String) {
         state.withLock { $0.objects[path] = ([UInt8](bytes), nil) }
+    }
+
+    /// The bytes stored or served at `path`, if any (an upload's copy).
+    public func bytes(at path: String) -> Data? {
+        state.withLock { $0.objects[path].map { Data($0.bytes) } }
     }
 
     /// Makes GET number `first` (counted from 1 from now) and those after it meet `faults`
@@ -164,6 +171,10 @@ public final class MisbehavingHTTPPeer: Sendable {
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
         }
+    }
+
+    func store(_ bytes: [UInt8], at path: String) {
+        state.withLock { $0.objects[path] = (bytes, "\"peer-\(UUID().uuidString.prefix(8))-\(bytes.count)\"") }
     }
 
     func log(_ head: HTTPRequestHead, _ action: String) {

@@ -8,6 +8,8 @@ final class PeerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let peer: MisbehavingHTTPPeer?
     private var head: HTTPRequestHead?
+    /// The body of a PUT, as it arrives.
+    private var uploaded: [UInt8] = []
 
     init(peer: MisbehavingHTTPPeer?) {
         self.peer = peer
@@ -21,11 +23,21 @@ final class PeerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): self.head = head
-        case .body: break
+        case .head(let head):
+            self.head = head
+            uploaded = []
+        case .body(let part):
+            if head?.method == .PUT { uploaded += part.readableBytesView }
         case .end:
             guard let head, let peer else { return }
             self.head = nil
+            if head.method == .PUT {
+                // An upload: stored at its path (served to later GETs), answered 201.
+                peer.store(uploaded, at: head.uri)
+                peer.log(head, "stored")
+                uploaded = []
+                return write(.created, [:], body: [], context: context)
+            }
             respond(to: head, peer: peer, context: context)
         }
     }
