@@ -27,6 +27,7 @@ deps:
 	@scripts/install-deps $(DEBIAN_PACKAGES) $(STORE_PACKAGES)
 	@python3 -c 'import werkzeug' 2>/dev/null || python3 -m pip install --quiet werkzeug
 	@scripts/indexed-gzip-venv >/dev/null
+	@scripts/rapidgzip-venv >/dev/null
 
 build: deps
 	$(SWIFT) build

@@ -255,7 +255,7 @@ let package = Package(
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive",
                 "BlobStreamTestSupport", "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer",
-                "BlobStreamCompression",
+                "BlobStreamCompression", "HTTPTestPeers",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

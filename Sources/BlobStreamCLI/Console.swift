@@ -7,9 +7,11 @@ import Synchronization
 package enum Console {
     /// One line on stderr, prefixed with the tool's name. Control characters in the message
     /// (a name with a newline or an escape sequence) are percent-encoded: one line, and
-    /// nothing reaches the terminal but text.
+    /// nothing reaches the terminal but text. A URL's password (`http://user:secret@host/`)
+    /// is left out, as curl shows it: the line may go to a log.
     package static func error(_ message: String) {
-        FileHandle.standardError.write(Data("blobstream: \(BlobURL.escapedText(message))\n".utf8))
+        let line = BlobURL.escapedText(BlobURL.redactingPasswords(message))
+        FileHandle.standardError.write(Data("blobstream: \(line)\n".utf8))
     }
 
     /// A note on stderr (`--verbose`), written as `error` writes a line.

@@ -1,5 +1,6 @@
 // Every file the tool writes (indexes, `--output`): where it may go, and how it is written.
 
+import BlobStreamSystem
 import Foundation
 import Glibc
 
@@ -9,10 +10,10 @@ import Glibc
 /// command's inputs, compared by device and inode (`stat`), so through any link: a hard
 /// link, a symbolic link, `/proc/self/fd/N`. Anything else there (a directory, a FIFO, a
 /// device, a socket, a symbolic link to nothing, an input) is refused with a `UsageError`
-/// naming the path and why, before anything is written. The bytes go to a temporary file
-/// in the destination's folder, which is then renamed over the destination (a symbolic
-/// link to a regular file: over its target, so the link stays): an interrupted run leaves
-/// the destination as it was, never a partial file.
+/// naming the path and why, before anything is written. The bytes go to an unnamed file in
+/// the destination's folder (`AtomicFileWrite`), which is then renamed over the destination
+/// (a symbolic link to a regular file: over its target, so the link stays): an interrupted
+/// run leaves the destination as it was, never a partial file, and no temporary file.
 package struct OutputFile {
     /// The path as given (the user's `--output`, or the default beside the input).
     package let path: String
@@ -47,37 +48,31 @@ package struct OutputFile {
         _ = try destination()
     }
 
-    /// Writes `bytes` to the file: into a temporary file beside it, flushed to the disk,
-    /// then renamed over it. The destination is checked again just before the rename.
+    /// Writes `bytes` to the file: into an unnamed file beside it, flushed to the disk, then
+    /// renamed over it (`AtomicFileWrite`). The destination is checked again just before the
+    /// rename.
     ///
     /// - Throws: `UsageError` when the destination became something the tool may not
-    ///   write over; `ToolFailure` naming the path when a step fails (the temporary file is
-    ///   then removed).
+    ///   write over; `ToolFailure` naming the path when a step fails (nothing is left).
     package func write(_ bytes: UnsafeRawBufferPointer) throws {
         let target = try destination()
-        let folder = (target as NSString).deletingLastPathComponent
-        let name = (target as NSString).lastPathComponent
         var existing = stat()
-        let replaces = stat(target, &existing) == 0
-        let (descriptor, temporary) = try createTemporaryFile(in: folder.isEmpty ? "." : folder, beside: name)
-        var renamed = false
-        defer { if !renamed { unlink(temporary) } }
-        do {
-            if replaces { _ = fchmod(descriptor, existing.st_mode & 0o7777) }
-            try writeAll(bytes, to: descriptor)
-            guard fsync(descriptor) == 0 else { throw failure("cannot flush '\(temporary)' to the disk", errno) }
-        } catch {
-            close(descriptor)
-            throw error
+        let mode = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : nil
+        var changed = false
+        var refused: UsageError?
+        let written = AtomicFileWrite.write(bytes, to: target, mode: mode) {
+            do throws(UsageError) {
+                changed = try destination() != target
+            } catch {
+                refused = error
+            }
+            return refused == nil && !changed
         }
-        guard close(descriptor) == 0 else { throw failure("cannot write '\(temporary)'", errno) }
-        guard try destination() == target else {
-            throw failure("'\(path)' changed while the tool wrote it", 0)
+        if let refused { throw refused }
+        if changed { throw failure("'\(path)' changed while the tool wrote it", 0) }
+        if case .failure(let failure) = written {
+            throw self.failure("cannot \(failure.call) a temporary file beside '\(target)'", failure.code)
         }
-        guard rename(temporary, target) == 0 else {
-            throw failure("cannot rename '\(temporary)' to '\(target)'", errno)
-        }
-        renamed = true
     }
 
     /// Writes the bytes of `data` (see `write(_:)`).
@@ -122,31 +117,6 @@ package struct OutputFile {
     private func failure(_ what: String, _ code: Int32) -> ToolFailure {
         let reason = code == 0 ? "" : ": " + String(cString: strerror(code))
         return ToolFailure(message: "cannot write \(role) to '\(path)': \(what)\(reason)")
-    }
-
-    /// Creates a new file (`O_EXCL`, mode 0666 less the umask) in `folder`, named after the
-    /// destination so that one left by a killed run says what it was.
-    private func createTemporaryFile(in folder: String, beside name: String) throws -> (Int32, String) {
-        let stem = name.utf8.count <= 200 ? "." + name : ""
-        for _ in 0..<100 {
-            let candidate = folder + "/" + stem + ".blobstream-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-            let descriptor = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
-            if descriptor >= 0 { return (descriptor, candidate) }
-            if errno != EEXIST { throw failure("cannot create a temporary file in '\(folder)'", errno) }
-        }
-        throw failure("cannot create a temporary file in '\(folder)'", EEXIST)
-    }
-
-    private func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw failure("cannot write \(bytes.count) bytes", errno)
-            }
-            done += n
-        }
     }
 }
 

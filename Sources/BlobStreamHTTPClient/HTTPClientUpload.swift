@@ -66,7 +66,9 @@ public enum HTTPClientUpload {
         do {
             let client = client ?? own!
             outcome = .success(
-                try await withUploadLimits(url: target.absoluteString, options: options, activity: activity) {
+                try await withUploadLimits(
+                    url: BlobURL.redactingPasswords(target.absoluteString), options: options, activity: activity
+                ) {
                     try await send(
                         body, to: target, method: method, headers: headers, client: client, options: options,
                         timeout: timeout, mode: mode, activity: activity, progress: progress)
@@ -96,8 +98,9 @@ public enum HTTPClientUpload {
         var redirects = 0
         while true {
             activity.beginAttempt()
-            let name = target.absoluteString
-            var fields = HTTPHeaders(headers.map { ($0.name, $0.value) })
+            let name = BlobURL.redactingPasswords(target.absoluteString)
+            var fields = HTTPHeaders(
+                UploadRedirect.headers(headers, for: target, origin: url).map { ($0.name, $0.value) })
             if let contentType = body.contentType, !fields.contains(name: "Content-Type") {
                 fields.add(name: "Content-Type", value: contentType)
             }
@@ -114,7 +117,7 @@ public enum HTTPClientUpload {
             // connection of the pool serves the next upload.
             let eventLoop = client.eventLoopGroup.any()
             let request = try HTTPClient.Request(
-                url: name, method: method, headers: fields,
+                url: target.absoluteString, method: method, headers: fields,
                 body: .stream(contentLength: body.length) { writer in
                     activity.beginBody(total: body.length)
                     let pump = BodyPump(
@@ -134,6 +137,14 @@ public enum HTTPClientUpload {
                     task.cancel()
                 }
                 pumps.cancel()
+            } catch let error as HTTPClientError
+                where error == .requestStreamCancelled && delegate.refusalBeforeEnd != nil
+            {
+                // The server answered a redirect or an error before the client saw the body's
+                // end: that answer is what counts (a redirect is followed with a fresh body).
+                pumps.cancel()
+                try Task.checkCancellation()
+                answer = delegate.refusalBeforeEnd!
             } catch {
                 pumps.cancel()
                 try Task.checkCancellation()
@@ -168,7 +179,7 @@ public enum HTTPClientUpload {
             if let next = try UploadRedirect.target(
                 status: status, location: answer.head.headers.first(name: "Location"), from: target,
                 redirects: redirects, options: options,
-                body: body)
+                body: body, origin: url, headers: headers)
             {
                 redirects += 1
                 target = next

@@ -34,6 +34,10 @@ import Synchronization
 ///   out. The first GET is sent again only while it brought none of the object's bytes.
 /// - Redirects (301, 302, 303, 307, 308) of the first GET are followed, at most
 ///   `options.maxRedirects` (5); the blocks after it go to the last location, under its ETag.
+///   The `prepare` hook (credentials, a signer) runs only for requests to the URL's own origin
+///   (scheme, host, port): with a hook, a redirect to another origin is followed only to a
+///   presigned URL (`X-Amz-Signature`), without the hook, and any other is refused with an
+///   error that names the location. A password in the URL is never printed (`name`).
 /// - Without a strong ETag (a weak one, only Last-Modified, none), no second request could
 ///   tell whether the file changed since the first, so every byte comes from the first
 ///   answer, read as it arrives (at most `options.blockSize` bytes held), and
@@ -156,10 +160,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
     public init(url: URL, options: HTTPRangeOptions = HTTPRangeOptions(), name: String? = nil) {
         self.url = url
         self.options = options
-        self.name = name ?? url.absoluteString
+        self.name = name ?? BlobURL.redactingPasswords(url.absoluteString)
         self.judge = RangeJudgement(url: self.name, connection: options.connection)
         self.shared = Shared()
-        self.requests = RangeRequests(name: self.name, prepare: options.prepare)
+        self.requests = RangeRequests(name: self.name, prepare: options.prepare, origin: url)
         self.budget = RetryBudget(policy: options.retry)
         self.blockMemory = BlockMemory(keep: options.readAhead + 2)
         self.ownsClient = options.client == nil && options.pool == nil

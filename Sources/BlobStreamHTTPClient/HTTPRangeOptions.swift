@@ -58,6 +58,11 @@ public struct HTTPRangeOptions: Sendable {
     /// It may add headers or sign the request (by `request.method`); an error it throws
     /// fails the read (`.sourceFailed`, naming the URL, the error as cause). Synchronous on
     /// purpose: reading never depends on the cooperative thread pool.
+    ///
+    /// The hook runs only for requests to the source's own origin (the scheme, host and port
+    /// of its URL): what it adds is made for that origin and never goes anywhere else. A
+    /// redirect to another origin is then followed only when the location carries its own
+    /// authorization (a presigned URL), without the hook; otherwise the read fails naming it.
     public typealias Prepare = @Sendable (inout HTTPRangeRequest) throws -> Void
 
     /// The default block: 8 MiB per ranged GET (the part size of uploads).

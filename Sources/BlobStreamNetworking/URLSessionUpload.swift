@@ -33,16 +33,20 @@ public enum URLSessionUpload {
         try UploadURL.validate(url)
         try Task.checkCancellation()
         let activity = UploadActivity()
-        return try await withUploadLimits(url: url.absoluteString, options: options, activity: activity) {
+        return try await withUploadLimits(
+            url: BlobURL.redactingPasswords(url.absoluteString), options: options, activity: activity
+        ) {
             var target = url
             var redirects = 0
             while true {
                 let hop = try await send(
-                    body, to: target, method: method, headers: headers, options: options, activity: activity,
+                    body, to: target, method: method,
+                    headers: UploadRedirect.headers(headers, for: target, origin: url), options: options,
+                    activity: activity,
                     progress: progress)
                 if let next = try UploadRedirect.target(
                     status: hop.status, location: hop.location, from: target, redirects: redirects, options: options,
-                    body: body)
+                    body: body, origin: url, headers: headers)
                 {
                     redirects += 1
                     target = next
@@ -51,7 +55,7 @@ public enum URLSessionUpload {
                 guard (200..<300).contains(hop.status) else {
                     throw BlobStreamError(
                         .uploadFailed,
-                        "upload to \(target.absoluteString) failed: HTTP \(hop.status) \(HTTPURLResponse.localizedString(forStatusCode: hop.status))"
+                        "upload to \(BlobURL.redactingPasswords(target.absoluteString)) failed: HTTP \(hop.status) \(HTTPURLResponse.localizedString(forStatusCode: hop.status))"
                     )
                 }
                 return UploadResult(
@@ -104,23 +108,30 @@ public enum URLSessionUpload {
         try Task.checkCancellation()
         if let failure = delegate.bodyError() {
             throw BlobStreamError(
-                .uploadFailed, "upload to \(url.absoluteString) aborted: the body failed: \(failure)", cause: failure)
+                .uploadFailed,
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) aborted: the body failed: \(failure)",
+                cause: failure)
         }
         if let early = delegate.earlyAnswer {
             throw UploadRedirect.earlyAnswer(
-                url: url.absoluteString, status: early.status, sent: early.sent, total: early.total)
+                url: BlobURL.redactingPasswords(url.absoluteString), status: early.status, sent: early.sent,
+                total: early.total)
         }
         if let error {
             throw BlobStreamError(
-                .uploadFailed, "upload to \(url.absoluteString) failed: \(error.localizedDescription)", cause: error)
+                .uploadFailed,
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(error.localizedDescription)",
+                cause: error)
         }
         guard let http = response as? HTTPURLResponse else {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) got no HTTP answer")
+            throw BlobStreamError(
+                .uploadFailed, "upload to \(BlobURL.redactingPasswords(url.absoluteString)) got no HTTP answer")
         }
         if (200..<300).contains(http.statusCode), !activity.bodyState.complete {
             let state = activity.bodyState
             throw UploadRedirect.earlyAnswer(
-                url: url.absoluteString, status: http.statusCode, sent: state.sent, total: state.total)
+                url: BlobURL.redactingPasswords(url.absoluteString), status: http.statusCode, sent: state.sent,
+                total: state.total)
         }
         let fields = http.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
             guard let name = key as? String, let value = value as? String else { return nil }

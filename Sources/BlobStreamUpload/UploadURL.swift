@@ -32,10 +32,11 @@ public enum UploadURL {
         return url
     }
 
-    /// The URL for messages: control bytes percent-encoded, so that it stays on one line.
+    /// The URL for messages: control bytes percent-encoded, so that it stays on one line, and
+    /// its password left out (`BlobURL.redactingPasswords(_:)`).
     static func display(_ string: String) -> String {
         var out = ""
-        for scalar in string.unicodeScalars {
+        for scalar in BlobURL.redactingPasswords(string).unicodeScalars {
             if scalar.value < 0x20 || scalar.value == 0x7F {
                 out += String(format: "%%%02X", scalar.value)
             } else {

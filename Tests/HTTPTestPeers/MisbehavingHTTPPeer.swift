@@ -18,7 +18,9 @@ import Synchronization
 /// ```
 ///
 /// Paths `/hop/N/REST` answer a redirect to `/hop/N-1/REST`, `/hop/1/REST` to `/REST` (in turn 301,
-/// 302, 303, 307, 308), and `/hop/0/REST` is `/REST`. Faults apply to GETs of served objects (redirects
+/// 302, 303, 307, 308), and `/hop/0/REST` is `/REST`. `/elsewhere/PORT/REST` answers a 302 to
+/// `http://127.0.0.1:PORT/REST`, another origin (a second peer); `/elsewhere-presigned/PORT/REST`
+/// the same with a presigned query (`X-Amz-Signature`), which the second peer ignores. Faults apply to GETs of served objects (redirects
 /// excluded), counted from 1 since `setFaults`. A PUT stores its body at its path (answered
 /// 201 Created), served from then on: an upload's copy, to compare.
 public final class MisbehavingHTTPPeer: Sendable {
@@ -40,6 +42,8 @@ public final class MisbehavingHTTPPeer: Sendable {
         public let method: String, path: String
         /// Its `Range` and `If-Match` headers.
         public let range: String?, ifMatch: String?
+        /// The credentials it carried: its `Authorization` and `X-Amz-Security-Token` headers.
+        public let authorization: String?, securityToken: String?
         /// What the peer did: `served`, `cut`, `status`, `down`, `redirect`, `notFound`, `refused` (If-Match),
         /// `stored` (a PUT).
         public let action: String
@@ -182,9 +186,22 @@ public final class MisbehavingHTTPPeer: Sendable {
             seen.append(
                 Seen(
                     method: head.method.rawValue, path: head.uri, range: head.headers.first(name: "Range"),
-                    ifMatch: head.headers.first(name: "If-Match"), action: action))
+                    ifMatch: head.headers.first(name: "If-Match"),
+                    authorization: head.headers.first(name: "Authorization"),
+                    securityToken: head.headers.first(name: "X-Amz-Security-Token"), action: action))
             logged.broadcast()
         }
+    }
+
+    /// The location on another origin that `/elsewhere/PORT/REST` (or
+    /// `/elsewhere-presigned/PORT/REST`) redirects to; nil for any other path. A PUT there is
+    /// answered 307 (send the body again) with it.
+    static func elsewhere(_ uri: String) -> String? {
+        let parts = uri.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: true)
+        guard parts.count == 3, parts[0] == "elsewhere" || parts[0] == "elsewhere-presigned", let port = Int(parts[1])
+        else { return nil }
+        let query = parts[0] == "elsewhere" ? "" : "?X-Amz-Expires=60&X-Amz-Signature=0123456789abcdef"
+        return "http://127.0.0.1:\(port)/\(parts[2].prefix { $0 != "?" })\(query)"
     }
 
     /// What to answer to `head`.
@@ -201,9 +218,13 @@ public final class MisbehavingHTTPPeer: Sendable {
             ][hops % 5]
             return .redirect(status, hops == 1 ? rest : "/hop/\(hops - 1)\(rest)")
         }
+        if let location = Self.elsewhere(head.uri) { return .redirect(.found, location) }
         return state.withLock { s in
             if s.isDown { return .down(0) }
-            guard let object = s.objects[head.uri] else { return .status(404) }
+            // A query (a presigned URL's) names the same object.
+            guard let object = s.objects[head.uri] ?? s.objects[String(head.uri.prefix { $0 != "?" })] else {
+                return .status(404)
+            }
             s.gets += 1
             let index = s.gets - s.firstFaulted
             if index >= 0, index < s.faults.count {

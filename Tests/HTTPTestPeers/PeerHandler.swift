@@ -31,6 +31,11 @@ final class PeerHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let head, let peer else { return }
             self.head = nil
+            if head.method == .PUT, let location = MisbehavingHTTPPeer.elsewhere(head.uri) {
+                peer.log(head, "redirect")
+                uploaded = []
+                return write(.temporaryRedirect, ["Location": location], body: [], context: context)
+            }
             if head.method == .PUT {
                 // An upload: stored at its path (served to later GETs), answered 201.
                 peer.store(uploaded, at: head.uri)

@@ -276,10 +276,10 @@ public struct ArchiveIndex: Sendable, Equatable {
     ///   the cause; `.unsupported` when a FIFO, a device, a socket or a folder is there.
     public func write(to path: String) throws {
         try WriteDestination.check(path, role: "the archive index")
-        do {
-            try encoded().write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw BlobStreamError(.ioFailed, "cannot write archive index '\(path)'", cause: error)
+        // Written whole or not at all, and nothing left behind by a killed run.
+        let written = encoded().withUnsafeBytes { AtomicFileWrite.write($0, to: path) }
+        if case .failure(let failure) = written {
+            throw failure.error("a temporary file beside '\(path)'", context: "cannot write archive index '\(path)'")
         }
     }
 

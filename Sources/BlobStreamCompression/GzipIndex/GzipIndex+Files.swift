@@ -76,10 +76,10 @@ extension GzipIndex {
     public func write(toPath path: String) throws(BlobStreamError) {
         try WriteDestination.check(path, role: "the gzip index")
         let bytes = try serializedLoadingWindows()
-        do {
-            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw BlobStreamError(.ioFailed, "\(path): cannot write the gzip index: \(error)", cause: error)
+        // Written whole or not at all, and nothing left behind by a killed run.
+        let written = bytes.withUnsafeBytes { AtomicFileWrite.write($0, to: path) }
+        if case .failure(let failure) = written {
+            throw failure.error("a temporary file beside '\(path)'", context: "cannot write the gzip index")
         }
     }
 

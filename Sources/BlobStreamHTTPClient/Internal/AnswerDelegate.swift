@@ -35,6 +35,12 @@ final class AnswerDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     /// A 2xx head that came before the last body byte was written, and the bytes by then.
     var earlyAnswer: (status: Int, sent: Int64)? { lock.withLock { _earlyAnswer } }
+    /// The answer's head with a status of 300 or more, when one came before the client
+    /// ended the request (AsyncHTTPClient then cancels the body and fails the task with
+    /// `requestStreamCancelled`, though the server said what it wants: a redirect, a 413).
+    var refusalBeforeEnd: Answer? {
+        lock.withLock { head.flatMap { $0.status.code >= 300 ? Answer(head: $0, body: body) : nil } }
+    }
     /// A request the client sent with a method other than the upload's (a redirect it
     /// followed with GET).
     var otherMethod: HTTPRequestHead? { lock.withLock { _otherMethod } }

@@ -82,15 +82,29 @@ struct FirstRequest: Sendable {
             return .failure(
                 BlobStreamError(
                     .httpFailed,
-                    "GET \(requests.name) failed: more than \(maxRedirects) redirects (the last from \(url.absoluteString) "
-                        + "to \(location))"))
+                    "GET \(requests.name) failed: more than \(maxRedirects) redirects (the last from "
+                        + "\(BlobURL.redactingPasswords(url.absoluteString)) to \(BlobURL.redactingPasswords(location)))"
+                ))
         }
         guard let next = URL(string: location, relativeTo: url)?.absoluteURL,
             ["http", "https"].contains(next.scheme?.lowercased() ?? ""), next.host?.isEmpty == false
         else {
             return .failure(
                 BlobStreamError(
-                    .httpFailed, "GET \(requests.name) failed: a redirect to '\(location)', not an http(s) URL"))
+                    .httpFailed,
+                    "GET \(requests.name) failed: a redirect to '\(BlobURL.redactingPasswords(location))', not an http(s) URL"
+                ))
+        }
+        // The source's credentials (a signature, an Authorization its hook adds) are made for
+        // its own origin. A redirect elsewhere is followed only to a URL that carries its own
+        // authorization (a presigned one), and then without them; any other is refused.
+        if requests.dropsCredentials(for: next), !BlobURL.isPresigned(next) {
+            return .failure(
+                BlobStreamError(
+                    .httpFailed,
+                    "GET \(requests.name) failed: \(BlobURL.redactingPasswords(url.absoluteString)) redirects to "
+                        + "\(BlobURL.redactingPasswords(next.absoluteString)), another origin (scheme, host, port), and the "
+                        + "request's credentials are never sent there; read that URL directly if you trust it"))
         }
         return .success(next)
     }
@@ -104,7 +118,7 @@ struct FirstRequest: Sendable {
             return shared.isStopped
         }
         if stopped { return probe.cancel() }
-        let prober = LengthProbe(client: client, url: url, name: requests.name, prepare: requests.prepare)
+        let prober = LengthProbe(client: client, url: url, requests: requests)
         prober.start(probe, range: range) { [judge, announce] in announce(judge.probed($0, range: range)) }
     }
 }

@@ -11,8 +11,8 @@ import NIOHTTP1
 struct LengthProbe: Sendable {
     let client: HTTPClient
     let url: URL
-    let name: String
-    let prepare: HTTPRangeOptions.Prepare?
+    /// How the source's requests are made: its name and its hook (for its own origin only).
+    let requests: RangeRequests
 
     /// Sends the HEAD for the opening of `range` as `probe`; `onDone` gets its answer (not
     /// called when the probe is cancelled first). A request that cannot be made fails the
@@ -24,10 +24,11 @@ struct LengthProbe: Sendable {
         var request = HTTPRangeRequest(url: url, method: .HEAD, range: range)
         let prepared: HTTPClient.Request
         do {
-            try prepare?(&request)
+            try requests.hook(for: url)?(&request)
             prepared = try HTTPClient.Request(url: request.url.absoluteString, method: .HEAD, headers: request.headers)
         } catch {
-            let failure = BlobStreamError(.sourceFailed, "preparing HEAD \(name) failed: \(error)", cause: error)
+            let failure = BlobStreamError(
+                .sourceFailed, "preparing HEAD \(requests.name) failed: \(error)", cause: error)
             onDone(.failure(.notSent(failure)))
             probe.fail(failure)
             return

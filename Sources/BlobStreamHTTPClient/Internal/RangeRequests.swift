@@ -4,13 +4,27 @@ import Foundation
 import NIOHTTP1
 
 /// Makes the GETs of one source: the `Range` header, `If-Match` when the strong ETag is
-/// known, then the caller's `prepare` hook (a signer). Sendable, so that the event loops
-/// that send the first GET again (a retry, a redirect) make it the same way.
+/// known, then the caller's `prepare` hook (a signer) for requests to the source's own
+/// origin only. Sendable, so that the event loops that send the first GET again (a retry, a
+/// redirect) make it the same way.
 struct RangeRequests: Sendable {
     /// How errors name the object.
     let name: String
     /// The caller's hook.
     let prepare: HTTPRangeOptions.Prepare?
+    /// The source's own URL: the hook's credentials are made for its origin (scheme, host,
+    /// port), and a request that goes anywhere else is sent without them.
+    let origin: URL
+
+    /// The hook for a request to `url`: the caller's for the source's own origin, none for
+    /// another (a redirect elsewhere never carries the source's credentials).
+    func hook(for url: URL) -> HTTPRangeOptions.Prepare? {
+        BlobURL.isSameOrigin(url, origin) ? prepare : nil
+    }
+
+    /// Whether a request to `url` would leave credentials behind: the source has a hook and
+    /// `url` is of another origin.
+    func dropsCredentials(for url: URL) -> Bool { prepare != nil && !BlobURL.isSameOrigin(url, origin) }
 
     /// A GET of the bytes `first`…`last` (nil: to the end) of `url`, with `If-Match` when
     /// `etag` is given, through `prepare`.
@@ -34,7 +48,7 @@ struct RangeRequests: Sendable {
     private func prepared(_ request: HTTPRangeRequest) -> Result<HTTPClient.Request, BlobStreamError> {
         var request = request
         do {
-            try prepare?(&request)
+            try hook(for: request.url)?(&request)
         } catch {
             return .failure(BlobStreamError(.sourceFailed, "preparing GET \(name) failed: \(error)", cause: error))
         }

@@ -8,46 +8,76 @@ package enum UploadRedirect {
     ///
     /// - Throws: `.uploadFailed` naming the redirect: for another 3xx (a client would send
     ///   it on without the body), a missing or invalid `Location`, a body that is not
-    ///   repeatable, or more than `options.maxRedirects` redirects.
+    ///   repeatable, more than `options.maxRedirects` redirects, or a location of another
+    ///   origin than `origin` (the upload's first URL) when `headers` carry credentials and
+    ///   the location is not a presigned URL (credentials never leave their origin).
     package static func target(
-        status: Int, location: String?, from url: URL, redirects: Int, options: UploadOptions, body: UploadBody
+        status: Int, location: String?, from url: URL, redirects: Int, options: UploadOptions, body: UploadBody,
+        origin: URL, headers: [(name: String, value: String)]
     ) throws -> URL? {
         guard (300..<400).contains(status), status != 304 else { return nil }
         let phrase = HTTPURLResponseStatus.text(status)
         let name = phrase.isEmpty ? "HTTP \(status)" : "HTTP \(status) \(phrase)"
         guard let location, !location.isEmpty else {
-            throw BlobStreamError(.uploadFailed, "upload to \(url.absoluteString) failed: \(name) without a Location")
+            throw BlobStreamError(
+                .uploadFailed,
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) without a Location")
         }
         guard status == 307 || status == 308 else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), not followed (only 307 and 308 keep the method and body)"
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) redirects to \(location), not followed (only 307 and 308 keep the method and body)"
             )
         }
         guard body.isRepeatable else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), but the body cannot be read again from its start (it comes from a pipe or standard input), so it is not sent again"
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) redirects to \(location), but the body cannot be read again from its start (it comes from a pipe or standard input), so it is not sent again"
             )
         }
         guard redirects < options.maxRedirects else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to \(location), more than \(options.maxRedirects) redirects"
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) redirects to \(location), more than \(options.maxRedirects) redirects"
             )
         }
         guard let resolved = URL(string: location, relativeTo: url)?.absoluteURL else {
             throw BlobStreamError(
                 .uploadFailed,
-                "upload to \(url.absoluteString) failed: \(name) redirects to '\(UploadURL.display(location))', which is not a URL"
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) redirects to '\(UploadURL.display(location))', which is not a URL"
             )
+        }
+        if !BlobURL.isSameOrigin(resolved, origin), headers.contains(where: { isCredential($0.name) }),
+            !BlobURL.isPresigned(resolved)
+        {
+            throw BlobStreamError(
+                .uploadFailed,
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) redirects to "
+                    + "\(UploadURL.display(resolved.absoluteString)), another origin (scheme, host, port), and the "
+                    + "request's credentials are never sent there; upload to that URL directly if you trust it")
         }
         do {
             return try UploadURL.validate(resolved)
         } catch let error as BlobStreamError {
             throw BlobStreamError(
-                .uploadFailed, "upload to \(url.absoluteString) failed: \(name) redirects to \(error.message)")
+                .uploadFailed,
+                "upload to \(BlobURL.redactingPasswords(url.absoluteString)) failed: \(name) redirects to \(error.message)"
+            )
         }
+    }
+
+    /// The headers to send to `target`: all of `headers` at `origin`, and elsewhere all but
+    /// the credentials (`Authorization`, `Proxy-Authorization`, `Cookie`,
+    /// `X-Amz-Security-Token`), which are made for their origin only.
+    package static func headers(
+        _ headers: [(name: String, value: String)], for target: URL, origin: URL
+    ) -> [(name: String, value: String)] {
+        BlobURL.isSameOrigin(target, origin) ? headers : headers.filter { !isCredential($0.name) }
+    }
+
+    /// Whether a header carries credentials.
+    static func isCredential(_ name: String) -> Bool {
+        ["authorization", "proxy-authorization", "cookie", "x-amz-security-token"].contains(name.lowercased())
     }
 
     /// The error for a 2xx answer that came before the whole body was handed over.
