@@ -48,6 +48,12 @@ public protocol BlobRangeReading: BlobDataSource {
     /// answer may ask for them beside that answer instead of after it. A hint: reads give the
     /// same bytes either way. By default nothing changes.
     func expectEnd(_ count: Int)
+
+    /// Where the content's requests go, for a source that reads from a server: its scheme,
+    /// host and port (`https://s3.example.com:443`); nil for content on this machine (the
+    /// default). What keeps things by the content's URL adds it when that URL names no server
+    /// (`s3://bucket/key`): two stores' objects of the same bucket and key are not the same.
+    var serverOrigin: String? { get }
 }
 
 extension BlobRangeReading {
@@ -59,6 +65,9 @@ extension BlobRangeReading {
 
     /// Nothing changes.
     public func expectEnd(_ count: Int) {}
+
+    /// nil: content on this machine.
+    public var serverOrigin: String? { nil }
 }
 
 extension BlobUpstreamReader {

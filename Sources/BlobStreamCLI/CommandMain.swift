@@ -14,7 +14,8 @@ package enum CommandMain {
     /// for usage errors (one line on stderr, nothing on stdout). Help goes to stdout only
     /// when asked for (`--help`, `help`); no command at all is a usage error.
     package static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) async -> Never {
-        signal(SIGPIPE, SIG_IGN) // a closed stdout shows up as EPIPE, handled quietly
+        signal(SIGPIPE, SIG_IGN) // a closed stdout (or stderr) shows up as EPIPE, handled quietly
+        Console.keepStderrDescriptor()
         let arguments = joiningNegativeValues(arguments ?? Array(CommandLine.arguments.dropFirst()))
         let commandNames = root.configuration.subcommands.map { $0._commandName }
         if !commandNames.isEmpty {

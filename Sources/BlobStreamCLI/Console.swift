@@ -10,8 +10,34 @@ package enum Console {
     /// nothing reaches the terminal but text. A URL's password (`http://user:secret@host/`)
     /// is left out, as curl shows it: the line may go to a log.
     package static func error(_ message: String) {
-        let line = BlobURL.escapedText(BlobURL.redactingPasswords(message))
-        FileHandle.standardError.write(Data("blobstream: \(line)\n".utf8))
+        writeError("blobstream: \(BlobURL.escapedText(BlobURL.redactingPasswords(message)))\n")
+    }
+
+    /// Writes `text` to stderr with `write(2)`. A stderr that cannot take it (closed:
+    /// EBADF; a pipe whose reader is gone: EPIPE; a full disk) loses the text, never the
+    /// run: the command still ends with its own exit status. (`FileHandle.write` traps on
+    /// such an error.)
+    package static func writeError(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var done = 0
+            while done < bytes.count {
+                let n = Glibc.write(2, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { return }
+                done += n
+            }
+        }
+    }
+
+    /// When the program was started with stderr closed (`2>&-`), puts `/dev/null` in its
+    /// place, so that no file the run opens gets descriptor 2 and has error lines written
+    /// into it. Called first thing by `CommandMain.run`.
+    package static func keepStderrDescriptor() {
+        guard fcntl(2, F_GETFD) == -1, errno == EBADF else { return }
+        let null = open("/dev/null", O_WRONLY)
+        // 0 or 1 closed too: the lowest free descriptor was not 2.
+        if null >= 0, null != 2, dup2(null, 2) == 2 { close(null) }
     }
 
     /// A note on stderr (`--verbose`), written as `error` writes a line.
@@ -121,7 +147,7 @@ package final class ProgressLine {
                 + String(repeating: "-", count: width - filled) + "] \(Int(fraction * 100))%"
         }
         line += "  \(Self.size(Int64(rate)))/s"
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        Console.writeError("\r\u{1B}[K" + line)
     }
 
     /// Erases the line if it was drawn; with `summary`, then writes the summary line
@@ -135,7 +161,7 @@ package final class ProgressLine {
             text +=
                 "\(BlobURL.escapedText(label)): \(Self.size(done)) in \(String(format: "%.2f", seconds)) s (\(Self.size(Int64(Double(done) / seconds)))/s)\n"
         }
-        FileHandle.standardError.write(Data(text.utf8))
+        Console.writeError(text)
     }
 
     package static func size(_ bytes: Int64) -> String {

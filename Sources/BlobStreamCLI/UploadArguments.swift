@@ -141,8 +141,7 @@ package struct UploadArguments: ParsableArguments {
         bar.finish()
         if Console.showsProgress {
             let seconds = Date().timeIntervalSince(started)
-            FileHandle.standardError.write(
-                Data("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n".utf8))
+            Console.writeError("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n")
         }
     }
 

@@ -122,6 +122,14 @@ extension HTTPRangeDataSource: BlobRangeReading {
         return object
     }
 
+    /// The URL's scheme, host and port (the scheme's default port when it names none), in
+    /// lower case: `https://s3.example.com:443`.
+    public var serverOrigin: String? {
+        let scheme = url.scheme?.lowercased() ?? "https"
+        let port = url.port ?? (scheme == "http" ? 80 : 443)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
     /// `bytes(in:)` with the default coalescing gap.
     public func bytes(at ranges: [Range<Int64>]) throws(BlobStreamError) -> [Data] {
         try bytes(in: ranges)

@@ -26,6 +26,26 @@ package final class PositionalFile: Sendable {
         }
     }
 
+    /// Opens `path` only when it is a regular file, never waiting for it: `O_NONBLOCK` (a
+    /// FIFO without a writer would hold a plain open for ever) and `O_NOFOLLOW` (a symbolic
+    /// link is not followed), then `fstat`. nil for anything else there, or nothing. (For a
+    /// regular file `O_NONBLOCK` changes nothing, so it is left set.)
+    package static func openRegularFile(_ path: String, label: String? = nil) -> PositionalFile? {
+        guard case .success(let file) = SystemFile.openForReading(path, nonBlocking: true, followsLinks: false) else {
+            return nil
+        }
+        guard case .success(let status) = file.status(), status.kind == .regular else {
+            file.close()
+            return nil
+        }
+        return PositionalFile(file: file, label: label ?? "'\(path)'")
+    }
+
+    private init(file: SystemFile, label: String) {
+        self.file = file
+        self.label = label
+    }
+
     /// Keeps a duplicate of `descriptor` (the caller keeps and closes its own).
     package init(duplicating descriptor: Int32, label: String) throws(BlobStreamError) {
         let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)

@@ -24,11 +24,13 @@ package struct SystemFile: Sendable, Equatable {
     /// opening a FIFO without a writer does not hang before `status()` can refuse it; clear
     /// it with `clearNonBlocking()` once the descriptor is wanted). The path is passed as it
     /// is: not normalized (`file/` stays a path through a non-directory).
-    package static func openForReading(_ path: String, nonBlocking: Bool = false) -> Result<
-        SystemFile, SystemCallFailure
-    > {
+    /// With `followsLinks: false`, `O_NOFOLLOW`: a symbolic link at `path` fails (`ELOOP`).
+    package static func openForReading(_ path: String, nonBlocking: Bool = false, followsLinks: Bool = true)
+        -> Result<SystemFile, SystemCallFailure>
+    {
         var options: FileDescriptor.OpenOptions = [.closeOnExec, FileDescriptor.OpenOptions(rawValue: O_NOCTTY)]
         if nonBlocking { options.insert(.nonBlocking) }
+        if !followsLinks { options.insert(.noFollow) }
         return path.withCString { p in
             do {
                 return .success(SystemFile(try FileDescriptor.open(p, .readOnly, options: options)))

@@ -80,14 +80,23 @@ enum RemoteArchiveIndexing {
         _ url: String, output: String?, spacing: Int, cache: IndexCache?, registry: DataSourceRegistry,
         s3: S3SourceSettings
     ) async throws -> String {
-        let index = try await RemoteGzipIndexing.offThread { () throws -> ArchiveIndex in
-            try ArchiveIndex.build(
-                archiveNamed: url, makeSource: { try registry.makeSource(url: url) }, gzipSpacing: spacing)
+        let (index, serverOrigin) = try await RemoteGzipIndexing.offThread { () throws -> (ArchiveIndex, String?) in
+            // The server the archive is read from: part of the index cache's key.
+            var origin: String?
+            let index = try ArchiveIndex.build(
+                archiveNamed: url,
+                makeSource: {
+                    let made = try registry.makeSource(url: url)
+                    origin = (made as? any BlobRangeReading)?.serverOrigin ?? origin
+                    return made
+                }, gzipSpacing: spacing)
+            return (index, origin)
         }
         let encoded = [UInt8](index.encoded())
         let destination: String
         if let cache {
-            destination = try cache.keep(encoded, forSourceAt: url, identity: index.identity, kind: .archive)
+            destination = try cache.keep(
+                encoded, forSourceAt: url, serverOrigin: serverOrigin, identity: index.identity, kind: .archive)
         } else {
             destination = output ?? ArchiveIndex.sidecarURL(forArchiveAt: url)
             try await RemoteGzipIndexing.store(
@@ -99,7 +108,8 @@ enum RemoteArchiveIndexing {
             let bytes = gzipIndex.serialized()
             var sidecar = GzipIndex.sidecarURL(forSourceAt: url)
             if let cache {
-                sidecar = try cache.keep(bytes, forSourceAt: url, identity: index.identity, kind: .gzip)
+                sidecar = try cache.keep(
+                    bytes, forSourceAt: url, serverOrigin: serverOrigin, identity: index.identity, kind: .gzip)
             } else {
                 try await RemoteGzipIndexing.store(
                     bytes, at: sidecar, for: url, named: false, role: "the gzip index", s3: s3)

@@ -35,7 +35,7 @@ enum RemoteGzipIndexing {
             return try await RemoteArchiveIndexing.run(
                 url, output: output, spacing: spacing, cache: cache, registry: registry, s3: s3)
         }
-        let index = try await offThread { () throws -> GzipIndex in
+        let (index, serverOrigin) = try await offThread { () throws -> (GzipIndex, String?) in
             let made: any BlobDataSource
             do {
                 made = try registry.makeSource(url: url)
@@ -55,12 +55,13 @@ enum RemoteGzipIndexing {
             }
             var index = try GzipIndex.build(from: object, spacing: spacing, name: url, engine: .automatic)
             index.identity = identity
-            return index
+            return (index, object.serverOrigin)
         }
         let bytes = index.serialized()
         let summary = "\(index.points.count) seek points\t\(bytes.count) bytes"
         if let cache, let identity = index.identity {
-            let path = try cache.keep(bytes, forSourceAt: url, identity: identity, kind: .gzip)
+            let path = try cache.keep(
+                bytes, forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: .gzip)
             return "\(path)\t\(summary)"
         }
         let destination = output ?? GzipIndex.sidecarURL(forSourceAt: url)

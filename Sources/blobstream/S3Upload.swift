@@ -75,7 +75,7 @@ enum S3UploadCommand {
             // On a terminal, over the progress bar (redrawn at its next update).
             let clear = Console.stderrIsTerminal ? "\r\u{1B}[K" : ""
             let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
-            FileHandle.standardError.write(Data((clear + line).utf8))
+            Console.writeError(clear + line)
         }
         let client: S3Client
         do {
@@ -133,7 +133,7 @@ enum S3UploadCommand {
         }
         try? await client.shutdown()
         try outcome.get()
-        FileHandle.standardError.write(Data("aborted multipart upload \(id) of \(location): its parts are gone\n".utf8))
+        Console.writeError("aborted multipart upload \(id) of \(location): its parts are gone\n")
     }
 
     /// Runs the upload with `client`, showing its progress, then its final line.
@@ -168,10 +168,9 @@ enum S3UploadCommand {
             result.parts == 0
             ? "1 request"
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
-        FileHandle.standardError.write(
-            Data(
-                "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
-                    .utf8))
+        Console.writeError(
+            "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
+        )
     }
 
     /// `, CRC64NVME <base64>` for the checksum the store keeps; for one asked for that the

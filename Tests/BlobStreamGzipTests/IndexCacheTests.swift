@@ -74,6 +74,40 @@ struct IndexCacheTests {
         #expect(!FileManager.default.fileExists(atPath: paths[1]) && !FileManager.default.fileExists(atPath: fourth))
     }
 
+    @Test("pruning removes only the cache's own entries: a user's index files in the folder stay, byte for byte")
+    func pruneKeepsUserFiles() throws {
+        let dir = try makeTemporaryDirectory("index-cache-user-files")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The folder where a user keeps indexes, named as the cache's folder: their files are
+        // older than anything the cache keeps, and of the kinds it keeps.
+        let mine: [String: Data] = [
+            "photos.tar.gz.blobidx": Data(repeating: 1, count: 1500),
+            "big.bin.gz.gzidx": Data(repeating: 2, count: 1500),
+            "0123456789abcdef0123456789abcdef.gzidx": Data(repeating: 3, count: 1500),
+            "blobstream-cache-mine.blobidx": Data(repeating: 4, count: 1500),
+        ]
+        for (name, bytes) in mine {
+            let path = dir + "/" + name
+            try bytes.write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -86400)], ofItemAtPath: path)
+        }
+        let cache = IndexCache(folder: dir, sizeLimit: 2500)
+        var kept: [String] = []
+        for i in 0..<4 {
+            let identity = BlobContentIdentity.remote(size: Int64(i), entityTag: "\"\(i)\"")
+            kept.append(try cache.keep(Data(count: 1000), forSourceAt: "s3://b/\(i)", identity: identity, kind: .gzip))
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: Double(i - 10))], ofItemAtPath: kept[i])
+        }
+        // The cache's own entries were pruned to the limit (the two newest stay) ...
+        #expect(kept.map { FileManager.default.fileExists(atPath: $0) } == [false, false, true, true])
+        // ... and every file of the user's is there with its bytes.
+        for (name, bytes) in mine {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name)) == bytes, "\(name)")
+        }
+    }
+
     @Test("a folder that cannot be made is an error naming it")
     func unwritable() throws {
         let dir = try makeTemporaryDirectory("index-cache-bad")

@@ -326,7 +326,10 @@ struct S3ArchiveIndexTests {
         let first = try await Self.read(fixture, "c.tar", "docs/a.bin", cache: cache)
         #expect(first.data == files[0].data, "\(String(describing: first.error))")
         let url = "s3://\(fixture.bucket)/c.tar"
-        let kept = try #require(cache.existingPath(forSourceAt: url, identity: index.identity, kind: .archive))
+        // Kept under the object's URL and the store it was read from.
+        let origin = try S3Sources.makeSource(url: url, configuration: fixture.client.configuration).serverOrigin
+        let kept = try #require(
+            cache.existingPath(forSourceAt: url, serverOrigin: origin, identity: index.identity, kind: .archive))
         #expect(try Data(contentsOf: URL(fileURLWithPath: kept)) == index.encoded())
         // The index object gone from the store, the kept copy made to lie (docs/a.bin onto
         // docs/b.bin's bytes): the read fails on the CRC-32, so it went through the copy.

@@ -85,6 +85,12 @@ public final class MisbehavingHTTPPeer: Sendable {
         state.withLock { $0.objects[path] = ([UInt8](bytes), "\"peer-\(UUID().uuidString.prefix(8))-\(bytes.count)\"") }
     }
 
+    /// Serves `bytes` at `path` with the strong ETag `entityTag` (quoted: `"\"v1\""`): two
+    /// peers can then serve objects that look like one version of one object.
+    public func serve(_ bytes: Data, at path: String, entityTag: String) {
+        state.withLock { $0.objects[path] = ([UInt8](bytes), entityTag) }
+    }
+
     /// Serves `bytes` at `path` without an ETag (nor Last-Modified): a file no later request
     /// can be pinned to.
     public func serveWithoutETag(_ bytes: Data, at path: String) {

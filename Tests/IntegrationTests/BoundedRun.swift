@@ -19,6 +19,17 @@ enum BoundedRun {
                 symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
         }()
 
+    /// What the program gets as its stderr.
+    enum Stderr: Sendable {
+        /// A pipe read into `Result.stderr`.
+        case collected
+        /// No descriptor 2 at all (a shell's `2>&-`).
+        case closed
+        /// A pipe whose read end was closed before the program started: writing to it
+        /// fails with EPIPE (or raises SIGPIPE).
+        case readerGone
+    }
+
     struct Result: Sendable {
         var status: Int32
         var stdout: Data
@@ -34,7 +45,7 @@ enum BoundedRun {
     /// (`setpriv` prefix given in `prefix`).
     static func run(
         _ executable: String, _ arguments: [String], stdin: Data = Data(), limit: Double = 20,
-        workingDirectory: String? = nil, prefix: [String] = []
+        workingDirectory: String? = nil, prefix: [String] = [], stderr stderrUse: Stderr = .collected
     ) -> Result {
         let start = Date()
         var outPipe: [Int32] = [-1, -1]
@@ -50,7 +61,14 @@ enum BoundedRun {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        switch stderrUse {
+        case .collected: posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        case .closed: posix_spawn_file_actions_addclose(&actions, 2)
+        case .readerGone:
+            close(errPipe[0])
+            errPipe[0] = -1
+            posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        }
         // Close every other descriptor in the child: another test's thread may hold a file
         // open for writing without close-on-exec (a copy of a program it is about to run),
         // and a child keeping it would make that run fail with "Text file busy".
@@ -81,7 +99,8 @@ enum BoundedRun {
             pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0),
             pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0),
         ]
-        var open = 2
+        var open = errPipe[0] >= 0 ? 2 : 1
+        if errPipe[0] < 0 { fds.removeLast() }
         var timedOut = false
         let deadline = start.addingTimeInterval(limit)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -92,9 +111,9 @@ enum BoundedRun {
                 kill(pid, SIGKILL)
                 break
             }
-            let r = poll(&fds, 2, Int32(min(left, 1) * 1000) + 1)
+            let r = poll(&fds, nfds_t(fds.count), Int32(min(left, 1) * 1000) + 1)
             if r < 0 && errno != EINTR { break }
-            for i in 0..<2 where fds[i].fd >= 0 && fds[i].revents != 0 {
+            for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
                 let n = read(fds[i].fd, &buffer, buffer.count)
                 if n > 0 {
                     if i == 0 { out.append(contentsOf: buffer[..<n]) } else { err.append(contentsOf: buffer[..<n]) }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import NginxTestServer
 import Testing
 
@@ -239,5 +240,28 @@ final class ToolRemoteTests {
         #expect(streamed.line == "\(Tool.sha256(big))  \(url)\n")
         #expect(streamed.peak < small.peak + 32 * 1024, "peak \(streamed.peak) KiB against \(small.peak) KiB")
         #expect(server.recorded("requests") == ["bytes=0-|-|-"])
+    }
+
+    @Test("a FIFO at the index cache entry's name: the read passes it by (no wait for a writer), with the right bytes")
+    func fifoInIndexCache() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-cache-fifo-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = server.baseURL + "/files/sample.txt.gz"
+        // The environment: the cache folder, and no proxy.
+        let environment =
+            ["/usr/bin/env", "BLOBSTREAM_INDEX_CACHE=\(folder.path)"] + plain.keys.sorted().map { "\($0)=" }
+        let indexed = BoundedRun.run(blobstream, ["index", "--index-cache", url], prefix: environment)
+        try #require(indexed.status == 0, "\(indexed.stderrText)")
+        let entry = String(String(decoding: indexed.stdout, as: UTF8.self).prefix { $0 != "\t" })
+        try #require(entry.hasPrefix(folder.path + "/") && FileManager.default.fileExists(atPath: entry), "\(entry)")
+        // The entry replaced by a FIFO nobody writes to.
+        try FileManager.default.removeItem(atPath: entry)
+        try #require(mkfifo(entry, 0o600) == 0, "mkfifo: errno \(errno)")
+        let text = try Tool.run("/usr/bin/gzip", ["-dc", archives.appendingPathComponent("sample.txt.gz").path])
+        let read = BoundedRun.run(blobstream, ["cat", "gzip:" + url], limit: 20, prefix: environment)
+        #expect(!read.timedOut, "the read waited on the FIFO")
+        #expect(read.status == 0, "\(read.stderrText)")
+        #expect(Tool.sha256(read.stdout) == Tool.sha256(text.stdout))
     }
 }

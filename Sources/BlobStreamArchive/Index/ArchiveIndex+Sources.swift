@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamCompression
+import BlobStreamSystem
 import Foundation
 
 // Member indexes of archives that any source holds (an object on a store, a web server's
@@ -78,10 +79,13 @@ extension ArchiveIndex {
             return .matching(index)
         }
         // A copy kept in the cache for this version of the object: no request for the index.
+        // Only a regular file there is opened, without waiting (a FIFO is passed by).
         if let cache, let now = try source.contentIdentity(), now.entityTag != nil,
-            let path = cache.existingPath(forSourceAt: url, identity: now, kind: .archive),
-            let index = try? read(from: path),
-            (try? index.check(against: now, archiveName: url, indexName: path)) != nil
+            let kept = cache.openEntry(
+                forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: .archive),
+            let index = try? ArchiveIndex(
+                decodingFile: ArchiveIndexFileBytes(file: kept.file, path: kept.path), name: kept.path),
+            (try? index.check(against: now, archiveName: url, indexName: kept.path)) != nil
         {
             return .matching(index)
         }
@@ -106,7 +110,9 @@ extension ArchiveIndex {
                 return .unusable(reason: String(describing: error))
             }
             if let cache, let now {
-                _ = cache.keepCopy(of: sidecar, forSourceAt: url, identity: now, kind: .archive, makeSource: makeSource)
+                _ = cache.keepCopy(
+                    of: sidecar, forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: .archive,
+                    makeSource: makeSource)
             }
             return .matching(index)
         }

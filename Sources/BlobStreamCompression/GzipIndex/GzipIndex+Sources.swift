@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
 
 // Indexes of gzip content that any source holds (an object on a store, a web server's file
@@ -84,10 +85,13 @@ extension GzipIndex {
             return .matching(index)
         }
         // A copy kept in the cache for this version of the object: no request for the index.
+        // Only a regular file there is opened, without waiting (a FIFO is passed by).
         if let cache, let now = try source.contentIdentity(), now.entityTag != nil,
-            let path = cache.existingPath(forSourceAt: url, identity: now, kind: .gzip),
-            let index = try? read(fromPath: path),
-            (try? index.check(against: now, sourceName: url, indexName: path)) != nil
+            let kept = cache.openEntry(
+                forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: .gzip),
+            let size = try? kept.file.size(),
+            let index = try? read(from: kept.file, offset: 0, length: size),
+            (try? index.check(against: now, sourceName: url, indexName: kept.path)) != nil
         {
             return .matching(index)
         }
@@ -115,7 +119,9 @@ extension GzipIndex {
                 return .unusable(reason: error.message)
             }
             if let cache, let now {
-                _ = cache.keepCopy(of: sidecar, forSourceAt: url, identity: now, kind: .gzip, makeSource: makeSource)
+                _ = cache.keepCopy(
+                    of: sidecar, forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: .gzip,
+                    makeSource: makeSource)
             }
             return .matching(index)
         }

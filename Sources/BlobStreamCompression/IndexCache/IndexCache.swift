@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamSystem
 import Foundation
 
 /// A folder of index files kept on this machine for remote objects (gzip seek-point indexes
@@ -55,19 +56,56 @@ public struct IndexCache: Sendable, Equatable {
     }
 
     /// Where the index of `kind` of the object at `url` with `identity` is kept (it may not
-    /// be there): a name made of a hash of the URL, size and ETag.
-    public func path(forSourceAt url: String, identity: BlobContentIdentity, kind: Kind) -> String {
-        let key = "\(url)\n\(identity.size)\n\(identity.entityTag ?? "")"
-        return folder + "/" + Self.hash(key) + "." + kind.rawValue
+    /// be there): `blobstream-cache-HASH.gzidx` (or `.blobidx`), HASH a hash of the URL, the
+    /// server the object is read from (`serverOrigin`: scheme, host and port, as
+    /// `BlobRangeReading.serverOrigin` gives it; an `s3://bucket/key` URL does not name its
+    /// store), the size and the ETag. Only files named so are the cache's: pruning removes
+    /// no other file in the folder.
+    public func path(
+        forSourceAt url: String, serverOrigin: String? = nil, identity: BlobContentIdentity, kind: Kind
+    ) -> String {
+        let key = "\(url)\n\(serverOrigin ?? "")\n\(identity.size)\n\(identity.entityTag ?? "")"
+        return folder + "/" + Self.entryPrefix + Self.hash(key) + "." + kind.rawValue
     }
 
-    /// The path of the kept index of `kind` for the object, when there is one (its use time
-    /// is set to now, so that pruning removes it last).
-    public func existingPath(forSourceAt url: String, identity: BlobContentIdentity, kind: Kind) -> String? {
-        let path = path(forSourceAt: url, identity: identity, kind: kind)
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
+    /// How the names of the cache's own files begin.
+    static let entryPrefix = "blobstream-cache-"
+
+    /// `name` is one the cache gives its files: `blobstream-cache-`, 32 lower-case hex
+    /// digits, `.gzidx` or `.blobidx`. A user's own index (`photos.tar.gz.blobidx`) is not.
+    public static func isEntryName(_ name: String) -> Bool {
+        guard name.hasPrefix(entryPrefix) else { return false }
+        let rest = name.utf8.dropFirst(entryPrefix.utf8.count)
+        guard let dot = rest.firstIndex(of: UInt8(ascii: ".")) else { return false }
+        let digits = rest[..<dot]
+        let kind = String(decoding: rest[rest.index(after: dot)...], as: UTF8.self)
+        return digits.count == 32
+            && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            && Kind(rawValue: kind) != nil
+    }
+
+    /// The path of the kept index of `kind` for the object, when there is one, a regular
+    /// file (its use time is set to now, so that pruning removes it last). Anything else at
+    /// that name (a FIFO, a symbolic link, a folder) is not a kept index.
+    public func existingPath(
+        forSourceAt url: String, serverOrigin: String? = nil, identity: BlobContentIdentity, kind: Kind
+    ) -> String? {
+        let path = path(forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: kind)
+        guard Self.isRegularFile(path) else { return nil }
         try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: path)
         return path
+    }
+
+    /// The kept index of `kind` for the object, opened, when a regular file is there (its
+    /// use time set to now). Opened without waiting and without following a link: a FIFO
+    /// made at its name cannot hold the read up, nor a link lead elsewhere.
+    package func openEntry(
+        forSourceAt url: String, serverOrigin: String?, identity: BlobContentIdentity, kind: Kind
+    ) -> (path: String, file: PositionalFile)? {
+        let path = path(forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: kind)
+        guard let file = PositionalFile.openRegularFile(path) else { return nil }
+        try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: path)
+        return (path, file)
     }
 
     /// Keeps `bytes` as the index of `kind` of the object (replacing any kept before,
@@ -77,9 +115,10 @@ public struct IndexCache: Sendable, Equatable {
     /// - Throws: `BlobStreamError` `.ioFailed` naming the folder or the file.
     @discardableResult
     public func keep(
-        _ bytes: some DataProtocol, forSourceAt url: String, identity: BlobContentIdentity, kind: Kind
+        _ bytes: some DataProtocol, forSourceAt url: String, serverOrigin: String? = nil,
+        identity: BlobContentIdentity, kind: Kind
     ) throws(BlobStreamError) -> String {
-        let path = path(forSourceAt: url, identity: identity, kind: kind)
+        let path = path(forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: kind)
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -91,15 +130,15 @@ public struct IndexCache: Sendable, Equatable {
         return path
     }
 
-    /// Removes the least recently used index files until the rest take at most `sizeLimit`
-    /// bytes, never `keeping` (the file just kept). Files of other kinds in the folder are
-    /// left alone.
+    /// Removes the least recently used of the cache's own index files (named as `path`
+    /// names them: `isEntryName`) until they take at most `sizeLimit` bytes, never `keeping`
+    /// (the file just kept). Every other file in the folder is left alone and not counted:
+    /// a user's own `.blobidx` and `.gzidx` files there are never removed.
     public func prune(keeping: String? = nil) {
         let manager = FileManager.default
         guard let names = try? manager.contentsOfDirectory(atPath: folder) else { return }
-        let kinds = [Kind.gzip, .archive].map { "." + $0.rawValue }
         var files: [(path: String, size: Int64, used: Date)] = []
-        for name in names where kinds.contains(where: { name.hasSuffix($0) }) {
+        for name in names where Self.isEntryName(name) {
             let path = folder + "/" + name
             guard let attributes = try? manager.attributesOfItem(atPath: path),
                 attributes[.type] as? FileAttributeType == .typeRegular
@@ -116,6 +155,11 @@ public struct IndexCache: Sendable, Equatable {
         for file in files where total > sizeLimit && file.path != keeping {
             if (try? manager.removeItem(atPath: file.path)) != nil { total -= file.size }
         }
+    }
+
+    /// A regular file is at `path` (`lstat`: not a link to one).
+    private static func isRegularFile(_ path: String) -> Bool {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType == .typeRegular
     }
 
     /// 128 bits of two FNV-1a hashes of `text`, in hex: a file name that says nothing of
@@ -137,7 +181,8 @@ extension IndexCache {
     /// `makeSource` makes) as the index of `kind` of the object at `url`. A failure is
     /// returned, not thrown: the read goes on through the index it already has.
     package func keepCopy(
-        of indexURL: String, forSourceAt url: String, identity: BlobContentIdentity, kind: Kind,
+        of indexURL: String, forSourceAt url: String, serverOrigin: String?, identity: BlobContentIdentity,
+        kind: Kind,
         makeSource: (String) throws -> any BlobDataSource
     ) -> BlobStreamError? {
         do {
@@ -152,7 +197,7 @@ extension IndexCache {
                 return BlobStreamError(.unsupported, "\(indexURL): its length is unknown")
             }
             let bytes = try object.bytes(at: [0..<length]).first ?? Data()
-            try keep(bytes, forSourceAt: url, identity: identity, kind: kind)
+            try keep(bytes, forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: kind)
             return nil
         } catch {
             return (error as? BlobStreamError) ?? BlobStreamError(.ioFailed, "\(indexURL): \(error)", cause: error)
