@@ -219,8 +219,10 @@ extension ArchiveMemberDataSource {
     /// What the checks of this member vouch for (see `BlobVerifiedPrefix`): every byte once
     /// the member ended cleanly (its checks passed), none before. `.nothingToCheck` where
     /// nothing checks a member's bytes: an uncompressed tar, cpio, ar or ISO 9660 member
-    /// read without an index (over an upstream with checks of its own, a gzip source, those
-    /// come at the archive's end in `.wholeArchive` mode), and one of a compressed one read in
+    /// read without an index over an upstream that checks nothing (over a gzip source with an
+    /// index, a member walked in place waits for the source's chunk checks: its prefix is what
+    /// they covered; over one that cannot seek, the checks come at the archive's end in
+    /// `.wholeArchive` mode), and one of a compressed one read in
     /// `.memberOnly` mode (its filter's checks come after the member), and a tar.zst whose
     /// zstd frame has no content checksum. A zip or 7z member's CRC-32, an indexed
     /// member's CRC-32 and a filter's checks in `.wholeArchive` mode come at the member's
@@ -233,7 +235,11 @@ extension ArchiveMemberDataSource {
         }
         if let slice {
             let checked = slice.expectedCRC != nil || slice.inflation != nil || slice.decompression != nil
-            return checked ? .checked(upTo: 0) : .nothingToCheck
+            if checked { return .checked(upTo: 0) }
+            // A walked tar member over an upstream that checks (a gzip source with an index):
+            // the upstream's checks, in the member's offsets.
+            guard case .checked(let upTo) = reader.source.verifiedPrefix else { return .nothingToCheck }
+            return .checked(upTo: max(0, min(slice.length, upTo - slice.start)))
         }
         guard let handle else { return .checked(upTo: 0) } // not located yet: assume checks
         if handle.formatChecksMembers { return .checked(upTo: 0) } // zip, 7z, …: a CRC per member

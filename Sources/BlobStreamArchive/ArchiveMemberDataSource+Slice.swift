@@ -35,7 +35,7 @@ extension ArchiveMemberDataSource {
         if let problem = catchUpHashing() { return stop(problem, delivered: 0) }
         guard var s = slice else { return -1 }
         if target >= s.length {
-            if let problem = checkEnd() { return stop(problem, delivered: 0) }
+            if let problem = checkEnd() ?? readOnToUpstreamCheck() { return stop(problem, delivered: 0) }
             return 0
         }
         let position = s.start + target
@@ -55,7 +55,7 @@ extension ArchiveMemberDataSource {
             target += Int64(n)
             produced = target
             if target == s.length {
-                if let problem = checkEnd() { return stop(problem, delivered: n) }
+                if let problem = checkEnd() ?? readOnToUpstreamCheck() { return stop(problem, delivered: n) }
                 state.isAtEnd = true
             }
             return n
@@ -132,6 +132,39 @@ extension ArchiveMemberDataSource {
             ? "the member's bytes changed since the archive was indexed (CRC-32 \(hex(s.crc)), the index says \(hex(expected)))"
             : "a CRC check failed on the member's bytes at offset \(s.start) (CRC-32 \(hex(s.crc)), the archive says \(hex(expected)))"
         return makeError(s.mismatchCode, what)
+    }
+
+    /// A member walked in an uncompressed tar over an upstream with checks of its own (a
+    /// gzip source whose index has chunk CRC-32s): its clean end waits until the upstream's
+    /// checks cover its last byte (`BlobVerifiedPrefix`), reading the upstream on past it,
+    /// discarding, to its next check point (at most one chunk of the gzip index).
+    private func readOnToUpstreamCheck() -> BlobStreamError? {
+        guard let s = slice, s.expectedCRC == nil, s.inflation == nil, s.decompression == nil else { return nil }
+        let end = s.start + s.length
+        if reader.source.verifiedPrefix.covers(end) { return nil }
+        do {
+            try reader.seek(to: end)
+        } catch {
+            return upstreamFailed(error, "refused to move to offset \(end) to read on to its next check")
+        }
+        let size = 64 * 1024
+        let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+        defer { scratch.deallocate() }
+        while !reader.source.verifiedPrefix.covers(end) {
+            switch reader.read(into: scratch, maxLength: size, waiting: true) {
+            case .bytes: continue
+            case .end: return nil // a clean end: every check passed
+            case .starved:
+                return makeError(
+                    .sourceFailed, "the upstream had nothing past offset \(end), where the member's bytes are checked")
+            case .failed(let error):
+                return upstreamFailed(
+                    reader.source.error ?? error,
+                    "failed while being read on past the member to the check of its bytes (the member's bytes may be wrong)"
+                )
+            }
+        }
+        return nil
     }
 
     private func hex(_ value: UInt32) -> String { String(format: "%08x", value) }

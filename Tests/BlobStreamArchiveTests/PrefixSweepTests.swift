@@ -82,8 +82,32 @@ struct PrefixSweepTests {
             buildIndex: { .gzip(try GzipIndex.build(fileAtPath: $0, spacing: 48 * 1024), parallelism: parallelism) })
     }
 
+    /// `archive:gzip:a.tar.gz!/member`: a plain tar inside a gzip source. With the gzip
+    /// index, the source can seek and checks every chunk: the tar's headers are walked and
+    /// the member read in place, its end (and a prefix of it) waiting for the chunk checks.
+    static func tarInGzip(parallelism: Int) -> Input {
+        Input(
+            label: "archive:gzip: tar (gzip index parallelism \(parallelism))",
+            make: { tree, path in
+                try run("sh", ["-c", "bsdtar --format ustar -cf - -C '\(tree)' . | gzip -c -n > '\(path)'"])
+            },
+            expected: text,
+            source: { path, index in
+                guard case .gzip(let index, let parallelism) = index else {
+                    let gzip = GzipDataSource(upstream: FileDataSource(path: path), name: path)
+                    return ArchiveMemberDataSource(archive: gzip, member: member, name: path)
+                }
+                let gzip = GzipDataSource(
+                    upstream: FileDataSource(path: path), name: path, index: index, parallelism: parallelism)
+                return ArchiveMemberDataSource(archive: gzip, member: member, name: path)
+            },
+            buildIndex: { .gzip(try GzipIndex.build(fileAtPath: $0, spacing: 48 * 1024), parallelism: parallelism) })
+    }
+
     static var inputs: [Input] {
         [
+            tarInGzip(parallelism: 1),
+            tarInGzip(parallelism: 2),
             gzip(parallelism: 1),
             gzip(parallelism: 2),
             archive("tar.gz", ["-z"]),

@@ -2,6 +2,7 @@ import BlobStream
 import BlobStreamArchive
 import BlobStreamTestSupport
 import Foundation
+import SharedTestHelpers
 import Testing
 
 /// A zip name holding a backslash is listed, indexed and found as stored (as unzip and
@@ -57,5 +58,20 @@ struct ZipBackslashNameTests {
                 archive: InMemoryDataSource(data: bytes), member: member.0, name: "A.zip")
             #expect(drain(source).data == member.1, "\(member.0)")
         }
+    }
+
+    @Test("read from a pipe (no central directory): each name reads its own member, never the other's")
+    func storedNamesOverAPipe() throws {
+        let archive = try Self.makeZip()
+        defer { try? FileManager.default.removeItem(atPath: (archive as NSString).deletingLastPathComponent) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        for member in Self.members {
+            let read = drain(ArchiveMemberDataSource(archive: pipeSource(bytes), member: member.0, name: "A.zip"))
+            #expect(read.error == nil && read.last == 0, "\(member.0): \(String(describing: read.error))")
+            #expect(sha256(read.data) == sha256(member.1), "\(member.0): \(String(decoding: read.data, as: UTF8.self))")
+        }
+        // Listed as stored there too.
+        let listed = try ArchiveListing.entries(of: pipeSource(bytes), name: "A.zip")
+        #expect(listed.map(\.path) == Self.members.map(\.0))
     }
 }

@@ -200,6 +200,7 @@ extension ArchiveMemberDataSource {
     func locate(in index: ArchiveIndex) throws(BlobStreamError) -> Bool {
         var wanted = self.wanted
         var links: [String] = []
+        var chain: [ArchiveIndex.Member] = []
         while true {
             guard let member = index.member(named: wanted) else {
                 if let link = links.last {
@@ -210,6 +211,7 @@ extension ArchiveMemberDataSource {
             let deflated = index.format == .zip && member.compressionMethod == 8
             if index.format == .zip, (member.compressionMethod != 0 && !deflated) || member.isEncrypted { return false }
             let header = ArchiveHandle.Header(pathBytes: member.nameBytes, entry: member.entry, isSparse: false)
+            chain.append(member)
             guard let target = try accept(header) else {
                 slice = MemberSlice(
                     start: member.dataOffset, length: member.size, expectedCRC: member.crc32,
@@ -227,8 +229,9 @@ extension ArchiveMemberDataSource {
                         reader: reader, index: gzipIndex, name: archiveName, engine: inflateEngine, size: member.size)
                 }
                 if index.format == .tar || index.format == .zip {
-                    // The member's bytes in one request, and nothing read ahead past them.
-                    reader.expectRead(member.dataOffset..<member.dataOffset + (member.compressedSize ?? member.size))
+                    // The member's headers and bytes in one request, and nothing read ahead
+                    // past them.
+                    reader.expectRead(member.headerOffset..<member.dataOffset + (member.compressedSize ?? member.size))
                 }
                 if index.format == .tarXz {
                     guard let path = archivePath ?? (upstream as? ArchiveFileSource)?.path else {
@@ -242,6 +245,9 @@ extension ArchiveMemberDataSource {
                             error.code, "cannot read the blocks of the tar.xz: \(error.message)", cause: error)
                     }
                 }
+                // Before any byte is served: the archive's own headers must say what the
+                // index says (see `checkHeaders(of:format:)`).
+                try checkHeaders(of: chain, format: index.format)
                 return true
             }
             links.append(target)

@@ -45,10 +45,13 @@ final class ArchiveHandle {
     private var zipNames: ZipStoredNames?
     /// The current entry's stored name, when libarchive handed it out rewritten.
     private var currentStoredName: [UInt8]?
+    /// The upstream offset the handle started reading at (its `headerPosition` 0).
+    private let startOffset: Int64
 
     /// Makes a handle and opens it: reads the first bytes to pick the filters and format.
     init(input: LibArchiveInput) throws(Failure) {
         self.input = input
+        startOffset = input.position
         // A gzip layer the input inflates itself must be found before the callbacks are set.
         guard input.prepare() else { throw Failure.input }
         if input.canSeek, !input.inflatesGzip, let length = input.upstream.length {
@@ -115,6 +118,16 @@ final class ArchiveHandle {
             let given = UTF8Locale.run { Self.pathBytes(e) }
             let stored = zipNames!.storedName(for: given)
             if stored != given { currentStoredName = stored }
+        } else if input.keepsRecentBytes, ArchiveFormat.isZip(archive_format(a)) {
+            // No central directory (the upstream cannot seek): the local header's name, read
+            // from the bytes libarchive was just handed.
+            let given = UTF8Locale.run { Self.pathBytes(e) }
+            if let stored = ZipStoredNames.localName(
+                in: input.recent, from: input.recentStart, after: startOffset + archive_read_header_position(a),
+                given: given), stored != given
+            {
+                currentStoredName = stored
+            }
         }
         return true
     }

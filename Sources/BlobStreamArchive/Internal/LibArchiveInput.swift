@@ -109,9 +109,39 @@ final class LibArchiveInput {
             leadingBytes = Array(head.prefix(6))
         }
         guard let filled = fillUpstream(atLeast: 1) else { return -1 }
+        if keepsRecentBytes { keepRecent(filled) }
         reader.consume(filled.count)
         bytes = filled.baseAddress
         return filled.count
+    }
+
+    // A zip read from an upstream that cannot seek has no central directory to read first:
+    // the bytes lately handed to libarchive are kept, so that a local header's name can be
+    // read as stored (see `ZipStoredNames.localName`).
+
+    /// How many of the bytes lately handed to libarchive are kept at least (a local header
+    /// is at most 30 + 2 × 65,535 bytes, and libarchive reads ahead at most a block past it).
+    static let recentLimit = 1 << 20
+
+    /// The bytes lately handed to libarchive, and the upstream offset of the first.
+    private(set) var recent: [UInt8] = []
+    private(set) var recentStart: Int64 = 0
+
+    /// Whether the bytes handed out are kept: a zip (it starts with a local header) over an
+    /// upstream that cannot seek.
+    var keepsRecentBytes: Bool {
+        !canSeek && gzip == nil && leadingBytes.count >= 4
+            && leadingBytes[0..<4].elementsEqual([0x50, 0x4B, 0x03, 0x04])
+    }
+
+    private func keepRecent(_ bytes: UnsafeRawBufferPointer) {
+        if recent.isEmpty { recentStart = reader.offset }
+        recent.append(contentsOf: bytes)
+        if recent.count > 2 * Self.recentLimit {
+            let drop = recent.count - Self.recentLimit
+            recent.removeFirst(drop)
+            recentStart += Int64(drop)
+        }
     }
 
     /// Reads the upstream (waiting for an asynchronous one) until `count` unconsumed bytes

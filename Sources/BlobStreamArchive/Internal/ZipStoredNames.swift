@@ -12,7 +12,8 @@ import BlobStream
 /// backslash, and the names libarchive could confuse with them, are kept.
 ///
 /// A zip read from an upstream that cannot seek has no central directory to read first:
-/// its names are libarchive's.
+/// each name is then read from its local header, in the bytes just handed to libarchive
+/// (`localName(in:from:after:given:)`).
 struct ZipStoredNames {
     /// For each name libarchive may hand out for more than one stored name: those stored
     /// names, in the order of their local headers (the order libarchive reads them).
@@ -75,6 +76,27 @@ struct ZipStoredNames {
         // Either `given` itself or a name without `/` whose backslashes became slashes.
         guard let i = list.firstIndex(where: { $0 == given || !$0.contains(Self.slash) }) else { return given }
         return list.remove(at: i)
+    }
+
+    /// The stored name of the entry libarchive handed out as `given`, read from its local
+    /// header: the first local header at or after upstream offset `after` in `recent`
+    /// (which starts at upstream offset `start`) whose name libarchive could hand out as
+    /// `given` (the same bytes with backslashes as slashes). Nil when `recent` holds none
+    /// (libarchive's spelling then stays).
+    static func localName(in recent: [UInt8], from start: Int64, after: Int64, given: [UInt8]) -> [UInt8]? {
+        guard given.contains(slash) else { return nil } // only `/` may stand for a stored `\`
+        var i = Int(max(0, after - start))
+        let wanted = key(given)
+        while i + 30 + given.count <= recent.count, i - Int(max(0, after - start)) <= 65_536 + 1024 {
+            if recent[i] == 0x50, recent[i + 1] == 0x4B, recent[i + 2] == 0x03, recent[i + 3] == 0x04,
+                Int(ArchiveOffsetReader.u16(recent, i + 26)) == given.count
+            {
+                let name = Array(recent[(i + 30)..<(i + 30 + given.count)])
+                if key(name) == wanted { return name }
+            }
+            i += 1
+        }
+        return nil
     }
 
     /// A name with its backslashes as slashes: the names libarchive may hand out as one.
