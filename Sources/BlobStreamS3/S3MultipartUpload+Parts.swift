@@ -175,9 +175,20 @@ extension S3MultipartUpload {
         return tally
     }
 
-    /// Checks the source, completes the upload, and checks the object: an ETag of `-N`
-    /// for N parts, and the size sent.
-    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> UploadResult {
+    /// A completed upload: the store's answer to CompleteMultipartUpload, and what was sent.
+    struct Completed: Sendable {
+        var uploadID: String
+        var tally: Tally
+        var etag: String
+        /// The object's checksum as the store's answer gives it (nil: none given).
+        var storedChecksum: String?
+        /// The object's checksum computed here (nil: none).
+        var objectChecksum: String?
+        var answer: S3Client.Response
+    }
+
+    /// Checks the source and completes the upload.
+    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> Completed {
         try await checkIdentity(facts)
         let parts = tally.parts
         let checksums = tally.checksummedParts.compactMap(\.checksum)
@@ -191,6 +202,19 @@ extension S3MultipartUpload {
             try await client.completeMultipartUpload(
                 location, uploadID: uploadID, parts: parts, checksum: completion)
         }
+        return Completed(
+            uploadID: uploadID, tally: tally, etag: etag, storedChecksum: storedChecksum,
+            objectChecksum: objectChecksum, answer: answer)
+    }
+
+    /// Checks the completed object: the checksum the store gives is the one computed here, its
+    /// ETag is of `-N` for N parts, its size the size sent.
+    func checkCompleted(_ completed: Completed) async throws -> UploadResult {
+        let (tally, etag) = (completed.tally, completed.etag)
+        let parts = tally.parts
+        if let algorithm = checks.checksum, let ours = completed.objectChecksum {
+            try checkStoredChecksum(completed.storedChecksum, computed: ours, algorithm: algorithm)
+        }
         let info = try await client.headObject(location)
         guard etag.hasSuffix("-\(parts.count)"), info.size == tally.bytes else {
             throw BlobStreamError.s3(
@@ -199,11 +223,11 @@ extension S3MultipartUpload {
             )
         }
         progress(UploadProgress(sent: tally.bytes, total: tally.bytes, isFinished: true))
-        var result = result(answer, etag: etag, size: info.size, sent: tally.bytesSent)
+        var result = result(completed.answer, etag: etag, size: info.size, sent: tally.bytesSent)
         result.parts = parts.count
         result.partsSent = tally.partsSent
-        result.uploadID = uploadID
-        result.checksum = storedChecksum ?? objectChecksum
+        result.uploadID = completed.uploadID
+        result.checksum = completed.storedChecksum ?? completed.objectChecksum
         result.checksumAlgorithm = checks.checksum?.rawValue
         result.checksumStored = checks.stored
         return result

@@ -113,8 +113,9 @@ struct S3MultipartUpload: Sendable {
         }
         if ranged { first.close() }
         let (uploadID, kept) = try await startOrFind()
+        var upload = self
+        let completed: Completed
         do {
-            var upload = self
             upload.checks = try multipartChecks(kept: kept)
             options.uploadStarted?(uploadID)
             let stored = try await upload.storedParts(uploadID)
@@ -125,7 +126,7 @@ struct S3MultipartUpload: Sendable {
                 : try await upload.sendSequential(
                     uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!,
                     stored: stored)
-            return try await upload.complete(uploadID: uploadID, tally: tally, facts: facts)
+            completed = try await upload.complete(uploadID: uploadID, tally: tally, facts: facts)
         } catch {
             var aborted = false
             if options.abortsOnFailure { aborted = await abort(uploadID) }
@@ -133,6 +134,9 @@ struct S3MultipartUpload: Sendable {
             guard !aborted, let failure = error as? BlobStreamError else { throw error }
             throw failure.leavingOpen(uploadID)
         }
+        // The upload is complete: what the object turns out to be is no longer the upload's
+        // to abort.
+        return try await upload.checkCompleted(completed)
     }
 
     /// The part size is one S3 takes, and one a source that cannot seek can hold in memory.
@@ -187,8 +191,8 @@ struct S3MultipartUpload: Sendable {
         return try await checkSingle(etag: etag, size: body.readableBytes, checksum: digest.checksum, answer: answer)
     }
 
-    /// The object a single PutObject stored has the size sent; the result, with the checksum
-    /// sent (`checksum`) as the store gave it back in its answer's header fields.
+    /// The object a single PutObject stored has the size sent, and the checksum the store's
+    /// answer gives (if any) is the one sent (`checksum`); the result, with that checksum.
     func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: S3Client.Response) async throws
         -> UploadResult
     {
@@ -197,8 +201,9 @@ struct S3MultipartUpload: Sendable {
             throw BlobStreamError.s3(
                 .corrupt, "\(location) holds \(info.size) bytes after sending \(size)")
         }
-        progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
         let echoed = checksum.flatMap { answer.headers.first(name: $0.algorithm.headerName) }
+        if let checksum { try checkStoredChecksum(echoed, computed: checksum.base64, algorithm: checksum.algorithm) }
+        progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
         var result = result(answer, etag: etag, size: info.size, sent: Int64(size))
         result.checksum = echoed ?? checksum?.base64
         result.checksumAlgorithm = checksum?.algorithm.rawValue
