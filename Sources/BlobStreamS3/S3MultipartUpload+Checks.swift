@@ -140,8 +140,12 @@ extension S3MultipartUpload {
     }
 
     /// The header fields CreateMultipartUpload carries: the object's, and the checksum asked for.
+    /// Without a type, the type S3 gives an object PutObject stored without one,
+    /// `binary/octet-stream` (a store may otherwise pick another for a multipart object:
+    /// OpenStack Swift guesses one from the key, where its PutObject gives that one).
     var createHeaders: [(name: String, value: String)] {
         var headers = options.objectHeaders
+        if options.contentType == nil { headers.append((name: "Content-Type", value: "binary/octet-stream")) }
         if let asked = options.checksumToAsk {
             headers.append((name: "x-amz-checksum-algorithm", value: asked.rawValue))
             let type = options.checksumType ?? asked.defaultType

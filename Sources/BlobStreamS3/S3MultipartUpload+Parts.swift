@@ -215,7 +215,7 @@ extension S3MultipartUpload {
         if let algorithm = checks.checksum, let ours = completed.objectChecksum {
             try checkStoredChecksum(completed.storedChecksum, computed: ours, algorithm: algorithm)
         }
-        let info = try await client.headObject(location)
+        let info = try await withRetries("HeadObject") { try await client.headObject(location) }
         guard etag.hasSuffix("-\(parts.count)"), info.size == tally.bytes else {
             throw BlobStreamError.s3(
                 .corrupt,

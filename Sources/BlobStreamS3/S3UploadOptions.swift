@@ -39,11 +39,16 @@ public struct S3UploadOptions: Sendable {
     public var contentType: String?
     /// User metadata, stored as `x-amz-meta-NAME`.
     public var metadata: [(String, String)]
-    /// How often a request is tried before the upload fails (at least 1). Retried: 5xx,
-    /// connection failures, timeouts, `BadDigest`; never refused credentials or other 4xx.
-    public var maxAttempts: Int
-    /// The wait before the second attempt; it doubles for each further one.
-    public var retryDelay: Duration
+    /// How a failed request of the upload (a part, the upload's creation and completion,
+    /// the lookups of a resumed upload, the final HEAD) is tried again: the policy remote
+    /// reads use (`HTTPRangeOptions.retry`), by default at most 5 attempts of each request
+    /// after jittered waits of about 1, 2, 4, 8 s, and at most 30 s during which the upload
+    /// waits on the store (waits of parts in flight together count once), so that a store
+    /// down for a few seconds is ridden through. Retried: 5xx, connection failures,
+    /// timeouts (an idle timeout `idleTimeoutRetries` times), `BadDigest`, `SlowDown`,
+    /// `RequestTimeout`; never refused credentials, other 4xx, a failed TLS handshake.
+    /// `.none`: each request is sent once.
+    public var retry: HTTPRetryPolicy
     /// Which upload to continue, if any.
     public var resume: Resume
     /// True (the default): an upload that fails or is cancelled is aborted, so that the
@@ -88,18 +93,17 @@ public struct S3UploadOptions: Sendable {
     /// (`largestPartInMemory`; tests make it small to reach that path with small parts).
     package var partsInMemoryUpTo = S3UploadOptions.largestPartInMemory
 
-    /// Options with the defaults: 8 MiB parts, 4 in flight, 4 attempts from 250 ms on.
+    /// Options with the defaults: 8 MiB parts, 4 in flight, retries as remote reads do them
+    /// (`HTTPRetryPolicy()`).
     public init(
         partSize: Int = 8 << 20, parallelism: Int = 4, contentType: String? = nil, metadata: [(String, String)] = [],
-        maxAttempts: Int = 4, retryDelay: Duration = .milliseconds(250), resume: Resume = .no,
-        abortsOnFailure: Bool = true
+        retry: HTTPRetryPolicy = HTTPRetryPolicy(), resume: Resume = .no, abortsOnFailure: Bool = true
     ) {
         self.partSize = partSize
         self.parallelism = parallelism
         self.contentType = contentType
         self.metadata = metadata
-        self.maxAttempts = maxAttempts
-        self.retryDelay = retryDelay
+        self.retry = retry
         self.resume = resume
         self.abortsOnFailure = abortsOnFailure
     }

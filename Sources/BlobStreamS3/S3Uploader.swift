@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamHTTPClient
 import BlobStreamUpload
 import Foundation
 import NIOCore
@@ -75,8 +76,22 @@ struct S3MultipartUpload: Sendable {
     let progress: @Sendable (UploadProgress) -> Void
     /// The parts' buffers, each used again once its part is sent.
     let buffers = PartBufferPool()
+    /// The retries the upload's requests have left (`options.retry`, all requests together).
+    let retries: RetryBudget
     /// The checks the requests carry (resolved in `run`).
     var checks = UploadChecks(body: .payloadSHA256, checksum: nil, type: .composite, stored: false)
+
+    init(
+        client: S3Client, uploadBody: UploadBody, location: S3Location, options: S3UploadOptions,
+        progress: @escaping @Sendable (UploadProgress) -> Void
+    ) {
+        self.client = client
+        self.uploadBody = uploadBody
+        self.location = location
+        self.options = options
+        self.progress = progress
+        retries = RetryBudget(policy: options.retry, chargesOverlapOnce: true)
+    }
 
     func run() async throws -> UploadResult {
         let first = PartReader(source: try makeSource(), name: sourceName)
@@ -196,7 +211,7 @@ struct S3MultipartUpload: Sendable {
     func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: S3Client.Response) async throws
         -> UploadResult
     {
-        let info = try await client.headObject(location)
+        let info = try await withRetries("HeadObject") { try await client.headObject(location) }
         guard info.size == Int64(size) else {
             throw BlobStreamError.s3(
                 .corrupt, "\(location) holds \(info.size) bytes after sending \(size)")
@@ -238,7 +253,9 @@ struct S3MultipartUpload: Sendable {
         case .uploadID(let id):
             return (id, try await listStored(id).checksumAlgorithm)
         case .latest:
-            let id = try await client.findUploadToResume(location, lookup: options.resumeLookup).uploadID
+            let id = try await client.findUploadToResume(location, lookup: options.resumeLookup) {
+                try await withRetries("ListMultipartUploads") { try await client.listMultipartUploads(location) }
+            }.uploadID
             return (id, try await listStored(id).checksumAlgorithm)
         }
     }
@@ -269,22 +286,6 @@ struct S3MultipartUpload: Sendable {
                 location, uploadID: uploadID, number: number, payload: .bytes(body), digest: digest, check: checks.body)
         }
         return (etag, true, digest.checksum)
-    }
-
-    /// `body`, tried again on retryable errors, at most `maxAttempts` times in all, waiting
-    /// `retryDelay`, then twice as long each time.
-    func withRetries<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        var delay = options.retryDelay
-        var attempt = 1
-        while true {
-            do {
-                return try await body()
-            } catch let error as BlobStreamError where error.isRetryableS3 && attempt < max(options.maxAttempts, 1) {
-                try await Task.sleep(for: delay)
-                delay *= 2
-                attempt += 1
-            }
-        }
     }
 
     /// Aborts the upload, also when the task is cancelled (in a task of its own); returns

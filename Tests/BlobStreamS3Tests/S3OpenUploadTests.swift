@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
 import SwiftStoreTestServer
@@ -145,7 +146,8 @@ struct S3OpenUploadTests {
         let data = StoreFixture.bytes(11 << 20, seed: 52)
         let source = UploadBody(length: nil, repeatable: true, name: "bytes") { DataBytesSource(data) }
         let started = Recorded<String?>(nil)
-        var options = S3UploadOptions(partSize: 5 << 20, parallelism: 1, maxAttempts: 2, retryDelay: .milliseconds(10))
+        var options = S3UploadOptions(
+            partSize: 5 << 20, parallelism: 1, retry: HTTPRetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(10)))
         options.uploadStarted = { id in started.value.withLock { $0 = id } }
 
         try await proxy.setRules(Self.storeGone)
@@ -167,4 +169,5 @@ struct S3OpenUploadTests {
         #expect(aborted?.code == .ioFailed)
         #expect(aborted?.s3UploadID == nil)
     }
+
 }

@@ -44,6 +44,9 @@ public final class FaultProxy: Sendable {
         /// Answer `status` with `headers` and `body` (an XML document, say) itself; the upstream
         /// never sees the request.
         case answer(status: Int, headers: [String: String], body: String)
+        /// A store down for `seconds`: from the request the rule first acts on, every request
+        /// (whatever its method and path) is answered `status` until `seconds` have passed.
+        case outage(seconds: Double, status: Int)
 
         /// The name a log entry gives it.
         var name: String {
@@ -55,6 +58,7 @@ public final class FaultProxy: Sendable {
             case .cut: "cut"
             case .rewrite: "rewrite"
             case .answer: "answer"
+            case .outage: "outage"
             }
         }
     }
@@ -130,6 +134,14 @@ public final class FaultProxy: Sendable {
             Rule(method: method, path: path, nth: nth, times: times, action: .rewrite(headers: headers))
         }
 
+        /// From the `nth` matching request on, answers every request `status` (503: the
+        /// store is unavailable) for `seconds`.
+        public static func outage(
+            _ seconds: Double, status: Int = 503, method: String? = nil, path: String? = nil, nth: Int = 1
+        ) -> Rule {
+            Rule(method: method, path: path, nth: nth, times: 0, action: .outage(seconds: seconds, status: status))
+        }
+
         /// Answers the `nth` matching request (and `times - 1` more) with `status`, `headers`
         /// and `body`, without the upstream.
         public static func answer(
@@ -153,7 +165,7 @@ public final class FaultProxy: Sendable {
         /// The body bytes received (for a dropped request: before the drop).
         public internal(set) var bodyBytes: Int
         /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`,
-        /// `cut`, `rewrite`, `answer`.
+        /// `cut`, `rewrite`, `answer`, `outage`.
         public let action: String
         /// The index of the rule that acted, nil when none did.
         public let rule: Int?

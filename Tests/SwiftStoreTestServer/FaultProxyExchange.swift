@@ -58,6 +58,9 @@ struct FaultProxyExchange: Sendable {
             case .status(let status, let code):
                 seen.status = try await answerError(client, status: status, code: code, target: target)
                 return
+            case .outage(_, let status):
+                seen.status = try await answerError(client, status: status, code: nil, target: target)
+                return
             case .answer(let status, let fields, let text):
                 var answer =
                     "HTTP/1.1 \(status) Answered\r\nContent-Length: \(text.utf8.count)\r\nConnection: close\r\n"
