@@ -60,7 +60,8 @@ extension S3MultipartUpload {
     }
 
     /// Sends the parts of a source that can seek: each read from a source of its own at its
-    /// offset, `parallelism` at a time, into the buffer of a part sent before.
+    /// offset, `parallelism` at a time, into the buffer of a part sent before; a part larger
+    /// than `filePartInMemoryLimit` streamed from its source instead (read twice).
     func sendRanged(
         uploadID: String, length: Int64, partSize: Int, facts: PartReader.Facts, stored: [Int: S3StoredPart]
     ) async throws -> Tally {
@@ -74,7 +75,7 @@ extension S3MultipartUpload {
                 let offset = Int64(number - 1) * Int64(partSize)
                 let size = Int(min(Int64(partSize), length - offset))
                 group.addTask {
-                    if size > options.partsInMemoryUpTo {
+                    if size > options.filePartInMemoryLimit {
                         let (etag, sent, checksum) = try await sendStreamedPart(
                             offset: offset, size: size, number: number, uploadID: uploadID, stored: stored[number],
                             facts: facts)

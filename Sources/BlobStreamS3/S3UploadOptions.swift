@@ -13,9 +13,10 @@ public struct S3UploadOptions: Sendable {
     /// S3's most parts in one upload: 10,000.
     public static let maximumParts = 10_000
     /// The largest part held in one memory buffer: 4 GiB less 65 bytes (a `ByteBuffer`'s
-    /// capacity is a `UInt32`, and the buffer keeps 64 bytes to align its start). A larger
-    /// part of a source that can seek is hashed, then streamed from the source; a source
+    /// capacity is a `UInt32`, and the buffer keeps 64 bytes to align its start). A source
     /// that cannot seek (a pipe) must use parts no larger: each is held in memory until sent.
+    /// (A part of a source that can seek is held only up to 8 MiB: a larger one is hashed,
+    /// then streamed from the source.)
     public static let largestPartInMemory = Int(UInt32.max) - ByteBuffer.alignmentSlack
 
     /// Which unfinished upload to continue.
@@ -92,6 +93,15 @@ public struct S3UploadOptions: Sendable {
     /// Parts larger than this are not held in memory but streamed from their source
     /// (`largestPartInMemory`; tests make it small to reach that path with small parts).
     package var partsInMemoryUpTo = S3UploadOptions.largestPartInMemory
+
+    /// The largest part of a file (a source that can seek) held in memory, read once: a
+    /// larger one is read twice from the file at its offset (hashed, then streamed as it is
+    /// sent), so that an upload from a file holds at most about `parallelism` × 8 MiB
+    /// whatever the part size (4 × 256 MiB parts would be 1 GiB).
+    static let filePartsInMemoryUpTo = 8 << 20
+
+    /// The largest part of a file held in memory (`filePartsInMemoryUpTo`, or less in tests).
+    var filePartInMemoryLimit: Int { min(partsInMemoryUpTo, Self.filePartsInMemoryUpTo) }
 
     /// Options with the defaults: 8 MiB parts, 4 in flight, retries as remote reads do them
     /// (`HTTPRetryPolicy()`).

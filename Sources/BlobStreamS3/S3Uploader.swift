@@ -31,8 +31,11 @@ import NIOHTTP1
 /// `.changed` (and the upload is aborted): the object is never a splice of two versions. A
 /// body that is not repeatable (`isRepeatable` false: a pipe) is read once, from start to end.
 ///
-/// Memory: about `parallelism` parts' buffers (one more for a source that cannot seek),
-/// whatever the source's length: a part is read into the buffer of a part already sent.
+/// Memory: whatever the source's length, about `parallelism` parts' buffers (one more for a
+/// source that cannot seek), a part read into the buffer of a part already sent. A file's
+/// part larger than 8 MiB is not held but read twice from the file at its offset (hashed,
+/// then streamed as it is sent): an upload from a file holds at most about
+/// `parallelism` × 8 MiB whatever the part size.
 public struct S3Uploader: Sendable {
     /// The client requests go through.
     public var client: S3Client
@@ -106,9 +109,10 @@ struct S3MultipartUpload: Sendable {
         let head: ByteBuffer
         var ahead: ByteBuffer? = nil
         if let length = facts.length, ranged, length <= Int64(partSize),
-            length >= Int64(options.partsInMemoryUpTo)
+            length >= Int64(options.filePartInMemoryLimit)
         {
-            // Too large for one buffer (which also holds a byte more, to see a file that grew).
+            // Larger than a file's part held in memory (whose buffer also holds a byte more, to
+            // see a file that grew): hashed, then streamed from the file.
             first.close()
             var single = self
             single.checks = try singleChecks()
