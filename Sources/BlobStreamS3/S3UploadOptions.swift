@@ -94,6 +94,11 @@ public struct S3UploadOptions: Sendable {
     /// (`largestPartInMemory`; tests make it small to reach that path with small parts).
     package var partsInMemoryUpTo = S3UploadOptions.largestPartInMemory
 
+    /// Called with the multipart upload's id when a failure or a cancellation leaves it open
+    /// on the store (the abort failed, or `abortsOnFailure` is false): the tool names it,
+    /// with the commands that resume or end it, also after an interrupt.
+    package var uploadLeftOpen: (@Sendable (_ uploadID: String) -> Void)? = nil
+
     /// The largest part of a file (a source that can seek) held in memory, read once: a
     /// larger one is read twice from the file at its offset (hashed, then streamed as it is
     /// sent), so that an upload from a file holds at most about `parallelism` × 8 MiB

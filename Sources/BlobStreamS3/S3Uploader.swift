@@ -149,6 +149,7 @@ struct S3MultipartUpload: Sendable {
         } catch {
             var aborted = false
             if options.abortsOnFailure { aborted = await abort(uploadID) }
+            if !aborted { options.uploadLeftOpen?(uploadID) }
             // The store keeps the upload: the error says which, for the way out.
             guard !aborted, let failure = error as? BlobStreamError else { throw error }
             throw failure.leavingOpen(uploadID)
