@@ -201,12 +201,18 @@ struct RangeListTests {
         func expected(_ offset: Int64) -> [UInt8] { [UInt8](bytes[Int(offset)..<Int(offset) + window]) }
         // 40 windows one after the other (a decode through consecutive seek points): the
         // first by itself, then 1 MiB at a time.
+        // The store asks for the index's tail when it opens (beside the head): that request
+        // may reach the peer at any moment, so it is left out of the counts below.
+        let tail = "bytes=\(bytes.count - SourceIndexBytes.tailLength)-\(bytes.count - 1)"
+        func windowRequests(after count: Int) -> [MisbehavingHTTPPeer.Seen] {
+            peer.requests.dropFirst(count).filter { $0.range != tail }
+        }
         var before = peer.requests.count
         for k in 0..<40 {
             let offset = Int64((1 << 20) + k * window)
             #expect(try store.bytes(count: window, at: offset, what: "window") == expected(offset), "window \(k)")
         }
-        #expect(peer.requests.count - before == 3, "\(peer.requests.dropFirst(before))")
+        #expect(windowRequests(after: before).count == 3, "\(peer.requests.dropFirst(before))")
         // Windows apart (a read that jumps): one GET each, nothing read ahead.
         before = peer.requests.count
         let apart = (0..<4).map { Int64(100_000 + $0 * 200_000) }
@@ -214,7 +220,7 @@ struct RangeListTests {
             #expect(try store.bytes(count: window, at: offset, what: "window") == expected(offset), "at \(offset)")
         }
         #expect(
-            peer.requests.dropFirst(before).compactMap(\.range) == apart.map { "bytes=\($0)-\($0 + Int64(window) - 1)" }
+            windowRequests(after: before).compactMap(\.range) == apart.map { "bytes=\($0)-\($0 + Int64(window) - 1)" }
         )
     }
 

@@ -45,6 +45,16 @@ extension StreamCore {
         wakersMade += 1
     }
 
+    /// Takes the wakers' timers out of their run loops while holding those loops. A loop
+    /// whose thread has ended lives only as long as something holds it: invalidating a timer
+    /// after its loop was freed reaches into freed memory, and a loop freed with a timer
+    /// still in it frees that timer from whichever thread let it go.
+    static func invalidate(_ wakers: [(runLoop: RunLoop, timer: Timer)]) {
+        withExtendedLifetime(wakers.map(\.runLoop)) {
+            for waker in wakers { waker.timer.invalidate() }
+        }
+    }
+
     func schedule(_ runLoop: RunLoop, _ mode: RunLoop.Mode) {
         condition.lock()
         defer { condition.unlock() }
@@ -69,7 +79,7 @@ extension StreamCore {
         // A timer cannot leave one mode only: the loop's waker goes, and when the loop keeps
         // other modes a new one is made (now if a wake-up is due, else at the next one).
         if let index = wakers.firstIndex(where: { $0.runLoop === runLoop }) {
-            wakers.remove(at: index).timer.invalidate()
+            Self.invalidate([wakers.remove(at: index)])
             if armed, schedules.contains(where: { $0.runLoop === runLoop }) {
                 addWakerLocked(for: runLoop)
                 wakers.last!.timer.fireDate = Date()

@@ -111,16 +111,17 @@ final class StreamCore: @unchecked Sendable {
         status = .closed
         pending.removeAll(keepingCapacity: true)
         pendingKinds = 0
-        let timers = wakers.map(\.timer)
-        wakers = []
+        let wakers = self.wakers
+        self.wakers = []
         armed = false
-        schedules = []
+        let schedules = self.schedules
+        self.schedules = []
         let tokens = observations
         observations = []
         condition.broadcast()
         condition.unlock()
 
-        for timer in timers { timer.invalidate() }
+        withExtendedLifetime(schedules) { Self.invalidate(wakers) }
         for token in tokens { token.invalidate() }
         source.interrupt() // a read blocked in I/O holds `sourceLock`: end it first
         sourceLock.lock()
