@@ -28,6 +28,10 @@ import Foundation
 /// do not come back at once). The waits of one source add up to at most `maxWaiting`:
 /// a store that comes back within it is survived; one that stays down ends the read with
 /// the last error, whose message names the URL, the offset and the attempts made.
+///
+/// S3 uploads (`S3UploadOptions.retry` of BlobStreamS3) are tried again under the same
+/// policy, each request of the upload as a range is, the waits of parts in flight together
+/// counted once.
 public struct HTTPRetryPolicy: Sendable, Equatable {
     /// The most attempts of one request (the first included; at least 1): 5 by default.
     public var maxAttempts: Int

@@ -229,7 +229,9 @@ extension S3Client {
         }
         xml += "</CompleteMultipartUpload>"
         let body = ByteBuffer(string: xml)
-        var headers = [(name: "Content-Type", value: "application/xml")]
+        // No Content-Type: a store may give the object the completion's (OpenStack Swift's
+        // s3api does, when CreateMultipartUpload named none): `application/xml`.
+        var headers: [(name: String, value: String)] = []
         if let checksum {
             headers.append((name: "x-amz-checksum-type", value: checksum.type.rawValue))
             if let object = checksum.object { headers.append((name: checksum.algorithm.headerName, value: object)) }

@@ -42,10 +42,18 @@ extension S3Client {
     public func findUploadToResume(_ location: S3Location, lookup: S3ResumeLookup = S3ResumeLookup()) async throws
         -> S3PendingUpload
     {
+        try await findUploadToResume(location, lookup: lookup) { try await listMultipartUploads(location) }
+    }
+
+    /// `findUploadToResume(_:lookup:)` with the listing `list` gives (an upload's, whose
+    /// requests are tried again as its retry policy says).
+    func findUploadToResume(
+        _ location: S3Location, lookup: S3ResumeLookup, list: () async throws -> [S3PendingUpload]
+    ) async throws -> S3PendingUpload {
         var delay = lookup.delay
         var pending: [S3PendingUpload] = []
         for attempt in 1...max(lookup.attempts, 1) {
-            pending = try await listMultipartUploads(location)
+            pending = try await list()
             if !pending.isEmpty || attempt == max(lookup.attempts, 1) { break }
             try await Task.sleep(for: delay)
             delay *= 2

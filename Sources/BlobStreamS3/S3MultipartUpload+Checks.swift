@@ -115,9 +115,37 @@ extension S3MultipartUpload {
         }
     }
 
+    /// The checksum of the object the store's answer gives (`stored`; nil: none) is the one
+    /// computed here from the bytes sent (`computed`): a store that computed another one
+    /// stored other bytes, or misreports them. A composite checksum's `-N` suffix is compared
+    /// when both have one.
+    func checkStoredChecksum(_ stored: String?, computed: String, algorithm: S3ChecksumAlgorithm) throws {
+        guard let stored else { return }
+        let same =
+            stored == computed || Self.withoutPartCount(stored) == computed
+            || stored == Self.withoutPartCount(computed)
+        guard !same else { return }
+        throw BlobStreamError.s3(
+            .corrupt,
+            "\(location): the store answered that the object's \(algorithm.rawValue) is \(stored), but the bytes sent from \(sourceName) have \(computed): the store holds other bytes than those sent, or misreports them"
+        )
+    }
+
+    /// A composite checksum without its `-N` (part count) suffix.
+    private static func withoutPartCount(_ checksum: String) -> String {
+        guard let dash = checksum.lastIndex(of: "-"), !checksum[checksum.index(after: dash)...].isEmpty,
+            checksum[checksum.index(after: dash)...].allSatisfy(\.isNumber)
+        else { return checksum }
+        return String(checksum[..<dash])
+    }
+
     /// The header fields CreateMultipartUpload carries: the object's, and the checksum asked for.
+    /// Without a type, the type S3 gives an object PutObject stored without one,
+    /// `binary/octet-stream` (a store may otherwise pick another for a multipart object:
+    /// OpenStack Swift guesses one from the key, where its PutObject gives that one).
     var createHeaders: [(name: String, value: String)] {
         var headers = options.objectHeaders
+        if options.contentType == nil { headers.append((name: "Content-Type", value: "binary/octet-stream")) }
         if let asked = options.checksumToAsk {
             headers.append((name: "x-amz-checksum-algorithm", value: asked.rawValue))
             let type = options.checksumType ?? asked.defaultType

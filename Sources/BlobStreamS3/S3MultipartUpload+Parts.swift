@@ -60,7 +60,8 @@ extension S3MultipartUpload {
     }
 
     /// Sends the parts of a source that can seek: each read from a source of its own at its
-    /// offset, `parallelism` at a time, into the buffer of a part sent before.
+    /// offset, `parallelism` at a time, into the buffer of a part sent before; a part larger
+    /// than `filePartInMemoryLimit` streamed from its source instead (read twice).
     func sendRanged(
         uploadID: String, length: Int64, partSize: Int, facts: PartReader.Facts, stored: [Int: S3StoredPart]
     ) async throws -> Tally {
@@ -74,7 +75,7 @@ extension S3MultipartUpload {
                 let offset = Int64(number - 1) * Int64(partSize)
                 let size = Int(min(Int64(partSize), length - offset))
                 group.addTask {
-                    if size > options.partsInMemoryUpTo {
+                    if size > options.filePartInMemoryLimit {
                         let (etag, sent, checksum) = try await sendStreamedPart(
                             offset: offset, size: size, number: number, uploadID: uploadID, stored: stored[number],
                             facts: facts)
@@ -175,9 +176,20 @@ extension S3MultipartUpload {
         return tally
     }
 
-    /// Checks the source, completes the upload, and checks the object: an ETag of `-N`
-    /// for N parts, and the size sent.
-    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> UploadResult {
+    /// A completed upload: the store's answer to CompleteMultipartUpload, and what was sent.
+    struct Completed: Sendable {
+        var uploadID: String
+        var tally: Tally
+        var etag: String
+        /// The object's checksum as the store's answer gives it (nil: none given).
+        var storedChecksum: String?
+        /// The object's checksum computed here (nil: none).
+        var objectChecksum: String?
+        var answer: S3Client.Response
+    }
+
+    /// Checks the source and completes the upload.
+    func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> Completed {
         try await checkIdentity(facts)
         let parts = tally.parts
         let checksums = tally.checksummedParts.compactMap(\.checksum)
@@ -191,7 +203,20 @@ extension S3MultipartUpload {
             try await client.completeMultipartUpload(
                 location, uploadID: uploadID, parts: parts, checksum: completion)
         }
-        let info = try await client.headObject(location)
+        return Completed(
+            uploadID: uploadID, tally: tally, etag: etag, storedChecksum: storedChecksum,
+            objectChecksum: objectChecksum, answer: answer)
+    }
+
+    /// Checks the completed object: the checksum the store gives is the one computed here, its
+    /// ETag is of `-N` for N parts, its size the size sent.
+    func checkCompleted(_ completed: Completed) async throws -> UploadResult {
+        let (tally, etag) = (completed.tally, completed.etag)
+        let parts = tally.parts
+        if let algorithm = checks.checksum, let ours = completed.objectChecksum {
+            try checkStoredChecksum(completed.storedChecksum, computed: ours, algorithm: algorithm)
+        }
+        let info = try await withRetries("HeadObject") { try await client.headObject(location) }
         guard etag.hasSuffix("-\(parts.count)"), info.size == tally.bytes else {
             throw BlobStreamError.s3(
                 .corrupt,
@@ -199,11 +224,11 @@ extension S3MultipartUpload {
             )
         }
         progress(UploadProgress(sent: tally.bytes, total: tally.bytes, isFinished: true))
-        var result = result(answer, etag: etag, size: info.size, sent: tally.bytesSent)
+        var result = result(completed.answer, etag: etag, size: info.size, sent: tally.bytesSent)
         result.parts = parts.count
         result.partsSent = tally.partsSent
-        result.uploadID = uploadID
-        result.checksum = storedChecksum ?? objectChecksum
+        result.uploadID = completed.uploadID
+        result.checksum = completed.storedChecksum ?? completed.objectChecksum
         result.checksumAlgorithm = checks.checksum?.rawValue
         result.checksumStored = checks.stored
         return result

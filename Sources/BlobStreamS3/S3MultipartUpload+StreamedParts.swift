@@ -2,9 +2,10 @@ import BlobStream
 import BlobStreamUpload
 import Foundation
 
-/// Parts of a source that can seek too large for one buffer (`S3UploadOptions.largestPartInMemory`):
-/// each is read twice from a source of its own at its offset, first to hash it (the body
-/// check must be sent before the body), then streamed as the request's body. Bytes that
+/// Parts of a source that can seek larger than one held in memory (8 MiB,
+/// `S3UploadOptions.filePartsInMemoryUpTo`): each is read twice from a source of its own at
+/// its offset, first to hash it (the body check must be sent before the body), then streamed
+/// as the request's body. Bytes that
 /// differ on the second read are refused by the store (`BadDigest`: the body check does not
 /// match), so an object is never stored from changed bytes.
 extension S3MultipartUpload {

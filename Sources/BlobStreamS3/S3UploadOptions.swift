@@ -13,9 +13,10 @@ public struct S3UploadOptions: Sendable {
     /// S3's most parts in one upload: 10,000.
     public static let maximumParts = 10_000
     /// The largest part held in one memory buffer: 4 GiB less 65 bytes (a `ByteBuffer`'s
-    /// capacity is a `UInt32`, and the buffer keeps 64 bytes to align its start). A larger
-    /// part of a source that can seek is hashed, then streamed from the source; a source
+    /// capacity is a `UInt32`, and the buffer keeps 64 bytes to align its start). A source
     /// that cannot seek (a pipe) must use parts no larger: each is held in memory until sent.
+    /// (A part of a source that can seek is held only up to 8 MiB: a larger one is hashed,
+    /// then streamed from the source.)
     public static let largestPartInMemory = Int(UInt32.max) - ByteBuffer.alignmentSlack
 
     /// Which unfinished upload to continue.
@@ -39,11 +40,16 @@ public struct S3UploadOptions: Sendable {
     public var contentType: String?
     /// User metadata, stored as `x-amz-meta-NAME`.
     public var metadata: [(String, String)]
-    /// How often a request is tried before the upload fails (at least 1). Retried: 5xx,
-    /// connection failures, timeouts, `BadDigest`; never refused credentials or other 4xx.
-    public var maxAttempts: Int
-    /// The wait before the second attempt; it doubles for each further one.
-    public var retryDelay: Duration
+    /// How a failed request of the upload (a part, the upload's creation and completion,
+    /// the lookups of a resumed upload, the final HEAD) is tried again: the policy remote
+    /// reads use (`HTTPRangeOptions.retry`), by default at most 5 attempts of each request
+    /// after jittered waits of about 1, 2, 4, 8 s, and at most 30 s during which the upload
+    /// waits on the store (waits of parts in flight together count once), so that a store
+    /// down for a few seconds is ridden through. Retried: 5xx, connection failures,
+    /// timeouts (an idle timeout `idleTimeoutRetries` times), `BadDigest`, `SlowDown`,
+    /// `RequestTimeout`; never refused credentials, other 4xx, a failed TLS handshake.
+    /// `.none`: each request is sent once.
+    public var retry: HTTPRetryPolicy
     /// Which upload to continue, if any.
     public var resume: Resume
     /// True (the default): an upload that fails or is cancelled is aborted, so that the
@@ -88,18 +94,31 @@ public struct S3UploadOptions: Sendable {
     /// (`largestPartInMemory`; tests make it small to reach that path with small parts).
     package var partsInMemoryUpTo = S3UploadOptions.largestPartInMemory
 
-    /// Options with the defaults: 8 MiB parts, 4 in flight, 4 attempts from 250 ms on.
+    /// Called with the multipart upload's id when a failure or a cancellation leaves it open
+    /// on the store (the abort failed, or `abortsOnFailure` is false): the tool names it,
+    /// with the commands that resume or end it, also after an interrupt.
+    package var uploadLeftOpen: (@Sendable (_ uploadID: String) -> Void)? = nil
+
+    /// The largest part of a file (a source that can seek) held in memory, read once: a
+    /// larger one is read twice from the file at its offset (hashed, then streamed as it is
+    /// sent), so that an upload from a file holds at most about `parallelism` × 8 MiB
+    /// whatever the part size (4 × 256 MiB parts would be 1 GiB).
+    static let filePartsInMemoryUpTo = 8 << 20
+
+    /// The largest part of a file held in memory (`filePartsInMemoryUpTo`, or less in tests).
+    var filePartInMemoryLimit: Int { min(partsInMemoryUpTo, Self.filePartsInMemoryUpTo) }
+
+    /// Options with the defaults: 8 MiB parts, 4 in flight, retries as remote reads do them
+    /// (`HTTPRetryPolicy()`).
     public init(
         partSize: Int = 8 << 20, parallelism: Int = 4, contentType: String? = nil, metadata: [(String, String)] = [],
-        maxAttempts: Int = 4, retryDelay: Duration = .milliseconds(250), resume: Resume = .no,
-        abortsOnFailure: Bool = true
+        retry: HTTPRetryPolicy = HTTPRetryPolicy(), resume: Resume = .no, abortsOnFailure: Bool = true
     ) {
         self.partSize = partSize
         self.parallelism = parallelism
         self.contentType = contentType
         self.metadata = metadata
-        self.maxAttempts = maxAttempts
-        self.retryDelay = retryDelay
+        self.retry = retry
         self.resume = resume
         self.abortsOnFailure = abortsOnFailure
     }

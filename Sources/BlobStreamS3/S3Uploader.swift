@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamHTTPClient
 import BlobStreamUpload
 import Foundation
 import NIOCore
@@ -30,8 +31,11 @@ import NIOHTTP1
 /// `.changed` (and the upload is aborted): the object is never a splice of two versions. A
 /// body that is not repeatable (`isRepeatable` false: a pipe) is read once, from start to end.
 ///
-/// Memory: about `parallelism` parts' buffers (one more for a source that cannot seek),
-/// whatever the source's length: a part is read into the buffer of a part already sent.
+/// Memory: whatever the source's length, about `parallelism` parts' buffers (one more for a
+/// source that cannot seek), a part read into the buffer of a part already sent. A file's
+/// part larger than 8 MiB is not held but read twice from the file at its offset (hashed,
+/// then streamed as it is sent): an upload from a file holds at most about
+/// `parallelism` × 8 MiB whatever the part size.
 public struct S3Uploader: Sendable {
     /// The client requests go through.
     public var client: S3Client
@@ -75,8 +79,22 @@ struct S3MultipartUpload: Sendable {
     let progress: @Sendable (UploadProgress) -> Void
     /// The parts' buffers, each used again once its part is sent.
     let buffers = PartBufferPool()
+    /// The retries the upload's requests have left (`options.retry`, all requests together).
+    let retries: RetryBudget
     /// The checks the requests carry (resolved in `run`).
     var checks = UploadChecks(body: .payloadSHA256, checksum: nil, type: .composite, stored: false)
+
+    init(
+        client: S3Client, uploadBody: UploadBody, location: S3Location, options: S3UploadOptions,
+        progress: @escaping @Sendable (UploadProgress) -> Void
+    ) {
+        self.client = client
+        self.uploadBody = uploadBody
+        self.location = location
+        self.options = options
+        self.progress = progress
+        retries = RetryBudget(policy: options.retry, chargesOverlapOnce: true)
+    }
 
     func run() async throws -> UploadResult {
         let first = PartReader(source: try makeSource(), name: sourceName)
@@ -91,9 +109,10 @@ struct S3MultipartUpload: Sendable {
         let head: ByteBuffer
         var ahead: ByteBuffer? = nil
         if let length = facts.length, ranged, length <= Int64(partSize),
-            length >= Int64(options.partsInMemoryUpTo)
+            length >= Int64(options.filePartInMemoryLimit)
         {
-            // Too large for one buffer (which also holds a byte more, to see a file that grew).
+            // Larger than a file's part held in memory (whose buffer also holds a byte more, to
+            // see a file that grew): hashed, then streamed from the file.
             first.close()
             var single = self
             single.checks = try singleChecks()
@@ -113,8 +132,9 @@ struct S3MultipartUpload: Sendable {
         }
         if ranged { first.close() }
         let (uploadID, kept) = try await startOrFind()
+        var upload = self
+        let completed: Completed
         do {
-            var upload = self
             upload.checks = try multipartChecks(kept: kept)
             options.uploadStarted?(uploadID)
             let stored = try await upload.storedParts(uploadID)
@@ -125,14 +145,18 @@ struct S3MultipartUpload: Sendable {
                 : try await upload.sendSequential(
                     uploadID: uploadID, reader: first, partSize: partSize, head: consume head, ahead: ahead.take()!,
                     stored: stored)
-            return try await upload.complete(uploadID: uploadID, tally: tally, facts: facts)
+            completed = try await upload.complete(uploadID: uploadID, tally: tally, facts: facts)
         } catch {
             var aborted = false
             if options.abortsOnFailure { aborted = await abort(uploadID) }
+            if !aborted { options.uploadLeftOpen?(uploadID) }
             // The store keeps the upload: the error says which, for the way out.
             guard !aborted, let failure = error as? BlobStreamError else { throw error }
             throw failure.leavingOpen(uploadID)
         }
+        // The upload is complete: what the object turns out to be is no longer the upload's
+        // to abort.
+        return try await upload.checkCompleted(completed)
     }
 
     /// The part size is one S3 takes, and one a source that cannot seek can hold in memory.
@@ -187,18 +211,19 @@ struct S3MultipartUpload: Sendable {
         return try await checkSingle(etag: etag, size: body.readableBytes, checksum: digest.checksum, answer: answer)
     }
 
-    /// The object a single PutObject stored has the size sent; the result, with the checksum
-    /// sent (`checksum`) as the store gave it back in its answer's header fields.
+    /// The object a single PutObject stored has the size sent, and the checksum the store's
+    /// answer gives (if any) is the one sent (`checksum`); the result, with that checksum.
     func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: S3Client.Response) async throws
         -> UploadResult
     {
-        let info = try await client.headObject(location)
+        let info = try await withRetries("HeadObject") { try await client.headObject(location) }
         guard info.size == Int64(size) else {
             throw BlobStreamError.s3(
                 .corrupt, "\(location) holds \(info.size) bytes after sending \(size)")
         }
-        progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
         let echoed = checksum.flatMap { answer.headers.first(name: $0.algorithm.headerName) }
+        if let checksum { try checkStoredChecksum(echoed, computed: checksum.base64, algorithm: checksum.algorithm) }
+        progress(UploadProgress(sent: Int64(size), total: Int64(size), isFinished: true))
         var result = result(answer, etag: etag, size: info.size, sent: Int64(size))
         result.checksum = echoed ?? checksum?.base64
         result.checksumAlgorithm = checksum?.algorithm.rawValue
@@ -233,7 +258,9 @@ struct S3MultipartUpload: Sendable {
         case .uploadID(let id):
             return (id, try await listStored(id).checksumAlgorithm)
         case .latest:
-            let id = try await client.findUploadToResume(location, lookup: options.resumeLookup).uploadID
+            let id = try await client.findUploadToResume(location, lookup: options.resumeLookup) {
+                try await withRetries("ListMultipartUploads") { try await client.listMultipartUploads(location) }
+            }.uploadID
             return (id, try await listStored(id).checksumAlgorithm)
         }
     }
@@ -264,22 +291,6 @@ struct S3MultipartUpload: Sendable {
                 location, uploadID: uploadID, number: number, payload: .bytes(body), digest: digest, check: checks.body)
         }
         return (etag, true, digest.checksum)
-    }
-
-    /// `body`, tried again on retryable errors, at most `maxAttempts` times in all, waiting
-    /// `retryDelay`, then twice as long each time.
-    func withRetries<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        var delay = options.retryDelay
-        var attempt = 1
-        while true {
-            do {
-                return try await body()
-            } catch let error as BlobStreamError where error.isRetryableS3 && attempt < max(options.maxAttempts, 1) {
-                try await Task.sleep(for: delay)
-                delay *= 2
-                attempt += 1
-            }
-        }
     }
 
     /// Aborts the upload, also when the task is cancelled (in a task of its own); returns

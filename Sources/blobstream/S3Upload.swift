@@ -77,6 +77,8 @@ enum S3UploadCommand {
             let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
             Console.writeError(clear + line)
         }
+        let leftOpen = StartedUploadID()
+        options.uploadLeftOpen = { id in leftOpen.value.withLock { $0 = id } }
         let client: S3Client
         do {
             client = try S3Client(
@@ -87,6 +89,21 @@ enum S3UploadCommand {
         let outcome: Result<Void, any Error>
         do {
             outcome = .success(try await run(body, to: location, options: options, client: client))
+        } catch is Interrupted {
+            // Ctrl-C: the upload was cancelled, and aborted unless that failed (or --keep-parts).
+            let started = uploadID.value.withLock { $0 }
+            let line: String
+            if let id = leftOpen.value.withLock({ $0 }) {
+                let resume = OpenUploadCommands.resume(arguments, uploadID: id)
+                let abort = OpenUploadCommands.abort(arguments, uploadID: id)
+                line =
+                    "interrupted: multipart upload \(id) of \(location) is left open on the store: resume it with `\(resume)`, or abort it with `\(abort)`"
+            } else if let id = started {
+                line = "interrupted: multipart upload \(id) of \(location) aborted, its parts are gone"
+            } else {
+                line = "interrupted: nothing was uploaded to \(location)"
+            }
+            outcome = .failure(ToolFailure(message: line))
         } catch let error as BlobStreamError where error.s3UploadID != nil {
             // Work left on the store (the abort failed, or --keep-parts): the line names the
             // upload and both ways out.
@@ -143,6 +160,29 @@ enum S3UploadCommand {
         let name = body.name ?? location.description
         let started = ContinuousClock.now
         let upload = S3Uploader(client: client).upload(body, to: location, options: options)
+        // Ctrl-C cancels the upload, which aborts it (or says that it is left open); a second
+        // one ends the tool at once.
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        let interrupts = InterruptCount()
+        interrupt.setEventHandler {
+            guard
+                interrupts.value.withLock({
+                    $0 += 1
+                    return $0
+                }) == 1
+            else {
+                signal(SIGINT, SIG_DFL)
+                raise(SIGINT)
+                return
+            }
+            upload.cancel()
+        }
+        interrupt.resume()
+        defer {
+            interrupt.cancel()
+            signal(SIGINT, SIG_DFL)
+        }
         // The bar is made with the first report, which knows the total when the source does.
         var bar: ProgressLine?
         for await report in upload.progress {
@@ -152,6 +192,9 @@ enum S3UploadCommand {
         let result: UploadResult
         do {
             result = try await upload.result
+        } catch is CancellationError {
+            bar?.finish()
+            throw Interrupted()
         } catch let error as BlobStreamError {
             bar?.finish()
             // The caller words an error that leaves an upload open or names a setting.
@@ -183,7 +226,15 @@ enum S3UploadCommand {
     }
 }
 
-/// The id of the multipart upload an upload started or found, once known.
+/// The upload was cancelled by Ctrl-C.
+private struct Interrupted: Error {}
+
+/// How many times Ctrl-C was pressed during the upload.
+private final class InterruptCount: Sendable {
+    let value = Mutex(0)
+}
+
+/// The id of the multipart upload an upload started or found (or left open), once known.
 private final class StartedUploadID: Sendable {
     let value = Mutex<String?>(nil)
 }

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamCompression
+import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
 import NIOCore
@@ -31,7 +32,9 @@ struct S3BodyCheckTests {
         return (parts, result, data, try await fixture.stored(key))
     }
 
-    static var options: S3UploadOptions { S3UploadOptions(partSize: 5 << 20, retryDelay: .milliseconds(50)) }
+    static var options: S3UploadOptions {
+        S3UploadOptions(partSize: 5 << 20, retry: HTTPRetryPolicy(initialDelay: .milliseconds(50)))
+    }
 
     @Test(
         "by default (http, a store that keeps no S3 checksums): the signed payload SHA-256 alone; a wrong one is refused"

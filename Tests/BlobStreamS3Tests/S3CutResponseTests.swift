@@ -51,7 +51,7 @@ struct S3CutResponseTests {
         let (path, data) = try fixture.file("big", count: 16 << 20, seed: 52)
         let result = try await S3Uploader(client: fixture.client).upload(
             fixture.fileSource(path), to: fixture.location("cut-part"),
-            options: S3UploadOptions(partSize: 5 << 20, retryDelay: .milliseconds(50))
+            options: S3UploadOptions(partSize: 5 << 20, retry: HTTPRetryPolicy(initialDelay: .milliseconds(50)))
         ).result
         #expect(result.parts == 4)
         let part2 = try await proxy.log().filter { $0.method == "PUT" && $0.target.contains("partNumber=2&") }

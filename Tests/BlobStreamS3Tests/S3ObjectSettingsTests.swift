@@ -52,6 +52,26 @@ struct S3ObjectSettingsTests {
         }
     }
 
+    @Test("no --content-type: a multipart object gets the type a single PutObject's gets (not application/xml)")
+    func contentTypeWithoutOne() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        var types: [String?] = []
+        for (name, count) in [("single.txt", 1000), ("multipart.txt", 11 << 20)] {
+            let (path, data) = try fixture.file(name, count: count, seed: 43)
+            let result = try S3Tool.run(
+                [
+                    "upload", path, "--to", "s3://\(fixture.bucket)/\(name)", "--endpoint-url",
+                    fixture.store.endpoint, "--part-size", "5MiB",
+                ], environment: S3Tool.environment(fixture.store, home: fixture.folder))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(sha256Hex(try await fixture.stored(name)) == sha256Hex(data))
+            types.append(try await fixture.client.headObject(fixture.location(name)).contentType)
+        }
+        #expect(types[0] != nil)
+        #expect(types[1] == types[0], "\(types)")
+    }
+
     @Test("--checksum-algorithm on one PutObject: the header carries the CRC; the store keeps none, and says nothing")
     func checksumSingle() async throws {
         let store = try await SwiftStoreTestServer.shared()

@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
 import SwiftStoreTestServer
@@ -145,7 +146,8 @@ struct S3OpenUploadTests {
         let data = StoreFixture.bytes(11 << 20, seed: 52)
         let source = UploadBody(length: nil, repeatable: true, name: "bytes") { DataBytesSource(data) }
         let started = Recorded<String?>(nil)
-        var options = S3UploadOptions(partSize: 5 << 20, parallelism: 1, maxAttempts: 2, retryDelay: .milliseconds(10))
+        var options = S3UploadOptions(
+            partSize: 5 << 20, parallelism: 1, retry: HTTPRetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(10)))
         options.uploadStarted = { id in started.value.withLock { $0 = id } }
 
         try await proxy.setRules(Self.storeGone)
@@ -166,5 +168,63 @@ struct S3OpenUploadTests {
         }
         #expect(aborted?.code == .ioFailed)
         #expect(aborted?.s3UploadID == nil)
+    }
+
+    @Test("Ctrl-C mid-upload: aborted and said so; when the abort fails, the line names the upload and both commands")
+    func interrupted() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let proxy = try await FaultProxy.start(upstream: fixture.store.endpoint)
+        defer { proxy.stop() }
+        let (path, _) = try fixture.file("interrupted", count: 40 << 20, seed: 53)
+        let environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        /// Interrupts an upload of the file once the store holds a part; its status and stderr.
+        func interruptedUpload(key: String) async throws -> (status: Int32, stderr: String, id: String) {
+            try await proxy.clearLog()
+            let (process, err) = try S3Tool.start(
+                [
+                    "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", proxy.endpoint,
+                    "--part-size", "5MiB", "--parallel", "1",
+                ], environment: environment)
+            let log = await proxy.log(waitingUpTo: .seconds(60)) { log in
+                log.contains { $0.target.contains("partNumber=") && $0.status == 200 }
+            }
+            kill(process.processIdentifier, SIGINT)
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(log.contains { $0.status == 200 && $0.target.contains("partNumber=") }, "\(stderr)")
+            let started = try #require(
+                stderr.split(separator: "\n").first { $0.hasPrefix("started multipart upload ") }, "\(stderr)")
+            let id = String(started.dropFirst("started multipart upload ".count).prefix { $0 != " " })
+            return (process.terminationStatus, stderr, id)
+        }
+        // Every part after the first held 0.5 s: the upload is mid-way when interrupted.
+        let slow = FaultProxy.Rule.delay(0.5, method: "PUT", path: "partNumber=", nth: 2, times: 0)
+
+        try await proxy.setRules([slow, .drop(method: "DELETE", times: 0)])
+        let open = try await interruptedUpload(key: "open")
+        let line = try #require(open.stderr.split(separator: "\n").last.map(String.init))
+        #expect(open.status == 1, "\(open.stderr)")
+        let to = "s3://\(fixture.bucket)/open"
+        #expect(
+            line.hasPrefix("blobstream: interrupted: multipart upload \(open.id) of \(to) is left open on the store"),
+            "\(line)")
+        let resume = try Self.command(after: "resume it with ", in: line)
+        #expect(resume.contains(" --to \(to) --upload-id \(open.id)"), "\(line)")
+        let abort = try Self.command(after: "or abort it with ", in: line)
+        #expect(abort == "blobstream upload --abort --upload-id \(open.id) --to \(to) --endpoint-url \(proxy.endpoint)")
+        #expect(try await proxy.log().contains { $0.method == "DELETE" && $0.action == "drop" })
+        let location = fixture.location("open")
+        #expect(try await Self.awaitListing(fixture, location, id: open.id, listed: true), "the upload is not open")
+        try await fixture.client.abortMultipartUpload(location, uploadID: open.id)
+
+        try await proxy.setRules([slow])
+        let aborted = try await interruptedUpload(key: "aborted")
+        #expect(aborted.status == 1, "\(aborted.stderr)")
+        #expect(
+            aborted.stderr.hasSuffix(
+                "blobstream: interrupted: multipart upload \(aborted.id) of s3://\(fixture.bucket)/aborted aborted, its parts are gone\n"
+            ), "\(aborted.stderr)")
+        #expect(try await proxy.log().contains { $0.method == "DELETE" && $0.status == 204 })
     }
 }

@@ -35,7 +35,8 @@ struct S3StoreRestartTests {
         }
         let location = S3Location(bucket: bucket, key: "restarted")
         var options = S3UploadOptions(
-            partSize: 5 << 20, parallelism: 1, maxAttempts: 2, retryDelay: .milliseconds(50), abortsOnFailure: false)
+            partSize: 5 << 20, parallelism: 1, retry: HTTPRetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(50)),
+            abortsOnFailure: false)
 
         let upload = S3Uploader(client: client).upload(source, to: location, options: options)
         var didPause = false

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamFiles
+import BlobStreamHTTPClient
 import BlobStreamS3
 import Crypto
 import Foundation
@@ -70,6 +71,10 @@ struct StoreFixture {
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+
+    /// Retries that first wait 60 s or more (a test that sees no such wait saw no retry).
+    static let slowRetry = HTTPRetryPolicy(
+        maxWaiting: .seconds(240), initialDelay: .seconds(120), maxDelay: .seconds(120))
 }
 
 func sha256Hex(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
@@ -151,7 +156,7 @@ struct S3StoreTests {
         let error = await #expect(throws: BlobStreamError.self) {
             try await S3Uploader(client: fixture.client).upload(
                 fixture.fileSource(path), to: fixture.location("denied"),
-                options: S3UploadOptions(partSize: 5 << 20, retryDelay: .seconds(60))
+                options: S3UploadOptions(partSize: 5 << 20, retry: StoreFixture.slowRetry)
             ).result
         }
         // A retry would wait 60 s first; the answer itself comes in far under that even on a
@@ -175,7 +180,7 @@ struct S3StoreTests {
             try await S3Uploader(client: S3Client(configuration: configuration)).upload(
                 UploadBody(length: nil, repeatable: true, name: "bytes") { DataBytesSource(Data("hello".utf8)) },
                 to: S3Location(bucket: "b", key: "k"),
-                options: S3UploadOptions(maxAttempts: 3, retryDelay: .milliseconds(50))
+                options: S3UploadOptions(retry: HTTPRetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(50)))
             ).result
         }
         #expect(error?.code == .ioFailed)
@@ -265,7 +270,7 @@ struct S3StoreTests {
         let (path, data) = try fixture.file("big", count: 16 << 20, seed: 4)
         let result = try await S3Uploader(client: fixture.client).upload(
             fixture.fileSource(path), to: fixture.location("damaged"),
-            options: S3UploadOptions(partSize: 5 << 20, retryDelay: .milliseconds(50))
+            options: S3UploadOptions(partSize: 5 << 20, retry: HTTPRetryPolicy(initialDelay: .milliseconds(50)))
         ).result
         #expect(result.parts == 4)
         let part2 = try await proxy.log().filter { $0.method == "PUT" && $0.target.contains("partNumber=2&") }
@@ -282,7 +287,8 @@ struct S3StoreTests {
         let fixture = try await StoreFixture(endpoint: proxy.endpoint)
         defer { fixture.cleanUp() }
         let (path, data) = try fixture.file("big", count: 11 << 20, seed: 6)
-        let options = S3UploadOptions(partSize: 5 << 20, maxAttempts: 3, retryDelay: .milliseconds(50))
+        let options = S3UploadOptions(
+            partSize: 5 << 20, retry: HTTPRetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(50)))
         try await proxy.setRules([.status(503, method: "PUT", path: "partNumber=1&", times: 2)])
         let result = try await S3Uploader(client: fixture.client).upload(
             fixture.fileSource(path), to: fixture.location("retried"), options: options

@@ -83,7 +83,7 @@ struct S3TLSTests {
         let outcome = await Result.of {
             try await S3Uploader(client: client).upload(
                 fixture.fileSource(path), to: fixture.location("tls/refused"),
-                options: S3UploadOptions(partSize: 5 << 20, retryDelay: .seconds(60))
+                options: S3UploadOptions(partSize: 5 << 20, retry: StoreFixture.slowRetry)
             ).result
         }
         try await client.shutdown()

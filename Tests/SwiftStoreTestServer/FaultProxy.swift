@@ -38,6 +38,15 @@ public final class FaultProxy: Sendable {
         /// Forward, then relay the answer's head and only `afterBytes` of its body (nil: half;
         /// an answer without a body is cut inside its head), and close the connection cleanly.
         case cut(afterBytes: Int? = nil)
+        /// Forward, then relay the answer with `headers` set in its head (a field of the same
+        /// name replaced): a store that says something else about what it stored.
+        case rewrite(headers: [String: String])
+        /// Answer `status` with `headers` and `body` (an XML document, say) itself; the upstream
+        /// never sees the request.
+        case answer(status: Int, headers: [String: String], body: String)
+        /// A store down for `seconds`: from the request the rule first acts on, every request
+        /// (whatever its method and path) is answered `status` until `seconds` have passed.
+        case outage(seconds: Double, status: Int)
 
         /// The name a log entry gives it.
         var name: String {
@@ -47,6 +56,9 @@ public final class FaultProxy: Sendable {
             case .drop: "drop"
             case .delay: "delay"
             case .cut: "cut"
+            case .rewrite: "rewrite"
+            case .answer: "answer"
+            case .outage: "outage"
             }
         }
     }
@@ -113,6 +125,33 @@ public final class FaultProxy: Sendable {
         ) -> Rule {
             Rule(method: method, path: path, nth: nth, times: times, action: .cut(afterBytes: afterBytes))
         }
+
+        /// Sets `headers` in the answer to the `nth` matching request (and `times - 1` more),
+        /// which the upstream got and answered.
+        public static func rewrite(
+            headers: [String: String], method: String? = nil, path: String? = nil, nth: Int = 1, times: Int = 1
+        ) -> Rule {
+            Rule(method: method, path: path, nth: nth, times: times, action: .rewrite(headers: headers))
+        }
+
+        /// From the `nth` matching request on, answers every request `status` (503: the
+        /// store is unavailable) for `seconds`.
+        public static func outage(
+            _ seconds: Double, status: Int = 503, method: String? = nil, path: String? = nil, nth: Int = 1
+        ) -> Rule {
+            Rule(method: method, path: path, nth: nth, times: 0, action: .outage(seconds: seconds, status: status))
+        }
+
+        /// Answers the `nth` matching request (and `times - 1` more) with `status`, `headers`
+        /// and `body`, without the upstream.
+        public static func answer(
+            _ status: Int, headers: [String: String] = [:], body: String, method: String? = nil, path: String? = nil,
+            nth: Int = 1, times: Int = 1
+        ) -> Rule {
+            Rule(
+                method: method, path: path, nth: nth, times: times,
+                action: .answer(status: status, headers: headers, body: body))
+        }
     }
 
     /// A request the proxy saw.
@@ -125,7 +164,8 @@ public final class FaultProxy: Sendable {
         public let headers: [String: String]
         /// The body bytes received (for a dropped request: before the drop).
         public internal(set) var bodyBytes: Int
-        /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`, `cut`.
+        /// `forward`, or the action of the rule that acted: `corrupt`, `status`, `drop`, `delay`,
+        /// `cut`, `rewrite`, `answer`, `outage`.
         public let action: String
         /// The index of the rule that acted, nil when none did.
         public let rule: Int?

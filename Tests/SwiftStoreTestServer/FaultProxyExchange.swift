@@ -58,6 +58,16 @@ struct FaultProxyExchange: Sendable {
             case .status(let status, let code):
                 seen.status = try await answerError(client, status: status, code: code, target: target)
                 return
+            case .outage(_, let status):
+                seen.status = try await answerError(client, status: status, code: nil, target: target)
+                return
+            case .answer(let status, let fields, let text):
+                var answer =
+                    "HTTP/1.1 \(status) Answered\r\nContent-Length: \(text.utf8.count)\r\nConnection: close\r\n"
+                for (name, value) in fields.sorted(by: { $0.key < $1.key }) { answer += "\(name): \(value)\r\n" }
+                try await client.write(answer + "\r\n" + text)
+                seen.status = status
+                return
             case .corrupt(let offset) where !body.isEmpty:
                 let at = min(offset ?? body.count / 2, body.count - 1)
                 body[at] ^= 0xFF
@@ -75,6 +85,8 @@ struct FaultProxyExchange: Sendable {
             let bytes = Array((request.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body
             if case .cut(let afterBytes) = chosen?.rule.action {
                 seen.status = try await forwardCut(bytes, to: client, afterBytes: afterBytes)
+            } else if case .rewrite(let fields) = chosen?.rule.action {
+                seen.status = try await forwardRewritten(bytes, to: client, headers: fields)
             } else {
                 seen.status = try await forward(bytes, to: client)
             }
@@ -117,6 +129,33 @@ struct FaultProxyExchange: Sendable {
         }
         await client.close()
         return Self.status(of: head)
+    }
+
+    /// Sends `request` upstream, reads the whole answer, relays it with `headers` set in its
+    /// head (replacing fields of the same names), and closes the client's connection.
+    private func forwardRewritten(_ request: [UInt8], to client: PeerConnection, headers: [String: String])
+        async throws -> Int?
+    {
+        let answer = try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
+            try await upstream.write(request)
+            var answer: [UInt8] = []
+            while let data = try await upstream.readAvailable() { answer += data }
+            return answer
+        }
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let end = answer.indices.first(where: { answer[$0...].starts(with: separator) }) else {
+            try await client.write(answer)
+            return Self.status(of: answer)
+        }
+        let replaced = Set(headers.keys.map { $0.lowercased() })
+        var lines = String(decoding: answer[..<end], as: UTF8.self).components(separatedBy: "\r\n").filter { line in
+            guard let colon = line.firstIndex(of: ":") else { return true }
+            return !replaced.contains(line[..<colon].trimmingCharacters(in: .whitespaces).lowercased())
+        }
+        lines += headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        try await client.write(Array((lines.joined(separator: "\r\n")).utf8) + answer[end...])
+        await client.close()
+        return Self.status(of: Array(answer[..<end]))
     }
 
     /// Answers `status` with an S3-style XML error; returns the status.

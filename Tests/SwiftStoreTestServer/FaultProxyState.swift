@@ -13,6 +13,8 @@ final class FaultProxyState: Sendable {
     private struct State {
         var rules: [(rule: FaultProxy.Rule, path: NSRegularExpression?)] = []
         var matches: [Int] = []
+        /// When the outage each rule began ends (`Action.outage`), by rule index.
+        var outageEnds: [Int: ContinuousClock.Instant] = [:]
         var log: [FaultProxy.Seen] = []
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
@@ -33,6 +35,7 @@ final class FaultProxyState: Sendable {
         state.withLock {
             $0.rules = compiled
             $0.matches = Array(repeating: 0, count: rules.count)
+            $0.outageEnds = [:]
         }
     }
 
@@ -40,6 +43,12 @@ final class FaultProxyState: Sendable {
     func choose(method: String, target: String) -> (index: Int, rule: FaultProxy.Rule)? {
         state.withLock { s in
             var chosen: (index: Int, rule: FaultProxy.Rule)?
+            let now = ContinuousClock.now
+            // An outage under way answers every request.
+            for (index, end) in s.outageEnds.sorted(by: { $0.key < $1.key }) where now < end {
+                chosen = (index, s.rules[index].rule)
+                break
+            }
             for (index, entry) in s.rules.enumerated() {
                 if let wanted = entry.rule.method, wanted != method { continue }
                 if let path = entry.path,
@@ -50,6 +59,13 @@ final class FaultProxyState: Sendable {
                 s.matches[index] += 1
                 let count = s.matches[index]
                 let (nth, times) = (entry.rule.nth, entry.rule.times)
+                if case .outage(let seconds, _) = entry.rule.action {
+                    if chosen == nil, count >= nth, s.outageEnds[index] == nil {
+                        s.outageEnds[index] = now + .milliseconds(Int(seconds * 1000))
+                        chosen = (index, entry.rule)
+                    }
+                    continue
+                }
                 if chosen == nil, count >= nth, times == 0 || count < nth + times { chosen = (index, entry.rule) }
             }
             return chosen

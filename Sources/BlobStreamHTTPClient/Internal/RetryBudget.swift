@@ -5,23 +5,32 @@ import NIOCore
 import NIOSSL
 import Synchronization
 
-/// Why a failed GET may be sent again.
-enum RetryReason: Equatable {
+/// Why a failed request may be sent again.
+package enum RetryReason: Equatable, Sendable {
     /// A cut or refused connection, a connect timeout, a 5xx (or 408, 429).
     case failure
     /// The idle timeout: tried again at most `HTTPRetryPolicy.idleTimeoutRetries` times.
     case idleTimeout
 }
 
-/// The retries one source has left under its `HTTPRetryPolicy`: the waits it may still spend
-/// (all ranges together) and the retries after an idle timeout. Shared by the reading thread
-/// and the event loops that retry the first GET.
-final class RetryBudget: Sendable {
-    let policy: HTTPRetryPolicy
-    private let spent = Mutex<(waited: Duration, idleRetries: Int)>((.zero, 0))
+/// The retries one source (or one upload: `BlobStreamS3`) has left under its
+/// `HTTPRetryPolicy`: the waits it may still spend (all requests together) and the retries
+/// after an idle timeout. Shared by the reading thread and the event loops that retry the
+/// first GET, or by an upload's parts in flight.
+package final class RetryBudget: Sendable {
+    package let policy: HTTPRetryPolicy
+    /// True: waits that overlap in time (requests in flight together, each waiting to be
+    /// tried again) are charged once, so that `maxWaiting` bounds how long the work waits
+    /// on a store that is down however many requests are in flight; false: every wait is
+    /// charged whole (a source's ranges).
+    private let chargesOverlapOnce: Bool
+    private let spent = Mutex<(waited: Duration, idleRetries: Int, waitingUntil: ContinuousClock.Instant?)>(
+        (.zero, 0, nil))
 
-    init(policy: HTTPRetryPolicy) {
+    /// A budget for `policy`; `chargesOverlapOnce` as described there.
+    package init(policy: HTTPRetryPolicy, chargesOverlapOnce: Bool = false) {
         self.policy = policy
+        self.chargesOverlapOnce = chargesOverlapOnce
     }
 
     /// The statuses tried again: a request timeout, too many requests, server errors.
@@ -54,22 +63,28 @@ final class RetryBudget: Sendable {
     /// The wait before attempt `attempt + 1` of a request whose attempt `attempt` failed for
     /// `reason`, charged to the budget; nil when no attempt is left (too many for this
     /// request, no waiting time left, or the idle-timeout retries used up).
-    func wait(after attempt: Int, reason: RetryReason) -> Duration? {
+    package func wait(after attempt: Int, reason: RetryReason) -> Duration? {
         guard attempt < policy.maxAttempts else { return nil }
         let jittered = policy.nominalDelay(after: attempt) * Double.random(in: 0.5...1)
+        let now = ContinuousClock.now
         return spent.withLock { spent in
             if reason == .idleTimeout, spent.idleRetries >= policy.idleTimeoutRetries { return nil }
             let left = policy.maxWaiting - spent.waited
-            guard left > .zero || jittered == .zero else { return nil }
-            let wait = min(jittered, left)
-            spent.waited += wait
+            // The part of the wait no other wait covers already.
+            let covered =
+                chargesOverlapOnce ? min(max((spent.waitingUntil ?? now) - now, .zero), jittered) : .zero
+            let charged = jittered - covered
+            guard left > .zero || charged == .zero else { return nil }
+            let wait = covered + min(charged, left)
+            spent.waited += wait - covered
+            if chargesOverlapOnce { spent.waitingUntil = max(spent.waitingUntil ?? now, now + wait) }
             if reason == .idleTimeout { spent.idleRetries += 1 }
             return wait
         }
     }
 
-    /// The time waited so far.
-    var waited: Duration { spent.withLock { $0.waited } }
+    /// The time waited so far (overlapping waits once, when so charged).
+    package var waited: Duration { spent.withLock { $0.waited } }
 
     /// `error`, the last of `attempts` attempts of the GET at `offset`, with the offset and
     /// the attempts in its message (the code and the cause kept).
