@@ -265,7 +265,10 @@ let package = Package(
             name: "BlobStreamSystemTests", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]),
         .testTarget(
             name: "SwiftStoreTests",
-            dependencies: ["SwiftStoreTestServer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "SwiftStoreTestServer", "BlobStream", "BlobStreamHTTPClient",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "BlobStreamFilesTests",

@@ -75,10 +75,13 @@ extension HTTPRangeDataSource {
         var (fetch, attempt) = (fetch, attempts)
         while true {
             if !fetch.isDone, let error = deadlockCheck() { return .failure(error) }
-            let answer = fetch.wait()
-            forget(fetch)
+            let (answer, answered) = hedgedAnswer(of: fetch, object: object)
+            forget(answered)
             let judged = judge.block(answer, range: fetch.range, of: object)
-            guard case .failure(let error) = judged else { return judged }
+            guard case .failure(let error) = judged else {
+                noteRangeTime(of: answered)
+                return judged
+            }
             guard let reason = RetryBudget.reason(answer, judged: error),
                 let wait = budget.wait(after: attempt, reason: reason)
             else { return .failure(budget.gaveUp(error, at: fetch.range.lowerBound, attempts: attempt)) }
@@ -120,7 +123,9 @@ extension HTTPRangeDataSource {
                 return shared.isStopped
             }
             if stopped { return fetch.cancel() }
-            fetch.start(prepared, client: client, deadline: nil, memory: blockMemory, on: blockLoop)
+            fetch.start(
+                prepared, client: client, deadline: nil, memory: blockMemory, on: blockLoop,
+                minimumRate: options.minimumRate)
         }
     }
 

@@ -35,9 +35,14 @@ extension HTTPRangeDataSource {
         self.object = object
         switch first {
         case .held(let block):
+            // A whole object, nothing at the end, or the first block a hedge brought.
             current = block
+            lastBlockEnd = block?.end
+            readsAheadOfFirstBlock = block != nil
         case .streamed:
             guard let stream else { return BlobStreamError(.closed, "\(name): closed while opening") }
+            // From here its body must come at the minimum rate (time the reader holds it back aside).
+            if let rate = options.minimumRate { stream.watch(rate) }
             return takeFirstBlock(of: stream, first: first, object: object)
         }
         return nil

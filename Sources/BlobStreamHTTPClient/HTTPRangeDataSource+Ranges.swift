@@ -228,7 +228,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
         }
         if stopped { return fetch.cancel() }
         endFetch = fetch
-        fetch.start(request, client: client, deadline: nil, on: blockLoop)
+        fetch.start(request, client: client, deadline: nil, on: blockLoop, minimumRate: options.minimumRate)
     }
 
     /// The block of the object's end asked for at open, when `range` lies in it: its answer

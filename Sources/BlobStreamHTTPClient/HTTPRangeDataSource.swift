@@ -125,6 +125,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// True while the reading goes on from the object's start with no jump and no hint:
     /// a download, whose blocks are `options.downloadBlockSize`.
     var isDownload = true
+    /// How long the last ranges took, sent to complete, in nanoseconds (for `HTTPHedging`).
+    var rangeTimes: [Int64] = []
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 
@@ -143,6 +145,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
         var location: URL?
         /// The first GET's next attempt, while it waits.
         var retry: Scheduled<Void>?
+        /// The hedge of the first GET while it runs (`HTTPRangeDataSource+FirstHedge`).
+        var firstHedge: RangeFetch?
         /// Set by `close()` and a failure: no request is sent any more.
         var ended = false
         /// True once no request may be sent (interrupted, closed or failed).
@@ -232,12 +236,25 @@ public final class HTTPRangeDataSource: BlobDataSource {
         guard let client else { return }
         openStream = true
         let (offset, state, shared) = (position, self.state, self.shared)
-        let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { judged in
-            shared.lock.withLock {
+        // Once: the first GET's answer, or its hedge's (`HTTPRangeDataSource+FirstHedge`),
+        // whichever comes first; the other GET is then cancelled.
+        let settle: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>, Bool) -> Void = {
+            judged, fromHedge in
+            let loser = shared.lock.withLock { () -> (stream: RangeStream?, hedge: RangeFetch?)? in
+                guard shared.opening == nil else { return nil }
                 shared.opening = judged
                 if case .success(let (object, _)) = judged { shared.length = object.length }
                 shared.lock.broadcast()
+                defer { shared.firstHedge = nil }
+                guard fromHedge else { return (nil, shared.firstHedge) }
+                // The hedge won: the first GET (or its next attempt) ends.
+                defer { (shared.stream, shared.retry) = (nil, nil) }
+                shared.retry?.cancel()
+                return (shared.stream, nil)
             }
+            guard let loser else { return }
+            loser.stream?.cancel()
+            loser.hedge?.cancel()
             switch judged {
             case .success(let (object, _)):
                 state.isOpenCompleted = true
@@ -246,11 +263,14 @@ public final class HTTPRangeDataSource: BlobDataSource {
                 state.error = error
             }
         }
+        let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, false) }
         let first = FirstRequest(
             client: client, requests: requests, shared: shared, judge: judge, budget: budget, offset: offset,
             blockSize: options.blockSize, held: firstBlockSize ?? options.blockSize, maxRedirects: options.maxRedirects,
             announce: announce)
         first.send(to: url)
+        hedgeFirstRequest(
+            client: client, offset: offset, held: firstBlockSize ?? options.blockSize, settle: { settle($0, true) })
         startEndFetch(client: client)
     }
 

@@ -98,6 +98,13 @@ public struct HTTPRangeOptions: Sendable {
     /// How a failed GET is tried again (see `HTTPRetryPolicy`): by default at most 5
     /// attempts per range and 30 s of waiting per source.
     public var retry: HTTPRetryPolicy
+    /// The slowest a GET's body may come (see `HTTPMinimumRate`): a GET below it is a stall,
+    /// ended and tried again at its offset like an idle timeout. 1 KiB/s over 30 s by
+    /// default (`HTTPMinimumRate.standard`); nil: only the idle timeout ends a slow GET.
+    public var minimumRate: HTTPMinimumRate?
+    /// When a range the reader waits for is asked for again while its GET is silent (see
+    /// `HTTPHedging`): after 250 ms at least by default; nil: never.
+    public var hedging: HTTPHedging?
     /// The most redirects (301, 302, 303, 307, 308) the first GET follows; the ranges after
     /// it go to the last location, under that location's own ETag. 0: a redirect is an error.
     public var maxRedirects: Int
@@ -117,13 +124,18 @@ public struct HTTPRangeOptions: Sendable {
 
     /// Options with the given values (8 MiB blocks, three read ahead, the default retry
     /// policy, 5 redirects, connection options from the environment, a client of the
-    /// source's own unless a `client` or a `pool` is given, no hook).
+    /// source's own unless a `client` or a `pool` is given, no hook, 1 KiB/s over 30 s at least, hedging
+    /// after 250 ms of silence at least).
     public init(
         blockSize: Int = defaultBlockSize, readAhead: Int = defaultReadAhead,
         connection: HTTPConnectionOptions = .fromEnvironment(), client: HTTPClient? = nil, prepare: Prepare? = nil,
-        retry: HTTPRetryPolicy = HTTPRetryPolicy(), maxRedirects: Int = defaultMaxRedirects, pool: HTTPClientPool? = nil
+        retry: HTTPRetryPolicy = HTTPRetryPolicy(), maxRedirects: Int = defaultMaxRedirects,
+        pool: HTTPClientPool? = nil,
+        minimumRate: HTTPMinimumRate? = .standard, hedging: HTTPHedging? = .standard
     ) {
         self.pool = pool
+        self.minimumRate = minimumRate
+        self.hedging = hedging
         self.blockSize = max(blockSize, 64 << 10)
         self.readAhead = max(readAhead, 0)
         self.retry = retry

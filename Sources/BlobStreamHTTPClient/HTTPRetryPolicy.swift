@@ -12,7 +12,8 @@ import Foundation
 ///
 /// What is tried again: a cut connection (a body shorter than its `Content-Length`), a
 /// refused or reset connection, a connect timeout, an answer 408, 429, 500, 502, 503 or 504,
-/// and (at most `idleTimeoutRetries` times per source) an idle timeout. Never: other 4xx
+/// and (at most `idleTimeoutRetries` times per source) a stall: an idle timeout, or a body
+/// slower than `HTTPRangeOptions.minimumRate`. Never: other 4xx
 /// (404, 403, 412: the object changed), TLS failures, a server that ignores `Range`, a
 /// close or an interrupt.
 ///
@@ -38,8 +39,9 @@ public struct HTTPRetryPolicy: Sendable, Equatable {
     /// The most time one source spends waiting between attempts, all ranges together:
     /// 30 s by default.
     public var maxWaiting: Duration
-    /// How many times per source a request that ended by the idle timeout is tried again
-    /// (a server that stalls is rarely helped by asking again): 1 by default.
+    /// How many times per source a request that stalled (ended by the idle timeout, or
+    /// slower than `HTTPRangeOptions.minimumRate`) is tried again (a server that stalls is
+    /// rarely helped by asking again): 1 by default.
     public var idleTimeoutRetries: Int
     /// The wait before the second attempt: 1 s by default.
     public var initialDelay: Duration

@@ -34,6 +34,12 @@ public final class MisbehavingHTTPPeer: Sendable {
         /// Close this connection without an answer and stop listening; listen again on the
         /// same port after `seconds` (meanwhile connections are refused).
         case down(seconds: Double)
+        /// Send the head at once, then the body at `bytesPerSecond` (a tenth of it every
+        /// 100 ms, at least one byte) until it is whole or the client closes the connection:
+        /// a server that never falls silent long enough for an idle timeout.
+        case trickle(bytesPerSecond: Int)
+        /// Answer nothing and keep the connection open (a node that hangs: SIGSTOP).
+        case hang
     }
 
     /// A request the peer saw.
@@ -45,7 +51,7 @@ public final class MisbehavingHTTPPeer: Sendable {
         /// The credentials it carried: its `Authorization` and `X-Amz-Security-Token` headers.
         public let authorization: String?, securityToken: String?
         /// What the peer did: `served`, `cut`, `status`, `down`, `redirect`, `notFound`, `refused` (If-Match),
-        /// `stored` (a PUT).
+        /// `stored` (a PUT), `trickled` (a body sent slowly), `hung` (no answer).
         public let action: String
     }
 
@@ -238,6 +244,13 @@ public final class MisbehavingHTTPPeer: Sendable {
                 case .status(let code): return .status(code)
                 case .down(let seconds): return .down(seconds)
                 case .cut(let afterBytes): return Self.ranged(object, head, cutAfter: afterBytes)
+                case .hang: return .hang
+                case .trickle(let rate):
+                    guard
+                        case .body(let status, let etag, let range, let bytes, _) = Self.ranged(
+                            object, head, cutAfter: nil)
+                    else { return Self.ranged(object, head, cutAfter: nil) }
+                    return .trickled(status, etag, range, bytes, bytesPerSecond: rate)
                 }
             }
             return Self.ranged(object, head, cutAfter: nil)
@@ -291,4 +304,6 @@ enum PeerAnswer {
     case unsatisfiable(Int)
     case redirect(HTTPResponseStatus, String)
     case down(Double)
+    case hang
+    case trickled(HTTPResponseStatus, String?, String?, ArraySlice<UInt8>, bytesPerSecond: Int)
 }

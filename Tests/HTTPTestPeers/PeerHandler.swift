@@ -63,6 +63,13 @@ final class PeerHandler: ChannelInboundHandler, RemovableChannelHandler {
             peer.log(head, "down")
             context.close(promise: nil)
             peer.goDown(for: seconds)
+        case .hang:
+            peer.log(head, "hung")
+        case .trickled(let status, let etag, let range, let bytes, let rate):
+            peer.log(head, "trickled")
+            var headers = etag.map { ["ETag": $0] } ?? [:]
+            if let range { headers["Content-Range"] = range }
+            trickle(status, headers, body: bytes, bytesPerSecond: rate, context: context)
         case .body(let status, let etag, let range, let bytes, let cutAfter):
             var headers = etag.map { ["ETag": $0] } ?? [:]
             if let range { headers["Content-Range"] = range }
@@ -80,6 +87,32 @@ final class PeerHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(part))), promise: nil)
             context.close(promise: nil)
         }
+    }
+
+    /// Sends the head, then `bytes` a tenth of `bytesPerSecond` every 100 ms (at least one
+    /// byte), then the end; stops when the connection closes.
+    private func trickle(
+        _ status: HTTPResponseStatus, _ headers: [String: String], body bytes: ArraySlice<UInt8>, bytesPerSecond: Int,
+        context: ChannelHandlerContext
+    ) {
+        var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
+        fields.add(name: "Content-Length", value: String(bytes.count))
+        context.writeAndFlush(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))), promise: nil)
+        let step = max(bytesPerSecond / 10, 1)
+        let loop = context.eventLoop.assumeIsolated()
+        func send(from offset: Int) {
+            guard context.channel.isActive else { return }
+            let end = min(offset + step, bytes.count)
+            let part = context.channel.allocator.buffer(
+                bytes: bytes[(bytes.startIndex + offset)..<(bytes.startIndex + end)])
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(part))), promise: nil)
+            guard end < bytes.count else {
+                return context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+            loop.scheduleTask(in: .milliseconds(100)) { send(from: end) }
+        }
+        loop.scheduleTask(in: .milliseconds(100)) { send(from: 0) }
     }
 
     private func write(

@@ -38,7 +38,7 @@ public final class SwiftStoreTestServer: Sendable {
     /// Seconds from starting the script to its ready line (the first start, not a restart).
     public let startupDuration: TimeInterval
 
-    private let running: LockedRun
+    let running: LockedRun
 
     /// The failure to start or use the store, with the script's message and the servers' logs.
     public struct Failure: Error, CustomStringConvertible {
@@ -52,19 +52,26 @@ public final class SwiftStoreTestServer: Sendable {
         try await offThePool { try SwiftStoreTestServer() }
     }
 
+    /// Starts a store of its own whose object ring has `replicas` devices, each served by an
+    /// object server of its own (``objectServers``), with as many replicas of every object,
+    /// and a proxy quick to fail over (`swift-store run --replicas N`).
+    public static func start(replicas: Int) async throws -> SwiftStoreTestServer {
+        try await offThePool { try SwiftStoreTestServer(replicas: replicas) }
+    }
+
     /// ``start()`` for a caller that may block (not on the cooperative thread pool).
     static func startBlocking() throws -> SwiftStoreTestServer {
         try SwiftStoreTestServer()
     }
 
-    private init() throws {
+    private init(replicas: Int = 1) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swift-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process: LifelineProcess
         let state: State
         let started = Date()
         do {
-            (process, state) = try Self.launch(folder)
+            (process, state) = try Self.launch(folder, replicas: replicas)
         } catch {
             try? FileManager.default.removeItem(at: folder)
             throw error
@@ -77,14 +84,14 @@ public final class SwiftStoreTestServer: Sendable {
         self.storageURL = state.storageURL
         self.folder = folder
         self.startupDuration = Date().timeIntervalSince(started)
-        self.running = LockedRun(process: process, pids: state.pids)
+        self.running = LockedRun(process: process, pids: state.pids, objectServers: state.objectServers ?? [])
         self.swiftAPI = SwiftAPI(authURL: state.authURL, user: state.accessKey, key: state.secretKey)
     }
 
     /// Runs `swift-store run FOLDER/store` and reads its line.
-    private static func launch(_ folder: URL) throws -> (LifelineProcess, State) {
+    private static func launch(_ folder: URL, replicas: Int = 1) throws -> (LifelineProcess, State) {
         let process = try LifelineProcess(
-            "swift-store", ["run", folder.appendingPathComponent("store").path],
+            "swift-store", ["run", "--replicas", String(replicas), folder.appendingPathComponent("store").path],
             stderrFile: folder.appendingPathComponent("stderr.txt").path)
         do {
             return (process, try JSONDecoder().decode(State.self, from: Data(process.line.utf8)))
@@ -95,12 +102,14 @@ public final class SwiftStoreTestServer: Sendable {
     }
 
     /// The JSON line `swift-store` prints once the store answers S3 requests.
-    private struct State: Decodable {
+    struct State: Decodable {
         let endpoint, authURL, storageURL, accessKey, secretKey, region: String
         let pids: [String: Int32]
+        let objectServers: [ObjectServer]?
 
         enum CodingKeys: String, CodingKey {
             case endpoint, region, pids
+            case objectServers = "object_servers"
             case authURL = "auth_url"
             case storageURL = "storage_url"
             case accessKey = "access_key"
@@ -130,6 +139,7 @@ public final class SwiftStoreTestServer: Sendable {
                 }
                 run.process = process
                 run.pids = state.pids
+                run.objectServers = state.objectServers ?? []
             }
         }
     }
@@ -180,13 +190,14 @@ final class LockedRun: @unchecked Sendable {
     struct State {
         var process: LifelineProcess?
         var pids: [String: Int32]
+        var objectServers: [SwiftStoreTestServer.ObjectServer]
         var removed = false
     }
     private let lock = NSLock()
     private var state: State
 
-    init(process: LifelineProcess, pids: [String: Int32]) {
-        state = State(process: process, pids: pids)
+    init(process: LifelineProcess, pids: [String: Int32], objectServers: [SwiftStoreTestServer.ObjectServer]) {
+        state = State(process: process, pids: pids, objectServers: objectServers)
     }
 
     func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {

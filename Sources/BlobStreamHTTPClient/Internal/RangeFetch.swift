@@ -21,6 +21,10 @@ final class RangeFetch: @unchecked Sendable {
     private var outcome: Result<RangeAnswer, RangeFailure>?
     private var task: HTTPClient.Task<RangeAnswer>?
     private var onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)?
+    /// Woken when the outcome is in (a reader racing this GET against a hedge).
+    private var observers: [FetchSignal] = []
+    /// When the GET was sent, when a byte of its answer last came, when it ended.
+    let clock = FetchClock()
 
     /// How a GET failed before an answer was judged.
     enum RangeFailure: Error, Sendable {
@@ -41,15 +45,22 @@ final class RangeFetch: @unchecked Sendable {
     /// connection of the pool (new connections are made on `loop`); `onDone` (optional) runs
     /// once on the event loop when the answer is complete or failed, before waiters wake.
     ///
+    /// With `minimumRate`, a body slower than it ends the request, which fails with
+    /// `RangeStalled` (see `RateWatch`).
+    ///
     /// `loop` is a preference, not a requirement (`.delegate(on:)`): AsyncHTTPClient closes a
     /// connection made for a request that requires its loop (`.delegateAndChannel(on:)`) as
     /// soon as it is idle, so each block's GET would open a connection of its own (86 for a
     /// GiB, each a TLS handshake on a real store).
     func start(
         _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?, memory: BlockMemory? = nil,
-        on loop: (any EventLoop)? = nil, onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
+        on loop: (any EventLoop)? = nil, minimumRate: HTTPMinimumRate? = nil,
+        onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
     ) {
-        let delegate = RangeDelegate(limit: Int(range.upperBound - range.lowerBound + 2), memory: memory)
+        let watch = minimumRate.map { RateWatch(rate: $0) }
+        let delegate = RangeDelegate(
+            limit: Int(range.upperBound - range.lowerBound + 2), memory: memory, watch: watch, clock: clock)
+        clock.sent()
         condition.lock()
         self.onDone = onDone
         let cancelled = outcome != nil
@@ -58,8 +69,14 @@ final class RangeFetch: @unchecked Sendable {
         let preference: HTTPClient.EventLoopPreference = loop.map { .delegate(on: $0) } ?? .indifferent
         let task = client.execute(request: request, delegate: delegate, eventLoop: preference, deadline: deadline)
         condition.withLock { self.task = task }
+        // A stall ends the request: it fails with the stall, not with the cancellation.
+        watch?.start(on: task.eventLoop) { _ in task.cancel() }
         task.futureResult.whenComplete { [self] result in
-            finish(result.mapError { .transport($0, status: delegate.status, received: delegate.received) })
+            watch?.stop()
+            finish(
+                result.mapError {
+                    .transport(watch?.stall ?? $0, status: delegate.status, received: delegate.received)
+                })
         }
         if condition.withLock({ outcome != nil }) { task.cancel() }
     }
@@ -73,29 +90,47 @@ final class RangeFetch: @unchecked Sendable {
             return callback
         }
         callback?(result)
-        condition.withLock {
+        clock.ended()
+        let waking = condition.withLock { () -> [FetchSignal] in
             if outcome == nil { outcome = result }
             condition.broadcast()
+            defer { observers = [] }
+            return observers
         }
+        for signal in waking { signal.fire() }
+    }
+
+    /// Fires `signal` once the outcome is in (at once when it is).
+    func observe(_ signal: FetchSignal) {
+        let done = condition.withLock { () -> Bool in
+            if outcome == nil { observers.append(signal) }
+            return outcome != nil
+        }
+        if done { signal.fire() }
     }
 
     /// Ends the fetch before it was sent, with `error`.
     func fail(_ error: BlobStreamError) {
-        condition.withLock {
+        let waking = condition.withLock { () -> [FetchSignal] in
             if outcome == nil { outcome = .failure(.notSent(error)) }
             onDone = nil
             condition.broadcast()
+            defer { observers = [] }
+            return observers
         }
+        for signal in waking { signal.fire() }
     }
 
     /// Ends the request (if it still runs) and wakes `wait()` with `.cancelled`.
     func cancel() {
-        let task = condition.withLock {
+        let (task, waking) = condition.withLock { () -> (HTTPClient.Task<RangeAnswer>?, [FetchSignal]) in
             if outcome == nil { outcome = .failure(.cancelled) }
             onDone = nil
             condition.broadcast()
-            return self.task
+            defer { observers = [] }
+            return (self.task, observers)
         }
+        for signal in waking { signal.fire() }
         task?.cancel()
     }
 
@@ -124,9 +159,13 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     private let lock = NSLock()
     private var head: HTTPResponseHead?
     private let body: PinnedBytes
+    private let watch: RateWatch?
+    private let clock: FetchClock
 
-    init(limit: Int, memory: BlockMemory?) {
+    init(limit: Int, memory: BlockMemory?, watch: RateWatch?, clock: FetchClock) {
         self.limit = limit
+        self.watch = watch
+        self.clock = clock
         body = PinnedBytes(capacity: limit, from: memory)
     }
 
@@ -137,10 +176,13 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
         lock.withLock {
             self.head = head
         }
+        clock.heard()
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<RangeAnswer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        watch?.add(buffer.readableBytes)
+        clock.heard()
         let tooLong: Bool = lock.withLock {
             let taken = buffer.withUnsafeReadableBytes { body.append($0) }
             return buffer.readableBytes > taken
@@ -154,6 +196,62 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
         try lock.withLock {
             guard let head else { throw HTTPClientError.remoteConnectionClosed }
             return RangeAnswer(head: head, body: body)
+        }
+    }
+}
+
+/// When a GET was sent, when the server was last heard from (its head, a body part), and
+/// when the GET ended. Unchecked Sendable: guarded by `lock`.
+final class FetchClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sentAt: NIODeadline?
+    private var heardAt: NIODeadline?
+    private var endedAt: NIODeadline?
+
+    func sent() { lock.withLock { sentAt = .now() } }
+    func heard() {
+        let now = NIODeadline.now()
+        lock.withLock { heardAt = now }
+    }
+    func ended() { lock.withLock { endedAt = .now() } }
+
+    /// How long the server has said nothing (since it was sent, or last heard from); nil
+    /// before it was sent and once it ended.
+    var silence: TimeAmount? {
+        lock.withLock {
+            guard let sentAt, endedAt == nil else { return nil }
+            return .now() - (heardAt ?? sentAt)
+        }
+    }
+
+    /// From sent to ended (nil before it ended).
+    var duration: TimeAmount? {
+        lock.withLock {
+            guard let sentAt, let endedAt else { return nil }
+            return endedAt - sentAt
+        }
+    }
+}
+
+/// Wakes a reader that waits for the first of several GETs. Unchecked Sendable: guarded by
+/// `condition`.
+final class FetchSignal: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var fired = false
+
+    func fire() {
+        condition.withLock {
+            fired = true
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until fired or `deadline`; true when fired (and makes it unfired again).
+    func wait(until deadline: Date) -> Bool {
+        condition.withLock {
+            while !fired { if !condition.wait(until: deadline) { break } }
+            defer { fired = false }
+            return fired
         }
     }
 }

@@ -203,6 +203,12 @@ struct RangeJudgement {
         case .failure(.cancelled):
             throw BlobStreamError(.closed, "\(url): closed while a read waited for the server")
         case .failure(.transport(let error, let status, let received)):
+            if let stall = error as? RangeStalled {
+                throw BlobStreamError(
+                    .timedOut,
+                    "GET \(url) stalled: \(stall) (reading bytes from offset \(range.lowerBound), stalled at offset "
+                        + "\(range.lowerBound + Int64(received)))", cause: error)
+            }
             if let status, !(200..<300).contains(status), !(error is RangeBodyTooLong) {
                 throw BlobStreamError(.httpFailed, "GET \(url) failed: HTTP \(status)", cause: error)
             }

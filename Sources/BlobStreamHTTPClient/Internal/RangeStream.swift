@@ -32,6 +32,10 @@ final class RangeStream: @unchecked Sendable {
     private var demand: EventLoopPromise<Void>?
     private var task: HTTPClient.Task<Void>?
     private var onOpen: (@Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void)?
+    /// Watches the body's rate once the reader takes it (`watch(_:)`).
+    private var rateWatch: RateWatch?
+    /// When the request was sent, last heard from, ended (a hedge is sent while it is silent).
+    let clock = FetchClock()
 
     /// What a read of the body found.
     enum Taken {
@@ -63,6 +67,7 @@ final class RangeStream: @unchecked Sendable {
             return failure != nil
         }
         if cancelled { return }
+        clock.sent()
         let task = client.execute(request: request, delegate: StreamDelegate(stream: self), deadline: nil)
         condition.withLock { self.task = task }
         task.futureResult.whenComplete { [self] result in
@@ -77,6 +82,7 @@ final class RangeStream: @unchecked Sendable {
     // MARK: - The event loop's side
 
     fileprivate func receivedHead(_ head: HTTPResponseHead) {
+        clock.heard()
         let announce = condition.withLock { () -> (@Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void)? in
             self.head = head
             guard head.status.code == 206 else {
@@ -96,6 +102,8 @@ final class RangeStream: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         received += buffer.readableBytes
+        rateWatch?.add(buffer.readableBytes)
+        clock.heard()
         guard streaming else {
             let room = wholeLimit - whole.count
             whole.append(contentsOf: buffer.readableBytesView.prefix(room))
@@ -113,6 +121,7 @@ final class RangeStream: @unchecked Sendable {
         guard buffered >= limit || received >= wanted else { return eventLoop.makeSucceededVoidFuture() }
         let promise = eventLoop.makePromise(of: Void.self)
         demand = promise
+        rateWatch?.hold() // the server waits for the reader: not a stall
         return promise.futureResult
     }
 
@@ -126,6 +135,8 @@ final class RangeStream: @unchecked Sendable {
             if let error, failure == nil {
                 failure = .transport(error, status: head.map { Int($0.status.code) }, received: received)
             }
+            rateWatch?.stop()
+            clock.ended()
             ended = true
             condition.broadcast()
             let callback = onOpen
@@ -170,7 +181,10 @@ final class RangeStream: @unchecked Sendable {
         }
         buffered -= copied
         let resume = buffered < limit / 2 && received < wanted ? demand : nil
-        if resume != nil { demand = nil }
+        if resume != nil {
+            demand = nil
+            rateWatch?.release()
+        }
         condition.unlock()
         resume?.succeed()
         return .bytes(copied)
@@ -189,9 +203,39 @@ final class RangeStream: @unchecked Sendable {
             limit = max(limit, bytes)
             guard buffered < limit / 2, let waiting = demand else { return nil }
             demand = nil
+            rateWatch?.release()
             return waiting
         }
         resume?.succeed()
+    }
+
+    /// Ends the answer if its body comes slower than `rate` from now on (time while the
+    /// server waits for the reader does not count): it then fails with `RangeStalled`.
+    func watch(_ rate: HTTPMinimumRate) {
+        let started = condition.withLock { () -> (RateWatch, any EventLoop)? in
+            guard rateWatch == nil, failure == nil, !ended, let task else { return nil }
+            let watch = RateWatch(rate: rate)
+            rateWatch = watch
+            if demand != nil { watch.hold() }
+            return (watch, task.eventLoop)
+        }
+        guard let (watch, loop) = started else { return }
+        watch.start(on: loop) { [weak self] stall in self?.stalled(stall) }
+    }
+
+    /// The body came too slowly: the answer fails with `stall` and the request ends.
+    private func stalled(_ stall: RangeStalled) {
+        let (task, waiting) = condition.withLock { () -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
+            guard failure == nil, !ended else { return (nil, nil) }
+            failure = .transport(stall, status: head.map { Int($0.status.code) }, received: received)
+            chunks.removeAll()
+            buffered = 0
+            condition.broadcast()
+            defer { demand = nil }
+            return (self.task, demand)
+        }
+        waiting?.succeed()
+        task?.cancel()
     }
 
     /// True when a `take` would return at once (bytes are held, or the answer is over).
@@ -201,6 +245,8 @@ final class RangeStream: @unchecked Sendable {
     func cancel() {
         let (task, waiting) = condition.withLock { () -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
             if failure == nil, !ended { failure = .cancelled }
+            rateWatch?.stop()
+            clock.ended()
             onOpen = nil
             chunks.removeAll()
             buffered = 0

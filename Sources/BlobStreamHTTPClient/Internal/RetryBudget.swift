@@ -9,7 +9,8 @@ import Synchronization
 package enum RetryReason: Equatable, Sendable {
     /// A cut or refused connection, a connect timeout, a 5xx (or 408, 429).
     case failure
-    /// The idle timeout: tried again at most `HTTPRetryPolicy.idleTimeoutRetries` times.
+    /// A stall (the idle timeout, or a body below the minimum rate): tried again at most
+    /// `HTTPRetryPolicy.idleTimeoutRetries` times.
     case idleTimeout
 }
 
@@ -44,6 +45,7 @@ package final class RetryBudget: Sendable {
             // A 206 whose body is shorter than the range (the connection closed cleanly).
             return judged?.code == .truncated ? .failure : nil
         case .failure(.transport(let error, let status, _)):
+            if error is RangeStalled { return .idleTimeout }
             if error is RangeBodyTooLong || error is NIOSSLError { return nil }
             if let status, !(200..<300).contains(status) {
                 return retriedStatuses.contains(UInt(status)) ? .failure : nil

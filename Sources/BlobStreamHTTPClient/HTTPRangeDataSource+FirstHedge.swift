@@ -1,0 +1,72 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+import NIOCore
+
+// The hedge of the first GET (`HTTPHedging`): when the first answer has not come within the
+// hedge's floor, a GET of the first block (no `If-Match`: the ETag is not known yet) goes to
+// the same location; the first of the two to answer opens the source, and the other is
+// cancelled. A 206 with a strong ETag is taken as the first block; any other answer of the
+// hedge (no strong ETag, a 200, a 416, an error) is dropped and the first GET decides.
+extension HTTPRangeDataSource {
+    /// Schedules the hedge of the first GET (bytes `offset` to `offset + held - 1`) on the
+    /// blocks' event loop; `settle` opens the source with it when it comes first.
+    func hedgeFirstRequest(
+        client: HTTPClient, offset: Int64, held: Int,
+        settle: @escaping @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void
+    ) {
+        guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = blockLoop else { return }
+        let (shared, requests, judge, memory) = (self.shared, self.requests, self.judge, blockMemory)
+        let minimumRate = options.minimumRate
+        let floor = hedging.floor.components
+        let delay = TimeAmount.nanoseconds(floor.seconds * 1_000_000_000 + floor.attoseconds / 1_000_000_000)
+        let range = offset...offset + Int64(held) - 1
+        // Checked again until the first answer comes: a hedge only while the GET is silent
+        // (not while it waits to be sent again, nor after a quick error).
+        @Sendable func check() {
+            let (location, silence) = shared.lock.withLock { () -> (URL?, TimeAmount?) in
+                guard shared.opening == nil, !shared.isStopped else { return (nil, nil) }
+                return (shared.location, shared.stream?.clock.silence)
+            }
+            guard let location else { return }
+            guard let silence, silence >= delay else {
+                loop.scheduleTask(in: delay - (silence ?? .zero)) { check() }
+                return
+            }
+            guard
+                case .success(let request) = requests.make(
+                    url: location, from: range.lowerBound, to: range.upperBound, etag: nil)
+            else { return }
+            let hedge = RangeFetch(range: range)
+            let go = shared.lock.withLock { () -> Bool in
+                guard shared.opening == nil, !shared.isStopped else { return false }
+                shared.fetches[ObjectIdentifier(hedge)] = hedge
+                shared.firstHedge = hedge
+                return true
+            }
+            guard go else { return }
+            hedge.start(
+                request, client: client, deadline: nil, memory: memory, on: loop, minimumRate: minimumRate
+            ) { result in
+                _ = shared.lock.withLock { shared.fetches.removeValue(forKey: ObjectIdentifier(hedge)) }
+                guard let opened = Self.opening(from: result, range: range, judge: judge) else { return }
+                settle(.success(opened))
+            }
+        }
+        loop.scheduleTask(in: delay) { check() }
+    }
+
+    /// The object and the first block a hedge's answer gives: a whole 206 of `range` (or of
+    /// the object's rest) with a strong ETag; nil for anything else.
+    private static func opening(
+        from result: Result<RangeAnswer, RangeFetch.RangeFailure>, range: ClosedRange<Int64>, judge: RangeJudgement
+    ) -> (RemoteObject, FirstAnswer)? {
+        guard case .success(let answer) = result, answer.head.status.code == 206,
+            case .success((let object, .streamed(let last))) = judge.opening(
+                result, offset: range.lowerBound, blockSize: Int(range.count)),
+            object.etag != nil, last == min(range.upperBound, object.length - 1),
+            answer.body.count == Int(last - range.lowerBound + 1)
+        else { return nil }
+        return (object, .held(RangeBlock(start: range.lowerBound, bytes: answer.body)))
+    }
+}

@@ -1,0 +1,79 @@
+import AsyncHTTPClient
+import BlobStream
+import Foundation
+import NIOCore
+
+// Hedged ranges (`HTTPHedging`): a GET the reader waits for that stays silent far longer than
+// the recent ranges took is asked for again (same bytes, `If-Match`), and the first answer
+// that completes is kept. A node of a store that hangs then costs a fraction of a second,
+// not the proxy's node timeout.
+extension HTTPRangeDataSource {
+    /// How many of the last ranges' times the median is taken over.
+    static let rangeTimesKept = 16
+
+    /// The answer to `fetch` once one is in, and the GET that brought it: `fetch`'s, or a
+    /// hedge's when `fetch` stayed silent for the hedge delay (the first 2xx answer wins; the
+    /// other GETs are cancelled). When every GET fails, `fetch`'s failure (the first one in).
+    /// Every GET but the one returned is forgotten.
+    func hedgedAnswer(of fetch: RangeFetch, object: RemoteObject) -> (
+        Result<RangeAnswer, RangeFetch.RangeFailure>, RangeFetch
+    ) {
+        guard let hedging = options.hedging, object.etag != nil, !fetch.isDone else { return (fetch.wait(), fetch) }
+        let signal = FetchSignal()
+        fetch.observe(signal)
+        var racers = [fetch]
+        var all = [fetch]
+        var failed: (Result<RangeAnswer, RangeFetch.RangeFailure>, RangeFetch)?
+        let delay = hedgeDelay(hedging)
+        func settle(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>, _ winner: RangeFetch) -> (
+            Result<RangeAnswer, RangeFetch.RangeFailure>, RangeFetch
+        ) {
+            for other in all where other !== winner {
+                other.cancel()
+                forget(other)
+            }
+            return (result, winner)
+        }
+        while true {
+            for racer in racers where racer.isDone {
+                let result = racer.wait()
+                if case .success(let answer) = result, (200..<300).contains(Int(answer.head.status.code)) {
+                    return settle(result, racer)
+                }
+                racers.removeAll { $0 === racer }
+                if failed == nil { failed = (result, racer) }
+            }
+            if racers.isEmpty, let failed { return settle(failed.0, failed.1) }
+            let hedged = all.count - 1
+            let quiet = racers.compactMap { $0.clock.silence }.min() ?? .zero
+            if hedged < hedging.maxHedges, quiet >= delay, !shared.lock.withLock({ shared.isStopped }) {
+                let hedge = RangeFetch(range: fetch.range)
+                start(hedge, object: object)
+                hedge.observe(signal)
+                racers.append(hedge)
+                all.append(hedge)
+                continue
+            }
+            let until =
+                hedged < hedging.maxHedges
+                ? Date(timeIntervalSinceNow: Double((delay - quiet).nanoseconds) / 1e9) : Date.distantFuture
+            _ = signal.wait(until: until)
+        }
+    }
+
+    /// Notes how long a range took (sent to complete), for the hedge delay.
+    func noteRangeTime(of fetch: RangeFetch) {
+        guard let duration = fetch.clock.duration else { return }
+        rangeTimes.append(duration.nanoseconds)
+        if rangeTimes.count > Self.rangeTimesKept { rangeTimes.removeFirst() }
+    }
+
+    /// `max(multiple × the median of the recent ranges' times, floor)`.
+    func hedgeDelay(_ hedging: HTTPHedging) -> TimeAmount {
+        let floor = hedging.floor.components
+        let floorNanoseconds = floor.seconds * 1_000_000_000 + floor.attoseconds / 1_000_000_000
+        guard !rangeTimes.isEmpty else { return .nanoseconds(floorNanoseconds) }
+        let median = rangeTimes.sorted()[rangeTimes.count / 2]
+        return .nanoseconds(max(floorNanoseconds, Int64(Double(median) * hedging.multiple)))
+    }
+}
