@@ -54,10 +54,10 @@ extension HTTPRangeDataSource {
                 all.append(hedge)
                 continue
             }
-            let until =
-                hedged < hedging.maxHedges
-                ? Date(timeIntervalSinceNow: Double((delay - quiet).nanoseconds) / 1e9) : Date.distantFuture
-            _ = signal.wait(until: until)
+            // At most a second at a time (the loop looks again): a far deadline such as
+            // `distantFuture` trapped in NSCondition.wait(until:) on Linux (SIGILL).
+            let seconds = hedged < hedging.maxHedges ? Double((delay - quiet).nanoseconds) / 1e9 : 1
+            _ = signal.wait(until: Date(timeIntervalSinceNow: seconds.isFinite ? min(max(seconds, 0), 1) : 1))
         }
     }
 

@@ -3,6 +3,7 @@ import BlobStreamHTTPClient
 import Foundation
 import Glibc
 import SwiftStoreTestServer
+import Synchronization
 import Testing
 
 /// The store of this file: three object servers, three replicas of every object (started on
@@ -37,7 +38,7 @@ final class RingStore: @unchecked Sendable {
 }
 
 /// What a download brought: the bytes, the source's error, the seconds it took.
-struct Download {
+struct Download: Sendable {
     var data: Data
     var error: BlobStreamError?
     var seconds: Double
@@ -70,6 +71,32 @@ func download(
         progress(data.count)
     }
     return Download(data: data, error: source.error as? BlobStreamError, seconds: Date().timeIntervalSince(started))
+}
+
+/// `download` on a thread of its own, so that the tests' cooperative threads stay free while
+/// it blocks (a read over a failing ring takes seconds; blocking one of two cooperative
+/// threads that long starved the rest of the suite into timeouts).
+func downloadOffThePool(
+    _ url: String, token: String, blockSize: Int = 256 << 10, hedging: Bool = true,
+    progress: @escaping @Sendable (Int) -> Void = { _ in }
+) async -> Download {
+    await withCheckedContinuation { continuation in
+        Thread {
+            continuation.resume(
+                returning: download(url, token: token, blockSize: blockSize, hedging: hedging, progress: progress))
+        }.start()
+    }
+}
+
+/// True the first time it is asked, from any thread: a fault is injected once.
+final class Once: Sendable {
+    private let done = Mutex(false)
+    func first() -> Bool {
+        done.withLock { was in
+            defer { was = true }
+            return !was
+        }
+    }
 }
 
 /// Downloads from a store whose object servers fail mid-way: the proxy fails over to the
@@ -121,10 +148,9 @@ struct RingFailoverTests {
     func killed(nodes: Int) async throws {
         try await withNodesRestored {
             let victims = Array(store.objectServers.prefix(nodes))
-            var struck = false
-            let read = download(url, token: token) { read in
-                if !struck, read >= 1 << 20 {
-                    struck = true
+            let struck = Once()
+            let read = await downloadOffThePool(url, token: token) { read in
+                if read >= 1 << 20, struck.first() {
                     store.signal(SIGKILL, victims)
                 }
             }
@@ -139,10 +165,9 @@ struct RingFailoverTests {
     func stopped() async throws {
         try await withNodesRestored {
             let victim = try #require(store.objectServers.first)
-            var struck = false
-            let read = download(url, token: token) { read in
-                if !struck, read >= 1 << 20 {
-                    struck = true
+            let struck = Once()
+            let read = await downloadOffThePool(url, token: token) { read in
+                if read >= 1 << 20, struck.first() {
                     store.signal(SIGSTOP, [victim])
                 }
             }
@@ -156,10 +181,9 @@ struct RingFailoverTests {
     func allKilled() async throws {
         try await withNodesRestored {
             let victims = store.objectServers
-            var struck = false
-            let read = download(url, token: token) { read in
-                if !struck, read >= 1 << 20 {
-                    struck = true
+            let struck = Once()
+            let read = await downloadOffThePool(url, token: token) { read in
+                if read >= 1 << 20, struck.first() {
                     store.signal(SIGKILL, victims)
                 }
             }
@@ -220,10 +244,9 @@ struct RingFailoverFigures {
         for hedging in [true, false] {
             for fault in ["none", "kill", "stop"] {
                 let victim = try #require(store.objectServers.first)
-                var struck = false
-                let read = download(url, token: token, blockSize: 8 << 20, hedging: hedging) { read in
-                    guard !struck, fault != "none", read >= 16 << 20 else { return }
-                    struck = true
+                let struck = Once()
+                let read = await downloadOffThePool(url, token: token, blockSize: 8 << 20, hedging: hedging) { read in
+                    guard fault != "none", read >= 16 << 20, struck.first() else { return }
                     store.signal(fault == "kill" ? SIGKILL : SIGSTOP, [victim])
                 }
                 store.signal(SIGCONT, store.objectServers)
