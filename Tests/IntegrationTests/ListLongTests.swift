@@ -9,7 +9,8 @@ struct ListLongTests {
     /// Header types libarchive reads differently from GNU tar, written by Python's tarfile:
     /// `types.tar` (a contiguous file, a directory whose header gives a size, block and
     /// character devices, a FIFO) and `pax-global.tar` (owner and group from a pax global
-    /// header, which libarchive ignores, overridden by one member's own pax header).
+    /// header, which libarchive ignores, overridden by one member's own pax header), and
+    /// `globals.tar` (global headers one after another).
     static let pythonTars = #"""
         import io, tarfile
 
@@ -35,18 +36,33 @@ struct ListLongTests {
             own = {"uname": "ownowner", "gname": "owngroup"}
             tar.addfile(info("own.txt", size=3, pax_headers=own), io.BytesIO(b"abc"))
             tar.addfile(info("naïve.txt", size=3, uname="ünïcode", gname="grüp"), io.BytesIO(b"abc"))
+
+        # Global headers one after another, as in CPython's testtar.tar: each replaces the
+        # last (GNU tar), an empty uname lists the uid, and a global owner wins over ustar's.
+        def set_global(tar, records):
+            block = tarfile.TarInfo._create_pax_generic_header(records, tarfile.XGLTYPE, "utf-8")
+            tar.fileobj.write(block)
+            tar.offset += len(block)
+
+        with tarfile.open("globals.tar", "w", format=tarfile.PAX_FORMAT) as tar:
+            set_global(tar, {"uname": "foo", "gname": "bar"})
+            tar.addfile(info("first.txt", size=3), io.BytesIO(b"abc"))
+            set_global(tar, {"uname": ""})
+            tar.addfile(info("empty-uname.txt", size=3), io.BytesIO(b"abc"))
+            set_global(tar, {"uname": "gowner", "gname": "ggroup"})
+            tar.addfile(info("ustar-says-lars.txt", size=3, uname="lars", gname="lars"), io.BytesIO(b"abc"))
         """#
 
     /// Lines `tar -tvf` prints for each archive of `makeTars`.
     static let lineCounts = [
         "names.tar": 17, "numeric.tar": 17, "owners.tar": 17, "names.tar.gz": 17, "types.tar": 7,
-        "pax-global.tar": 3,
+        "pax-global.tar": 3, "sparse-globals.tar": 5,
     ]
 
     /// A folder with a tree of odd names, modes and links, and tars of it made by GNU tar:
     /// `names.tar` (owners by name), `numeric.tar` (`--numeric-owner`: ids only),
-    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`; and the
-    /// tars of `pythonTars`.
+    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`; the tars of
+    /// `pythonTars`; and `sparse-globals.tar` (sparse files, then `globals.tar`).
     static func makeTars() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-ls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -74,6 +90,18 @@ struct ListLongTests {
             tar -cf owners.tar "$M" --owner=averyveryverylongownername:7 --group=somelonggroupname:8 -C t .
             gzip -k names.tar
             python3 -c "$2"
+            # Sparse files (an old GNU `S` header whose map of 7 stretches needs an extension
+            # header; pax sparse 1.0) before the global headers: the walk that finds the
+            # owners goes past them.
+            for k in 0 1 2 3 4 5 6; do
+                printf 'data' | dd of=holes bs=1 seek=$((k * 50000)) conv=notrunc status=none
+            done
+            truncate -s 400000 holes
+            tar -cf sparse-globals.tar "$M" --owner=alice:1234 --group=staff:99 --format=gnu --sparse holes
+            tar -cf sparse-pax.tar "$M" --owner=alice:1234 --group=staff:99 --format=pax --sparse \
+                --sparse-version=1.0 holes
+            tar -Af sparse-globals.tar sparse-pax.tar
+            tar -Af sparse-globals.tar globals.tar
             """#
         let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path, pythonTars])
         #expect(r.status == 0, "\(r.stderrText)")
@@ -82,7 +110,10 @@ struct ListLongTests {
 
     @Test(
         "ls -l prints what tar -tvf prints (TZ and owners as tar shows them; contiguous files, sized directories, devices, pax global owners)",
-        arguments: ["names.tar", "numeric.tar", "owners.tar", "names.tar.gz", "types.tar", "pax-global.tar"],
+        arguments: [
+            "names.tar", "numeric.tar", "owners.tar", "names.tar.gz", "types.tar", "pax-global.tar",
+            "sparse-globals.tar",
+        ],
         ["UTC", "Asia/Kolkata"])
     func sameAsTar(archive: String, zone: String) throws {
         let dir = try Self.makeTars()

@@ -4,8 +4,8 @@ import BlobStream
 /// tar and Python's tarfile show: the type flag (`7`, a contiguous file, is a plain file to
 /// libarchive), a directory's size field (libarchive gives 0; no data follows it for any of
 /// them), and the owner and group that pax records set, a global header's (`g`) included
-/// (libarchive ignores global headers; GNU tar and Python apply their records to every entry
-/// after them, unless an entry's own `x` header sets the same key).
+/// (libarchive ignores global headers; GNU tar applies the last one's records to every entry
+/// after it, unless an entry's own `x` header sets the same key).
 struct TarHeaderDetails {
     /// The entry's header type flag.
     var typeFlag: UInt8
@@ -24,7 +24,7 @@ struct TarHeaderDetails {
     /// The details of each entry of the uncompressed tar that `reader` reads, by the offset
     /// of the entry's first header (its extension headers included: libarchive's header
     /// position). The walk stops, keeping what it found, at the first thing it does not
-    /// follow (a damaged header, a sparse or multi-volume entry, a large extension header);
+    /// follow (a damaged header, a multi-volume entry or volume label, a large extension header);
     /// empty when the bytes do not start with a tar header. The reader is left at offset 0.
     static func read(from reader: BlobUpstreamReader, length: Int64) -> [Int64: TarHeaderDetails] {
         defer { _ = try? reader.seek(to: 0) }
@@ -45,8 +45,11 @@ struct TarHeaderDetails {
                     let data = Self.data(reader, at: dataOffset, count: Int(headerSize), length: length),
                     let records = try? TarHeaderWalker.paxRecords(data, at: dataOffset)
                 else { return found }
+                // GNU tar: a global header's records replace the last one's (a key it leaves
+                // out is no longer set), and an empty value is kept (an empty `uname` lists
+                // the uid).
+                if flag == UInt8(ascii: "g") { global = [:] }
                 for (key, value) in records {
-                    if key.hasPrefix("GNU.sparse") { return found }
                     if flag == UInt8(ascii: "x"), key == "size" {
                         paxSize = Int64(String(decoding: value, as: UTF8.self))
                     }
@@ -56,19 +59,35 @@ struct TarHeaderDetails {
                 offset = dataOffset + TarHeaderWalker.padded(headerSize)
             case UInt8(ascii: "L"), UInt8(ascii: "K"):
                 offset = dataOffset + TarHeaderWalker.padded(headerSize)
-            case UInt8(ascii: "S"), UInt8(ascii: "M"), UInt8(ascii: "V"):
+            case UInt8(ascii: "M"), UInt8(ascii: "V"):
                 return found
             default:
                 let records = global.merging(own) { _, entry in entry }
                 func number(_ key: String) -> Int64? {
                     records[key].flatMap { Int64(String(decoding: $0, as: UTF8.self)) }
                 }
+                // The bytes stored after the header: the size field (a pax `size` record's),
+                // which for a sparse file (pax `GNU.sparse` records or an old GNU `S`
+                // header) counts the stored stretches and, in pax sparse 1.0, their map.
                 let size = paxSize ?? headerSize
                 found[chainStart] = TarHeaderDetails(
                     typeFlag: flag, size: size, owner: records["uname"], group: records["gname"], uid: number("uid"),
                     gid: number("gid"))
+                // An old GNU sparse header may be followed by extension headers of its map
+                // (byte 482 of the header, then byte 504 of each, says another follows).
+                var stored = dataOffset
+                if flag == UInt8(ascii: "S") {
+                    var more = header.bytes[482] != 0
+                    while more {
+                        guard let block = Self.data(reader, at: stored, count: 512, length: length) else {
+                            return found
+                        }
+                        stored += 512
+                        more = block[504] != 0
+                    }
+                }
                 // GNU tar and Python skip the data of every entry but a directory's.
-                offset = dataOffset + (flag == UInt8(ascii: "5") ? 0 : TarHeaderWalker.padded(size))
+                offset = stored + (flag == UInt8(ascii: "5") ? 0 : TarHeaderWalker.padded(size))
                 chainStart = offset
                 own = [:]
                 paxSize = nil
