@@ -45,7 +45,8 @@ extension HTTPRangeDataSource {
             }
             if racers.isEmpty, let failed { return settle(failed.0, failed.1) }
             let hedged = all.count - 1
-            let quiet = racers.compactMap { $0.clock.silence }.min() ?? .zero
+            // A GET not sent yet (it waits for a connection of the pool) is not silent.
+            let quiet = racers.map { $0.clock.silence ?? .zero }.min() ?? .zero
             if hedged < hedging.maxHedges, quiet >= delay, !shared.lock.withLock({ shared.isStopped }) {
                 let hedge = RangeFetch(range: fetch.range)
                 start(hedge, object: object)

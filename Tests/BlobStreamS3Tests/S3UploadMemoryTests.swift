@@ -30,16 +30,16 @@ struct S3UploadMemoryTests {
         return (process.terminationStatus, stderr, peak ?? .max)
     }
 
-    @Test("136 MiB in 64 MiB parts, 2 in flight: peak within 48 MiB of a 1 KB upload's (two parts held: 128 MiB)")
+    @Test("52 MiB in 24 MiB parts, 2 in flight: peak within 24 MiB of a 1 KB upload's (two parts held: 48 MiB)")
     func largePartsStreamed() async throws {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
-        // A sparse file with a few written regions: 2 parts of 64 MiB and one of 8 MiB.
-        let size = (136 << 20) + 12_345
+        // A sparse file with a few written regions: 2 parts of 24 MiB and one of 4 MiB.
+        let size = (52 << 20) + 12_345
         let path = fixture.folder.appendingPathComponent("large.bin").path
         #expect(FileManager.default.createFile(atPath: path, contents: nil))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        for (offset, seed) in [(0, 1), (70 << 20, 2), (size - (1 << 20), 3)] as [(Int, UInt64)] {
+        for (offset, seed) in [(0, 1), (30 << 20, 2), (size - (1 << 20), 3)] as [(Int, UInt64)] {
             try handle.seek(toOffset: UInt64(offset))
             try handle.write(contentsOf: StoreFixture.bytes(1 << 20, seed: seed))
         }
@@ -51,7 +51,7 @@ struct S3UploadMemoryTests {
             try Self.measured(
                 [
                     "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", fixture.store.endpoint,
-                    "--part-size", "64MiB", "--parallel", "2",
+                    "--part-size", "24MiB", "--parallel", "2",
                 ], environment: environment, folder: fixture.folder)
         }
         let baseline = try upload(small, key: "small.bin")
@@ -60,7 +60,7 @@ struct S3UploadMemoryTests {
         #expect(large.status == 0, "\(large.stderr)")
         #expect(large.stderr.contains("in 3 parts"), "\(large.stderr)")
         #expect(
-            large.peakKiB < baseline.peakKiB + 48 * 1024,
+            large.peakKiB < baseline.peakKiB + 24 * 1024,
             "peak \(large.peakKiB) KiB against \(baseline.peakKiB) KiB for 1000 bytes")
         let stored = try await fixture.store.swiftAPI.get(fixture.bucket, "large.bin")
         let file = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -157,6 +157,21 @@ public final class SwiftAPI: Sendable {
     private func call(_ method: String, _ suffix: String, body: Data? = nil) async throws -> (
         Int, Data, [String: String]
     ) {
+        // tempauth keeps tokens in memcached, which a busy 2-core machine sometimes fails to
+        // answer within swift's memcache timeout: the proxy then answers 401 to a token it
+        // has just made. Such a 401 is asked again with a new token, twice at most.
+        var attempt = 1
+        while true {
+            let answer = try await callOnce(method, suffix, body: body)
+            if answer.0 != 401 || attempt == 3 { return answer }
+            attempt += 1
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    private func callOnce(_ method: String, _ suffix: String, body: Data?) async throws -> (
+        Int, Data, [String: String]
+    ) {
         let (token, storage) = try await authenticate()
         var request = URLRequest(url: URL(string: storage + suffix)!)
         request.httpMethod = method

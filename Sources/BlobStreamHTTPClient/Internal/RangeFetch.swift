@@ -58,9 +58,11 @@ final class RangeFetch: @unchecked Sendable {
         onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
     ) {
         let watch = minimumRate.map { RateWatch(rate: $0) }
+        // The clock and the rate's window start when the request's head is written
+        // (`RangeDelegate.didSendRequestHead`): a GET that waits for a connection of the pool
+        // is neither silent (hedged) nor slow (ended for its rate).
         let delegate = RangeDelegate(
             limit: Int(range.upperBound - range.lowerBound + 2), memory: memory, watch: watch, clock: clock)
-        clock.sent()
         condition.lock()
         self.onDone = onDone
         let cancelled = outcome != nil
@@ -69,8 +71,6 @@ final class RangeFetch: @unchecked Sendable {
         let preference: HTTPClient.EventLoopPreference = loop.map { .delegate(on: $0) } ?? .indifferent
         let task = client.execute(request: request, delegate: delegate, eventLoop: preference, deadline: deadline)
         condition.withLock { self.task = task }
-        // A stall ends the request: it fails with the stall, not with the cancellation.
-        watch?.start(on: task.eventLoop) { _ in task.cancel() }
         task.futureResult.whenComplete { [self] result in
             watch?.stop()
             finish(
@@ -171,6 +171,12 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
 
     var status: Int? { lock.withLock { head.map { Int($0.status.code) } } }
     var received: Int { lock.withLock { body.count } }
+
+    func didSendRequestHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPRequestHead) {
+        clock.sent()
+        // A stall ends the request: it fails with the stall, not with the cancellation.
+        watch?.start(on: task.eventLoop) { _ in task.cancel() }
+    }
 
     func didReceiveHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         lock.withLock {

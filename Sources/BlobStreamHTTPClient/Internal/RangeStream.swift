@@ -67,7 +67,8 @@ final class RangeStream: @unchecked Sendable {
             return failure != nil
         }
         if cancelled { return }
-        clock.sent()
+        // `clock.sent()` runs when the request's head is written (`StreamDelegate`): a GET
+        // that waits for a connection of the pool is not silent, and is never hedged.
         let task = client.execute(request: request, delegate: StreamDelegate(stream: self), deadline: nil)
         condition.withLock { self.task = task }
         task.futureResult.whenComplete { [self] result in
@@ -266,6 +267,10 @@ private final class StreamDelegate: HTTPClientResponseDelegate, Sendable {
 
     init(stream: RangeStream) {
         self.stream = stream
+    }
+
+    func didSendRequestHead(task: HTTPClient.Task<Void>, _ head: HTTPRequestHead) {
+        stream.clock.sent()
     }
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
