@@ -266,7 +266,8 @@ let package = Package(
         .testTarget(
             name: "SwiftStoreTests",
             dependencies: [
-                "SwiftStoreTestServer", "BlobStream", "BlobStreamHTTPClient",
+                "SwiftStoreTestServer", "BlobStream", "BlobStreamHTTPClient", "BlobStreamS3", "BlobStreamUpload",
+                "BlobStreamArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
