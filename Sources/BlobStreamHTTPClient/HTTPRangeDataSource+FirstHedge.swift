@@ -3,17 +3,18 @@ import BlobStream
 import Foundation
 import NIOCore
 
-// The hedge of the first GET (`HTTPHedging`): when the first answer has not come within the
+// The hedges of the first GET (`HTTPHedging`): when the first answer has not come within the
 // hedge's floor, a GET of the first block (no `If-Match`: the ETag is not known yet) goes to
-// the same location; the first of the two to answer opens the source, and the other is
-// cancelled. A 206 with a strong ETag is taken as the first block; any other answer of the
+// the same location, and another after as long again (up to `maxHedges`); the first to
+// answer opens the source, and the others are cancelled. A 206 with a strong ETag is taken as the first block; any other answer of the
 // hedge (no strong ETag, a 200, a 416, an error) is dropped and the first GET decides.
 extension HTTPRangeDataSource {
-    /// Schedules the hedge of the first GET (bytes `offset` to `offset + held - 1`) on the
-    /// blocks' event loop; `settle` opens the source with it when it comes first.
+    /// Schedules the hedges of the first GET (bytes `offset` to `offset + held - 1`) on the
+    /// blocks' event loop; `settle` opens the source with one (given with it) when it comes
+    /// first.
     func hedgeFirstRequest(
         client: HTTPClient, offset: Int64, held: Int,
-        settle: @escaping @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void
+        settle: @escaping @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>, RangeFetch) -> Void
     ) {
         guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = blockLoop else { return }
         let (shared, requests, judge, memory) = (self.shared, self.requests, self.judge, blockMemory)
@@ -21,16 +22,21 @@ extension HTTPRangeDataSource {
         let floor = hedging.floor.components
         let delay = TimeAmount.nanoseconds(floor.seconds * 1_000_000_000 + floor.attoseconds / 1_000_000_000)
         let range = offset...offset + Int64(held) - 1
-        // Checked again until the first answer comes: a hedge only while the GET is silent
-        // (not while it waits to be sent again, nor after a quick error).
+        // Checked again until the first answer comes: a hedge only while the GET and the
+        // hedges sent so far are all silent (not while the GET waits to be sent again, nor
+        // after a quick error), at most `maxHedges` of them.
         @Sendable func check() {
-            let (location, silence) = shared.lock.withLock { () -> (URL?, TimeAmount?) in
-                guard shared.opening == nil, !shared.isStopped else { return (nil, nil) }
-                return (shared.location, shared.stream?.clock.silence)
+            let (location, quiet, sent) = shared.lock.withLock { () -> (URL?, TimeAmount, Int) in
+                guard shared.opening == nil, !shared.isStopped else { return (nil, .zero, 0) }
+                var quiet = shared.stream?.clock.silence ?? .zero
+                for hedge in shared.firstHedges where !hedge.isDone {
+                    quiet = min(quiet, hedge.clock.silence ?? .zero)
+                }
+                return (shared.location, quiet, shared.firstHedges.count)
             }
-            guard let location else { return }
-            guard let silence, silence >= delay else {
-                loop.scheduleTask(in: delay - (silence ?? .zero)) { check() }
+            guard let location, sent < hedging.maxHedges else { return }
+            guard quiet >= delay else {
+                loop.scheduleTask(in: delay - quiet) { check() }
                 return
             }
             guard
@@ -41,7 +47,7 @@ extension HTTPRangeDataSource {
             let go = shared.lock.withLock { () -> Bool in
                 guard shared.opening == nil, !shared.isStopped else { return false }
                 shared.fetches[ObjectIdentifier(hedge)] = hedge
-                shared.firstHedge = hedge
+                shared.firstHedges.append(hedge)
                 return true
             }
             guard go else { return }
@@ -50,8 +56,9 @@ extension HTTPRangeDataSource {
             ) { result in
                 _ = shared.lock.withLock { shared.fetches.removeValue(forKey: ObjectIdentifier(hedge)) }
                 guard let opened = Self.opening(from: result, range: range, judge: judge) else { return }
-                settle(.success(opened))
+                settle(.success(opened), hedge)
             }
+            loop.scheduleTask(in: delay) { check() }
         }
         loop.scheduleTask(in: delay) { check() }
     }

@@ -145,8 +145,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
         var location: URL?
         /// The first GET's next attempt, while it waits.
         var retry: Scheduled<Void>?
-        /// The hedge of the first GET while it runs (`HTTPRangeDataSource+FirstHedge`).
-        var firstHedge: RangeFetch?
+        /// The hedges of the first GET while it runs (`HTTPRangeDataSource+FirstHedge`).
+        var firstHedges: [RangeFetch] = []
         /// Set by `close()` and a failure: no request is sent any more.
         var ended = false
         /// True once no request may be sent (interrupted, closed or failed).
@@ -238,23 +238,24 @@ public final class HTTPRangeDataSource: BlobDataSource {
         let (offset, state, shared) = (position, self.state, self.shared)
         // Once: the first GET's answer, or its hedge's (`HTTPRangeDataSource+FirstHedge`),
         // whichever comes first; the other GET is then cancelled.
-        let settle: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>, Bool) -> Void = {
-            judged, fromHedge in
-            let loser = shared.lock.withLock { () -> (stream: RangeStream?, hedge: RangeFetch?)? in
+        let settle: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>, RangeFetch?) -> Void = {
+            judged, winner in
+            let losers = shared.lock.withLock { () -> (stream: RangeStream?, hedges: [RangeFetch])? in
                 guard shared.opening == nil else { return nil }
                 shared.opening = judged
                 if case .success(let (object, _)) = judged { shared.length = object.length }
                 shared.lock.broadcast()
-                defer { shared.firstHedge = nil }
-                guard fromHedge else { return (nil, shared.firstHedge) }
-                // The hedge won: the first GET (or its next attempt) ends.
+                let hedges = shared.firstHedges.filter { $0 !== winner }
+                shared.firstHedges = []
+                guard winner != nil else { return (nil, hedges) }
+                // A hedge won: the first GET (or its next attempt) ends.
                 defer { (shared.stream, shared.retry) = (nil, nil) }
                 shared.retry?.cancel()
-                return (shared.stream, nil)
+                return (shared.stream, hedges)
             }
-            guard let loser else { return }
-            loser.stream?.cancel()
-            loser.hedge?.cancel()
+            guard let losers else { return }
+            losers.stream?.cancel()
+            for hedge in losers.hedges { hedge.cancel() }
             switch judged {
             case .success(let (object, _)):
                 state.isOpenCompleted = true
@@ -263,14 +264,14 @@ public final class HTTPRangeDataSource: BlobDataSource {
                 state.error = error
             }
         }
-        let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, false) }
+        let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, nil) }
         let first = FirstRequest(
             client: client, requests: requests, shared: shared, judge: judge, budget: budget, offset: offset,
             blockSize: options.blockSize, held: firstBlockSize ?? options.blockSize, maxRedirects: options.maxRedirects,
             announce: announce)
         first.send(to: url)
         hedgeFirstRequest(
-            client: client, offset: offset, held: firstBlockSize ?? options.blockSize, settle: { settle($0, true) })
+            client: client, offset: offset, held: firstBlockSize ?? options.blockSize, settle: settle)
         startEndFetch(client: client)
     }
 

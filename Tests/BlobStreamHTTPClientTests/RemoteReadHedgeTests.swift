@@ -68,6 +68,18 @@ struct RemoteReadHedgeTests {
         #expect(peer.requests.dropFirst().first?.range == "bytes=0-131071", "\(peer.requests)")
     }
 
+    @Test("the first GET and its first hedge get no answer: a second hedge opens the read; it ends whole")
+    func hungFirstRequestAndHedge() throws {
+        defer { peer.stop() }
+        peer.setFaults([.hang, .hang], from: 1)
+        let read = read(peer.url("/object.bin"))
+        #expect(read.error == nil, "\(String(describing: read.error))")
+        #expect(sha256(read.data) == sha256(bytes))
+        #expect(read.seconds < 5, "two hedges 250 ms apart, not the idle timeout: \(read.seconds) s")
+        let first = peer.requests.prefix(3).map { "\($0.range ?? "") \($0.action)" }
+        #expect(first == ["bytes=0- hung", "bytes=0-131071 hung", "bytes=0-131071 served"], "\(peer.requests)")
+    }
+
     @Test("without hedging the hung GET holds the read (until the watchdog here)")
     func withoutHedging() throws {
         defer { peer.stop() }
