@@ -286,7 +286,8 @@ struct RingFailoverFigures {
                 seconds.sort()
                 print(
                     String(
-                        format: "ring figures: member read, fault %@, hedging %@: median %.3f s, slowest %.3f s, %d of %d over 1 s",
+                        format: "ring figures: member read, fault %@, hedging %@: median %.3f s, slowest %.3f s, "
+                            + "%d of %d over 1 s",
                         fault, hedging ? "on" : "off", seconds[seconds.count / 2], seconds.last!,
                         seconds.filter { $0 > 1 }.count, seconds.count))
             }

@@ -105,7 +105,7 @@ extension RingFailoverTests {
         return (try Data(contentsOf: folder.appendingPathComponent("small.tar")), member)
     }
 
-    @Test("a small member read with one object server stopped (SIGSTOP): whole every time, never a node timeout per GET")
+    @Test("a small member read with one object server stopped (SIGSTOP): whole every time, within seconds")
     func memberReadWithNodeStopped() async throws {
         try await withNodesRestored {
             let (tar, member) = try Self.smallTar()
