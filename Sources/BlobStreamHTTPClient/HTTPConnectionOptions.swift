@@ -34,6 +34,15 @@ public struct HTTPConnectionOptions: Sendable {
     public var connectTimeout: TimeAmount
     /// The longest time without a byte from the server once a request is sent: 60 s.
     public var idleTimeout: TimeAmount
+    /// The most connections a client keeps to one host (scheme, host and port) at once: 64
+    /// by default (AsyncHTTPClient's own default is 8). One client serves every source of a
+    /// pool, and each remote read holds a connection for its streamed first answer and up to
+    /// `readAhead` more for its ranges: with 8, the ninth source open on one store waited for
+    /// a connection, and a request that waits longer than `connectTimeout` fails.
+    public var maximumConnectionsPerHost: Int = HTTPConnectionOptions.defaultMaximumConnectionsPerHost
+
+    /// The default of `maximumConnectionsPerHost`: 64.
+    public static let defaultMaximumConnectionsPerHost = 64
 
     /// An HTTP proxy's address.
     public struct HTTPProxy: Sendable, Equatable {
@@ -115,6 +124,7 @@ public struct HTTPConnectionOptions: Sendable {
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(connect: connectTimeout, read: idleTimeout)
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(maximumConnectionsPerHost, 1)
         if let proxy = proxy(for: url) { configuration.proxy = .server(host: proxy.host, port: proxy.port) }
         if let caBundle {
             // Checked now (readable, holding a PEM certificate), parsed when the first TLS

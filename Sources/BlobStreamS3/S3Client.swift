@@ -111,12 +111,16 @@ public struct S3Client: Sendable {
     /// The process's HTTP client for S3 (never shut down, like `HTTPClient.shared`): a
     /// refused or failed connection is reported at once rather than tried again until the
     /// request's deadline (the uploader retries whole requests itself, with backoff); 10 s
-    /// to connect; 60 s without a byte read is a timeout; redirects are not followed.
+    /// to connect; 60 s without a byte read is a timeout; redirects are not followed; up to
+    /// `HTTPConnectionOptions.defaultMaximumConnectionsPerHost` (64) connections to one
+    /// endpoint.
     public static let sharedHTTPClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit =
+            HTTPConnectionOptions.defaultMaximumConnectionsPerHost
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 

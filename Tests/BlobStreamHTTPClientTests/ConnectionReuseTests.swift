@@ -42,6 +42,37 @@ struct ConnectionReuseTests {
         #expect(peer.connectionsOpened <= 6, "\(peer.connectionsOpened) connections for \(gets) GETs")
     }
 
+    @Test(
+        "twelve reads open at once through one pool, each holding a connection for its first answer: every one whole"
+    )
+    func manyReadsOpenAtOnce() async throws {
+        let peer = try MisbehavingHTTPPeer()
+        defer { peer.stop() }
+        let bytes = sampleBytes(2 << 20, seed: 75)
+        peer.serve(bytes, at: "/object.bin")
+        // A short connect timeout: a GET that waits for a connection of the pool longer than
+        // this fails (AsyncHTTPClient counts the wait as connecting). With 8 connections per
+        // host (AsyncHTTPClient's default), reads 9 to 12 fail so.
+        let connection = HTTPConnectionOptions(connectTimeout: .seconds(1))
+        let pool = HTTPClientPool(connection: connection)
+        let options = HTTPRangeOptions(
+            blockSize: 64 << 10, readAhead: 0, connection: connection,
+            retry: HTTPRetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(20)), pool: pool)
+        // Each opens with its first answer (the object's rest, streamed; the server is made
+        // to wait after the first block): twelve connections held before any is read.
+        let streams = (0..<12).map { _ in
+            BlobInputStream(dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options))
+        }
+        for stream in streams { stream.open() }
+        for (k, stream) in streams.enumerated() {
+            let (data, last) = stream.readToEnd(chunkSize: 100_000)
+            #expect(last == 0, "read \(k): \(String(describing: stream.streamError))")
+            #expect(sha256(data) == sha256(bytes), "read \(k)")
+            stream.close()
+        }
+        try await pool.shutdown()
+    }
+
     @Test("five uploads through one pool, one after another: each copy whole (sha256), over one connection")
     func uploadsShareAConnection() async throws {
         let peer = try MisbehavingHTTPPeer()

@@ -30,7 +30,7 @@ struct S3UploadMemoryTests {
         return (process.terminationStatus, stderr, peak ?? .max)
     }
 
-    @Test("52 MiB in 24 MiB parts, 2 in flight: peak within 24 MiB of a 1 KB upload's (two parts held: 48 MiB)")
+    @Test("52 MiB in 24 MiB parts, 2 in flight: peak within 32 MiB of a 1 KB upload's (two parts held: 48 MiB)")
     func largePartsStreamed() async throws {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
@@ -60,7 +60,7 @@ struct S3UploadMemoryTests {
         #expect(large.status == 0, "\(large.stderr)")
         #expect(large.stderr.contains("in 3 parts"), "\(large.stderr)")
         #expect(
-            large.peakKiB < baseline.peakKiB + 24 * 1024,
+            large.peakKiB < baseline.peakKiB + 32 * 1024,
             "peak \(large.peakKiB) KiB against \(baseline.peakKiB) KiB for 1000 bytes")
         let stored = try await fixture.store.swiftAPI.get(fixture.bucket, "large.bin")
         let file = try Data(contentsOf: URL(fileURLWithPath: path))
