@@ -61,7 +61,8 @@ struct ConnectionReuseTests {
         // Each opens with its first answer (the object's rest, streamed; the server is made
         // to wait after the first block): twelve connections held before any is read.
         let streams = (0..<12).map { _ in
-            BlobInputStream(dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options))
+            BlobInputStream(
+                dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options))
         }
         for stream in streams { stream.open() }
         for (k, stream) in streams.enumerated() {
