@@ -58,18 +58,27 @@ struct ConnectionReuseTests {
         let options = HTTPRangeOptions(
             blockSize: 64 << 10, readAhead: 0, connection: connection,
             retry: HTTPRetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(20)), pool: pool)
-        // Each opens with its first answer (the object's rest, streamed; the server is made
-        // to wait after the first block): twelve connections held before any is read.
-        let streams = (0..<12).map { _ in
-            BlobInputStream(
-                dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/object.bin"))!, options: options))
+        let url = URL(string: peer.url("/object.bin"))!
+        // The reads block: on a thread of their own, not one of the tests' cooperative ones.
+        let reads = await withCheckedContinuation { (done: CheckedContinuation<[(Data, Int, String)], Never>) in
+            Thread {
+                // Each opens with its first answer (the object's rest, streamed; the server is
+                // made to wait after the first block): twelve connections held before any is read.
+                let streams = (0..<12).map { _ in
+                    BlobInputStream(dataSource: HTTPRangeDataSource(url: url, options: options))
+                }
+                for stream in streams { stream.open() }
+                done.resume(
+                    returning: streams.map { stream in
+                        defer { stream.close() }
+                        let (data, last) = stream.readToEnd(chunkSize: 100_000)
+                        return (data, last, String(describing: stream.streamError))
+                    })
+            }.start()
         }
-        for stream in streams { stream.open() }
-        for (k, stream) in streams.enumerated() {
-            let (data, last) = stream.readToEnd(chunkSize: 100_000)
-            #expect(last == 0, "read \(k): \(String(describing: stream.streamError))")
+        for (k, (data, last, error)) in reads.enumerated() {
+            #expect(last == 0, "read \(k): \(error)")
             #expect(sha256(data) == sha256(bytes), "read \(k)")
-            stream.close()
         }
         try await pool.shutdown()
     }
