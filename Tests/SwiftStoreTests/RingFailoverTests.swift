@@ -62,6 +62,13 @@ func download(
     let stream = BlobInputStream(dataSource: source)
     stream.open()
     defer { stream.close() }
+    let data = readAll(stream, progress: progress)
+    return Download(data: data, error: source.error as? BlobStreamError, seconds: Date().timeIntervalSince(started))
+}
+
+/// The bytes of an open `stream` to its end (or its error); `progress` is called with the
+/// bytes read so far after each read.
+func readAll(_ stream: BlobInputStream, progress: (Int) -> Void = { _ in }) -> Data {
     var data = Data()
     var buffer = [UInt8](repeating: 0, count: 64 << 10)
     while true {
@@ -70,7 +77,7 @@ func download(
         data.append(contentsOf: buffer[..<n])
         progress(data.count)
     }
-    return Download(data: data, error: source.error as? BlobStreamError, seconds: Date().timeIntervalSince(started))
+    return data
 }
 
 /// `download` on a thread of its own, so that the tests' cooperative threads stay free while

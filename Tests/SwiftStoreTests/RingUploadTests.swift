@@ -146,13 +146,7 @@ func readMemberOffThePool(_ url: String, _ member: String, token: String, hedgin
             let source = ArchiveMemberDataSource(archive: upstream, member: member, name: url)
             let stream = BlobInputStream(dataSource: source)
             stream.open()
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 64 << 10)
-            while true {
-                let n = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: $0.count) }
-                if n <= 0 { break }
-                data.append(contentsOf: buffer[..<n])
-            }
+            let data = readAll(stream)
             let error = (stream.streamError as? BlobStreamError) ?? (source.error as? BlobStreamError)
             stream.close()
             continuation.resume(
