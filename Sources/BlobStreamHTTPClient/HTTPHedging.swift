@@ -22,13 +22,13 @@ public struct HTTPHedging: Sendable, Equatable {
     /// healthy store's time to first byte on a local network, well under a node timeout.
     public var floor: Duration
     /// How many times the median time of the recent ranges (sent to complete) a GET may stay
-    /// silent before it is hedged: 4 by default.
+    /// silent before it is hedged: 2 by default.
     public var multiple: Double
     /// The most hedges of one range (each after another silence): 2 by default.
     public var maxHedges: Int
 
-    /// Hedging with the given bounds (by default 250 ms, 4 × the median, 2 hedges).
-    public init(floor: Duration = .milliseconds(250), multiple: Double = 4, maxHedges: Int = 2) {
+    /// Hedging with the given bounds (by default 250 ms, 2 × the median, 2 hedges).
+    public init(floor: Duration = .milliseconds(250), multiple: Double = 2, maxHedges: Int = 2) {
         self.floor = max(floor, .milliseconds(10))
         self.multiple = max(multiple, 1)
         self.maxHedges = max(maxHedges, 0)

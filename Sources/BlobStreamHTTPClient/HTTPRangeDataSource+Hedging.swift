@@ -53,12 +53,27 @@ extension HTTPRangeDataSource {
                 hedge.observe(signal)
                 racers.append(hedge)
                 all.append(hedge)
+                reaskSilentAheads(after: delay, object: object)
                 continue
             }
             // At most a second at a time (the loop looks again): a far deadline such as
             // `distantFuture` trapped in NSCondition.wait(until:) on Linux (SIGILL).
             let seconds = hedged < hedging.maxHedges ? Double((delay - quiet).nanoseconds) / 1e9 : 1
             _ = signal.wait(until: Date(timeIntervalSinceNow: seconds.isFinite ? min(max(seconds, 0), 1) : 1))
+        }
+    }
+
+    /// When a GET the reader waits for is hedged, the blocks read ahead that have been as
+    /// silent as long are likely held by the same node: each is asked again now, its GET
+    /// cancelled, rather than hedged one at a time as the reader reaches it.
+    func reaskSilentAheads(after delay: TimeAmount, object: RemoteObject) {
+        for (index, ahead) in aheads.enumerated() where !ahead.isDone {
+            guard let silence = ahead.clock.silence, silence >= delay else { continue }
+            ahead.cancel()
+            forget(ahead)
+            let fresh = RangeFetch(range: ahead.range)
+            aheads[index] = fresh
+            start(fresh, object: object)
         }
     }
 
