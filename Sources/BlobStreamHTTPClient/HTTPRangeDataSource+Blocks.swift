@@ -79,7 +79,7 @@ extension HTTPRangeDataSource {
             forget(answered)
             let judged = judge.block(answer, range: fetch.range, of: object)
             guard case .failure(let error) = judged else {
-                noteRangeTime(of: answered)
+                noteLongestSilence(of: answered)
                 return judged
             }
             guard let reason = RetryBudget.reason(answer, judged: error),

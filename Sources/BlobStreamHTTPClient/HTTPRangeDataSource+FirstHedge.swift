@@ -4,7 +4,7 @@ import Foundation
 import NIOCore
 
 // The hedges of the first GET (`HTTPHedging`): when the first answer has not come within the
-// hedge's floor, a GET of the first block (no `If-Match`: the ETag is not known yet) goes to
+// hedge's first delay, a GET of the first block (no `If-Match`: the ETag is not known yet) goes to
 // the same location, and another after as long again (up to `maxHedges`); the first to
 // answer opens the source, and the others are cancelled. A 206 with a strong ETag is taken as the first block; any other answer of the
 // hedge (no strong ETag, a 200, a 416, an error) is dropped and the first GET decides.
@@ -19,8 +19,7 @@ extension HTTPRangeDataSource {
         guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = blockLoop else { return }
         let (shared, requests, judge, memory) = (self.shared, self.requests, self.judge, blockMemory)
         let minimumRate = options.minimumRate
-        let floor = hedging.floor.components
-        let delay = TimeAmount.nanoseconds(floor.seconds * 1_000_000_000 + floor.attoseconds / 1_000_000_000)
+        let delay = TimeAmount(hedging.firstDelay)
         let range = offset...offset + Int64(held) - 1
         // Checked again until the first answer comes: a hedge only while the GET and the
         // hedges sent so far are all silent (not while the GET waits to be sent again, nor

@@ -4,12 +4,12 @@ import Foundation
 import NIOCore
 
 // Hedged ranges (`HTTPHedging`): a GET the reader waits for that stays silent far longer than
-// the recent ranges took is asked for again (same bytes, `If-Match`), and the first answer
+// the recent ranges ever did is asked for again (same bytes, `If-Match`), and the first answer
 // that completes is kept. A node of a store that hangs then costs a fraction of a second,
 // not the proxy's node timeout.
 extension HTTPRangeDataSource {
-    /// How many of the last ranges' times the median is taken over.
-    static let rangeTimesKept = 16
+    /// How many of the last ranges' longest silences the median is taken over.
+    static let silencesKept = 16
 
     /// The answer to `fetch` once one is in, and the GET that brought it: `fetch`'s, or a
     /// hedge's when `fetch` stayed silent for the hedge delay (the first 2xx answer wins; the
@@ -77,19 +77,27 @@ extension HTTPRangeDataSource {
         }
     }
 
-    /// Notes how long a range took (sent to complete), for the hedge delay.
-    func noteRangeTime(of fetch: RangeFetch) {
-        guard let duration = fetch.clock.duration else { return }
-        rangeTimes.append(duration.nanoseconds)
-        if rangeTimes.count > Self.rangeTimesKept { rangeTimes.removeFirst() }
+    /// Notes the longest a completed range went silent (its time to first byte, or a pause in
+    /// its body), for the hedge delay.
+    func noteLongestSilence(of fetch: RangeFetch) {
+        guard let silence = fetch.clock.longestSilence else { return }
+        recentSilences.append(silence.nanoseconds)
+        if recentSilences.count > Self.silencesKept { recentSilences.removeFirst() }
     }
 
-    /// `max(multiple × the median of the recent ranges' times, floor)`.
+    /// `max(multiple × the median of the recent ranges' longest silences, floor)`; before any
+    /// range of this source completed, `firstDelay`.
     func hedgeDelay(_ hedging: HTTPHedging) -> TimeAmount {
-        let floor = hedging.floor.components
-        let floorNanoseconds = floor.seconds * 1_000_000_000 + floor.attoseconds / 1_000_000_000
-        guard !rangeTimes.isEmpty else { return .nanoseconds(floorNanoseconds) }
-        let median = rangeTimes.sorted()[rangeTimes.count / 2]
-        return .nanoseconds(max(floorNanoseconds, Int64(Double(median) * hedging.multiple)))
+        guard !recentSilences.isEmpty else { return TimeAmount(max(hedging.firstDelay, hedging.floor)) }
+        let median = recentSilences.sorted()[recentSilences.count / 2]
+        return max(TimeAmount(hedging.floor), .nanoseconds(Int64(Double(median) * hedging.multiple)))
+    }
+}
+
+extension TimeAmount {
+    /// The same span in NIO's nanoseconds.
+    init(_ duration: Duration) {
+        let parts = duration.components
+        self = .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
 }

@@ -125,8 +125,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// True while the reading goes on from the object's start with no jump and no hint:
     /// a download, whose blocks are `options.downloadBlockSize`.
     var isDownload = true
-    /// How long the last ranges took, sent to complete, in nanoseconds (for `HTTPHedging`).
-    var rangeTimes: [Int64] = []
+    /// The longest each of the last ranges went silent (time to first byte, or a pause in
+    /// its body), in nanoseconds (for `HTTPHedging`).
+    var recentSilences: [Int64] = []
     /// Why no client could be made (reported by `open()`).
     private var configurationError: BlobStreamError?
 

@@ -103,7 +103,7 @@ public struct HTTPRangeOptions: Sendable {
     /// default (`HTTPMinimumRate.standard`); nil: only the idle timeout ends a slow GET.
     public var minimumRate: HTTPMinimumRate?
     /// When a range the reader waits for is asked for again while its GET is silent (see
-    /// `HTTPHedging`): after 250 ms at least by default; nil: never.
+    /// `HTTPHedging`): after 100 ms at least by default (250 ms for the first GET); nil: never.
     public var hedging: HTTPHedging?
     /// The most redirects (301, 302, 303, 307, 308) the first GET follows; the ranges after
     /// it go to the last location, under that location's own ETag. 0: a redirect is an error.
@@ -125,7 +125,7 @@ public struct HTTPRangeOptions: Sendable {
     /// Options with the given values (8 MiB blocks, three read ahead, the default retry
     /// policy, 5 redirects, connection options from the environment, a client of the
     /// source's own unless a `client` or a `pool` is given, no hook, 1 KiB/s over 30 s at least, hedging
-    /// after 250 ms of silence at least).
+    /// after 100 ms of silence at least, 250 ms for the first GET).
     public init(
         blockSize: Int = defaultBlockSize, readAhead: Int = defaultReadAhead,
         connection: HTTPConnectionOptions = .fromEnvironment(), client: HTTPClient? = nil, prepare: Prepare? = nil,

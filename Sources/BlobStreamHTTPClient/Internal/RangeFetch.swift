@@ -206,20 +206,30 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     }
 }
 
-/// When a GET was sent, when the server was last heard from (its head, a body part), and
-/// when the GET ended. Unchecked Sendable: guarded by `lock`.
+/// When a GET was sent, when the server was last heard from (its head, a body part), when the
+/// GET ended, and the longest it went silent in between. Unchecked Sendable: guarded by `lock`.
 final class FetchClock: @unchecked Sendable {
     private let lock = NSLock()
     private var sentAt: NIODeadline?
     private var heardAt: NIODeadline?
     private var endedAt: NIODeadline?
+    private var longestGap: TimeAmount = .zero
 
     func sent() { lock.withLock { sentAt = .now() } }
     func heard() {
         let now = NIODeadline.now()
-        lock.withLock { heardAt = now }
+        lock.withLock {
+            if let last = heardAt ?? sentAt { longestGap = max(longestGap, now - last) }
+            heardAt = now
+        }
     }
-    func ended() { lock.withLock { endedAt = .now() } }
+    func ended() {
+        let now = NIODeadline.now()
+        lock.withLock {
+            if let last = heardAt ?? sentAt { longestGap = max(longestGap, now - last) }
+            endedAt = now
+        }
+    }
 
     /// How long the server has said nothing (since it was sent, or last heard from); nil
     /// before it was sent and once it ended.
@@ -230,11 +240,12 @@ final class FetchClock: @unchecked Sendable {
         }
     }
 
-    /// From sent to ended (nil before it ended).
-    var duration: TimeAmount? {
+    /// The longest the server said nothing between the GET being sent and its end (the time to
+    /// its head, or a pause in its body); nil before it ended.
+    var longestSilence: TimeAmount? {
         lock.withLock {
-            guard let sentAt, let endedAt else { return nil }
-            return endedAt - sentAt
+            guard sentAt != nil, endedAt != nil else { return nil }
+            return longestGap
         }
     }
 }
