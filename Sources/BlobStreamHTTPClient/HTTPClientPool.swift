@@ -18,6 +18,10 @@ import Synchronization
 /// try await pool.shutdown()   // its owner shuts it down, once every source is closed
 /// ```
 ///
+/// A source, an `S3Client` or an uploader given no pool sends with the process's shared pool
+/// for its connection options (`HTTPClientPool.shared(connection:)`), as AsyncHTTPClient's
+/// `HTTPClient.shared` is shared: never a client of its own.
+///
 /// The pool holds one client per route: direct, or through the proxy `connection` gives a
 /// URL (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`), each made on first use with
 /// `connection.clientConfiguration(for:)` (trust roots, connect and idle limits, redirects
@@ -27,11 +31,57 @@ import Synchronization
 public final class HTTPClientPool: Sendable {
     /// How the pool's clients connect.
     public let connection: HTTPConnectionOptions
+    /// True for a pool of the process (`shared(connection:)`), which is never shut down.
+    public let isShared: Bool
+    /// True when the clients wait for the server's answer as long as it takes (uploads: an
+    /// upload's own limits watch it), rather than `connection.idleTimeout`.
+    private let answersWithoutIdleLimit: Bool
     private let clients = Mutex<(byRoute: [String: HTTPClient], isShutDown: Bool)>(([:], false))
 
     /// A pool whose clients connect with `connection`; no client is made until one is asked for.
-    public init(connection: HTTPConnectionOptions = .fromEnvironment()) {
+    public convenience init(connection: HTTPConnectionOptions = .fromEnvironment()) {
+        self.init(connection: connection, isShared: false, answersWithoutIdleLimit: false)
+    }
+
+    private init(connection: HTTPConnectionOptions, isShared: Bool, answersWithoutIdleLimit: Bool) {
         self.connection = connection
+        self.isShared = isShared
+        self.answersWithoutIdleLimit = answersWithoutIdleLimit
+    }
+
+    /// The process's pool for `connection` (one per distinct value, made on first use, never
+    /// shut down: `shutdown()` does nothing for it): what a source, an `S3Client` or an
+    /// uploader given no pool sends with.
+    ///
+    /// ```swift
+    /// let source = HTTPRangeDataSource(url: url)  // sends with HTTPClientPool.shared(connection: .fromEnvironment())
+    /// ```
+    public static func shared(connection: HTTPConnectionOptions) -> HTTPClientPool {
+        sharedPool(connection: connection, answersWithoutIdleLimit: false)
+    }
+
+    /// The process's pool for uploads that connect with `connection` and wait for their
+    /// answer as long as their own limits allow.
+    static func sharedForUploads(connection: HTTPConnectionOptions) -> HTTPClientPool {
+        sharedPool(connection: connection, answersWithoutIdleLimit: true)
+    }
+
+    private struct SharedKey: Hashable {
+        var connection: HTTPConnectionOptions
+        var answersWithoutIdleLimit: Bool
+    }
+
+    private static let sharedPools = Mutex<[SharedKey: HTTPClientPool]>([:])
+
+    private static func sharedPool(connection: HTTPConnectionOptions, answersWithoutIdleLimit: Bool) -> HTTPClientPool {
+        let key = SharedKey(connection: connection, answersWithoutIdleLimit: answersWithoutIdleLimit)
+        return sharedPools.withLock { pools in
+            if let pool = pools[key] { return pool }
+            let pool = HTTPClientPool(
+                connection: connection, isShared: true, answersWithoutIdleLimit: answersWithoutIdleLimit)
+            pools[key] = pool
+            return pool
+        }
     }
 
     /// The client that serves `url`: the one of its route, made on first use.
@@ -46,8 +96,9 @@ public final class HTTPClientPool: Sendable {
             }
             if let client = clients.byRoute[route] { return .success(client) }
             do {
-                let client = HTTPClient(
-                    eventLoopGroupProvider: .singleton, configuration: try connection.clientConfiguration(for: url))
+                var configuration = try connection.clientConfiguration(for: url)
+                if answersWithoutIdleLimit { configuration.timeout.read = nil }
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
                 clients.byRoute[route] = client
                 return .success(client)
             } catch let error as BlobStreamError {
@@ -63,13 +114,15 @@ public final class HTTPClientPool: Sendable {
     public var clientCount: Int { clients.withLock { $0.byRoute.count } }
 
     /// Shuts down every client of the pool (requests still running fail); later
-    /// `client(for:)` calls fail with `.closed`.
+    /// `client(for:)` calls fail with `.closed`. Does nothing for a shared pool.
     public func shutdown() async throws {
+        guard !isShared else { return }
         for client in takeAll() { try await client.shutdown() }
     }
 
     /// `shutdown()` for code outside Swift concurrency; never on an event loop.
     public func syncShutdown() throws {
+        guard !isShared else { return }
         for client in takeAll() { try client.syncShutdown() }
     }
 

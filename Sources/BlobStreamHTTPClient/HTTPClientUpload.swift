@@ -58,13 +58,11 @@ public enum HTTPClientUpload {
     ) async throws -> UploadResult {
         try UploadURL.validate(target)
         try Task.checkCancellation()
-        let own =
-            client == nil
-            ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(for: options)) : nil
+        // No client given: the process's shared pool for uploads with these options.
+        let client = try client ?? HTTPClientPool.sharedForUploads(connection: connection(for: options)).client(for: target)
         let activity = UploadActivity()
         let outcome: Result<UploadResult, any Error>
         do {
-            let client = client ?? own!
             outcome = .success(
                 try await withUploadLimits(
                     url: BlobURL.redactingPasswords(target.absoluteString), options: options, activity: activity
@@ -76,17 +74,14 @@ public enum HTTPClientUpload {
         } catch {
             outcome = .failure(error)
         }
-        if let own { try? await own.shutdown() }
         return try outcome.get()
     }
 
     /// The configuration of the client an upload makes for itself.
-    static func configuration(for options: UploadOptions) -> HTTPClient.Configuration {
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .nanoseconds(Int64(options.connectTimeout.seconds * 1e9)))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return configuration
+    /// How an upload's client connects: `options.connectTimeout`, no proxy, no extra trust
+    /// roots (its answer is waited for under the upload's own limits).
+    static func connection(for options: UploadOptions) -> HTTPConnectionOptions {
+        HTTPConnectionOptions(connectTimeout: .nanoseconds(Int64(options.connectTimeout.seconds * 1e9)))
     }
 
     private static func send(

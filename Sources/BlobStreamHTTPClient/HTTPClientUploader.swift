@@ -19,12 +19,12 @@ import NIOHTTP1
 /// (see `HTTPClientUpload` for early answers, and `send(_:to:method:headers:options:progress:)`
 /// for redirects and the client's configuration).
 public struct HTTPClientUploader: UploadClient {
-    /// The client to send with; nil: the client of `pool` for the upload's URL, else one of
-    /// the upload's own, configured from its `UploadOptions`.
+    /// The client to send with; nil: the client of `pool` for the upload's URL, else the
+    /// process's shared pool's, configured from the upload's `UploadOptions`.
     public var client: HTTPClient?
     /// The connection pool to send with when `client` is nil (the sources of the same pool
-    /// share its clients; its connection options apply, as for a `client`); nil: each upload
-    /// makes a client of its own and shuts it down.
+    /// share its clients; its connection options apply, as for a `client`); nil: the
+    /// process's shared pool for the upload's options (never a client of the upload's own).
     public var pool: HTTPClientPool?
     /// The longest the whole request may take.
     public var timeout: TimeAmount
@@ -32,7 +32,7 @@ public struct HTTPClientUploader: UploadClient {
     public var mode: BlobInputStream.Mode
 
     /// An uploader that sends with `client`, else with the client of `pool` for each URL
-    /// (neither: a client of each upload's own).
+    /// (neither: the process's shared pool for each upload's options).
     public init(
         client: HTTPClient? = nil, timeout: TimeAmount = .hours(24), mode: BlobInputStream.Mode = .synchronous,
         pool: HTTPClientPool? = nil
@@ -45,8 +45,8 @@ public struct HTTPClientUploader: UploadClient {
 
     /// Sends `body` to `url` (see `UploadClient`).
     ///
-    /// Without `client` or `pool`, the upload runs on a client of its own, configured from
-    /// `options`: its connect timeout, no retries after a refused connection (it fails at
+    /// Without `client` or `pool`, the upload runs on a client of the process's shared pool
+    /// for `options` (`HTTPClientPool`): its connect timeout, no retries after a refused connection (it fails at
     /// once), and redirects handled here: a 307 or 308 sends the whole body again from a
     /// fresh source, at most `options.maxRedirects` times; other redirects are errors that
     /// name them. With a client of yours, its own configuration applies to connecting and

@@ -19,7 +19,7 @@ import NIOSSL
 /// `CONNECT` (the TLS session runs end to end through the tunnel); `httpProxy` carries
 /// `http://` requests (sent to the proxy in absolute form); hosts matched by `noProxy` go
 /// direct.
-public struct HTTPConnectionOptions: Sendable {
+public struct HTTPConnectionOptions: Sendable, Hashable {
     /// A PEM file whose certificates are trusted besides the system's roots; nil: the
     /// system's roots only.
     public var caBundle: String?
@@ -45,7 +45,7 @@ public struct HTTPConnectionOptions: Sendable {
     public static let defaultMaximumConnectionsPerHost = 64
 
     /// An HTTP proxy's address.
-    public struct HTTPProxy: Sendable, Equatable {
+    public struct HTTPProxy: Sendable, Hashable {
         /// The proxy's host name or address.
         public var host: String
         /// The proxy's port.

@@ -94,7 +94,6 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// answer collected on another loop than its connection's hands every body part across
     /// threads (about a tenth of a download's CPU).
     var blockLoop: (any EventLoop)?
-    private let ownsClient: Bool
     var position: Int64 = 0
     var opened = false, closed = false
     /// True from `open()` until the first answer is judged and taken.
@@ -171,23 +170,13 @@ public final class HTTPRangeDataSource: BlobDataSource {
         self.requests = RangeRequests(name: self.name, prepare: options.prepare, origin: url)
         self.budget = RetryBudget(policy: options.retry)
         self.blockMemory = BlockMemory(keep: options.readAhead + 2)
-        self.ownsClient = options.client == nil && options.pool == nil
         if let client = options.client {
             self.client = client
-        } else if let pool = options.pool {
-            do {
-                client = try pool.client(for: url)
-            } catch {
-                configurationError = error
-            }
         } else {
             do {
-                client = HTTPClient(
-                    eventLoopGroupProvider: .singleton,
-                    configuration: try options.connection.clientConfiguration(for: url))
+                client = try (options.pool ?? HTTPClientPool.shared(connection: options.connection)).client(for: url)
             } catch {
-                configurationError =
-                    error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(self.name): \(error)")
+                configurationError = error
             }
         }
         eventLoopGroup = client?.eventLoopGroup
@@ -196,7 +185,6 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     deinit {
         cancelAll()
-        if ownsClient, let client { _ = client.shutdown() }
     }
 
     /// The object's length, known once open (nil before).
@@ -440,9 +428,5 @@ public final class HTTPRangeDataSource: BlobDataSource {
         aheads = []
         openStream = false
         streamed = nil
-        if ownsClient, let client {
-            _ = client.shutdown()
-            self.client = nil
-        }
     }
 }

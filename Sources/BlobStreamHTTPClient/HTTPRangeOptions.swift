@@ -108,23 +108,25 @@ public struct HTTPRangeOptions: Sendable {
     /// The most redirects (301, 302, 303, 307, 308) the first GET follows; the ranges after
     /// it go to the last location, under that location's own ETag. 0: a redirect is an error.
     public var maxRedirects: Int
-    /// Trust roots, proxy and timeouts of the client the source makes (ignored for them
-    /// when `client` is given, except for the idle limit of each request).
+    /// Trust roots, proxy and timeouts of the client the source sends with when neither
+    /// `client` nor `pool` is given (the process's shared pool for these options); for a
+    /// `client` or a `pool`, only the idle limit of each request applies.
     public var connection: HTTPConnectionOptions
     /// A client of the caller's to send with (its configuration then applies: it should
-    /// not follow redirects); nil: the source makes one, and shuts it down at `close()`.
+    /// not follow redirects); nil: the client of `pool`, else of the process's shared pool
+    /// for `connection` (`HTTPClientPool.shared(connection:)`).
     public var client: HTTPClient?
     /// The connection pool to send with when `client` is nil: every source with the same
     /// pool shares its client (its `connection` then applies, not this one's); the pool's
-    /// owner shuts it down. nil (and no `client`): the source makes a client of its own and
-    /// shuts it down at `close()`.
+    /// owner shuts it down. nil (and no `client`): `HTTPClientPool.shared(connection:)`,
+    /// never a client of the source's own.
     public var pool: HTTPClientPool?
     /// The hook for each request (see `Prepare`); nil: requests go as made.
     public var prepare: Prepare?
 
     /// Options with the given values (8 MiB blocks, three read ahead, the default retry
-    /// policy, 5 redirects, connection options from the environment, a client of the
-    /// source's own unless a `client` or a `pool` is given, no hook, 1 KiB/s over 30 s at least, hedging
+    /// policy, 5 redirects, connection options from the environment, the shared pool
+    /// for them unless a `client` or a `pool` is given, no hook, 1 KiB/s over 30 s at least, hedging
     /// after 100 ms of silence at least, 250 ms for the first GET).
     public init(
         blockSize: Int = defaultBlockSize, readAhead: Int = defaultReadAhead,

@@ -18,13 +18,12 @@ import NIOHTTP1
 /// document (`s3ErrorCode` gives S3's code).
 ///
 /// HTTPS with a private CA or through a proxy: make the client from connection options
-/// (the same ones `S3Sources` reads with), and shut it down when done:
+/// (the same ones `S3Sources` reads with); it sends with the process's shared pool for them:
 ///
 /// ```swift
 /// let connection = HTTPConnectionOptions.fromEnvironment(caBundle: "/etc/ssl/private-ca.pem")
 /// let client = try S3Client(configuration: try S3Configuration.resolve(), connection: connection)
 /// // … uploads with S3Uploader(client: client) …
-/// try await client.shutdown()
 /// ```
 public struct S3Client: Sendable {
     /// Where the store is and the keys to sign with.
@@ -33,8 +32,6 @@ public struct S3Client: Sendable {
     public var httpClient: HTTPClient
     /// The longest one request may take (an 8 MiB part at 1 MiB/s takes 8 s).
     public var requestTimeout: TimeAmount
-    /// True when this client made `httpClient` (from connection options): `shutdown()` ends it.
-    private let ownsHTTPClient: Bool
 
     /// A client for the store `configuration` names.
     public init(
@@ -44,7 +41,6 @@ public struct S3Client: Sendable {
         self.configuration = configuration
         self.httpClient = httpClient
         self.requestTimeout = requestTimeout
-        self.ownsHTTPClient = false
     }
 
     /// A client for the store `configuration` names that connects as `connection` says:
@@ -53,30 +49,20 @@ public struct S3Client: Sendable {
     /// `NO_PROXY` names the host), its connect and idle limits. Redirects are not followed
     /// and a failed connection is reported at once, as with `sharedHTTPClient`.
     ///
-    /// The client makes an HTTP client of its own: call `shutdown()` once when done with it
-    /// (and with every copy of it).
+    /// It sends with the process's shared pool for `connection`
+    /// (`HTTPClientPool.shared(connection:)`): clients made with the same options share
+    /// connections, and there is nothing to shut down.
     ///
     /// - Throws: `BlobStreamError` `.invalidConfiguration` when the CA bundle cannot be read, naming it.
     public init(
         configuration: S3Configuration, connection: HTTPConnectionOptions, requestTimeout: TimeAmount = .minutes(5)
     ) throws(BlobStreamError) {
-        let endpoint = Self.endpointURL(configuration)
-        let clientConfiguration: HTTPClient.Configuration
-        do {
-            clientConfiguration = try connection.clientConfiguration(for: endpoint)
-        } catch {
-            throw BlobStreamError.s3(.invalidConfiguration, "\(endpoint.absoluteString): \(error)", cause: error)
-        }
-        self.configuration = configuration
-        self.httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        self.requestTimeout = requestTimeout
-        self.ownsHTTPClient = true
+        try self.init(configuration: configuration, pool: .shared(connection: connection), requestTimeout: requestTimeout)
     }
 
     /// A client for the store `configuration` names that sends with `pool`'s client for the
     /// endpoint: the one the remote sources of the same pool use (`HTTPRangeOptions.pool`),
-    /// so that uploads and reads share connections. The pool's owner shuts it down;
-    /// `shutdown()` does nothing for this client.
+    /// so that uploads and reads share connections. The pool's owner shuts it down.
     ///
     /// ```swift
     /// let pool = HTTPClientPool(connection: .fromEnvironment())
@@ -98,14 +84,6 @@ public struct S3Client: Sendable {
         }
         self.configuration = configuration
         self.requestTimeout = requestTimeout
-        self.ownsHTTPClient = false
-    }
-
-    /// Shuts down the HTTP client this client made (`init(configuration:connection:)`);
-    /// does nothing for a client given (`sharedHTTPClient` or the caller's own).
-    public func shutdown() async throws {
-        guard ownsHTTPClient else { return }
-        try await httpClient.shutdown()
     }
 
     /// The process's HTTP client for S3 (never shut down, like `HTTPClient.shared`): a
@@ -115,13 +93,9 @@ public struct S3Client: Sendable {
     /// `HTTPConnectionOptions.defaultMaximumConnectionsPerHost` (64) connections to one
     /// endpoint.
     public static let sharedHTTPClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit =
-            HTTPConnectionOptions.defaultMaximumConnectionsPerHost
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        // The shared pool of the default options: no CA bundle to read, never shut down, so
+        // asking it for a client cannot fail.
+        try! HTTPClientPool.shared(connection: HTTPConnectionOptions()).client(for: URL(string: "http://127.0.0.1")!)
     }()
 
     /// An answer: status, header fields and body.

@@ -118,7 +118,6 @@ enum S3UploadCommand {
         } catch {
             outcome = .failure(error)
         }
-        try? await client.shutdown()
         try outcome.get()
     }
 
@@ -148,7 +147,6 @@ enum S3UploadCommand {
         } catch {
             outcome = .failure(error)
         }
-        try? await client.shutdown()
         try outcome.get()
         Console.writeError("aborted multipart upload \(id) of \(location): its parts are gone\n")
     }

@@ -107,4 +107,42 @@ struct ConnectionReuseTests {
         #expect(peer.connectionsOpened <= 2, "\(peer.connectionsOpened) connections for 5 uploads")
         try await pool.shutdown()
     }
+
+    @Test("five reads given no pool, one after another: each whole (sha256), over the process's shared pool")
+    func readsWithoutAPoolShareOne() throws {
+        let peer = try MisbehavingHTTPPeer()
+        defer { peer.stop() }
+        let bytes = sampleBytes(100_000, seed: 75)
+        peer.serve(bytes, at: "/small.bin")
+        // No client, no pool: HTTPClientPool.shared(connection:) for these options.
+        let options = HTTPRangeOptions(blockSize: 256 << 10, connection: HTTPConnectionOptions())
+        for index in 0..<5 {
+            let stream = BlobInputStream(
+                dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/small.bin"))!, options: options))
+            stream.open()
+            let (data, last) = stream.readToEnd(chunkSize: 64 << 10)
+            stream.close()
+            #expect(last == 0 && sha256(data) == sha256(bytes), "read \(index): \(String(describing: stream.streamError))")
+        }
+        // A client per source (before the shared pool) opened a connection for each read.
+        #expect(peer.connectionsOpened <= 2, "\(peer.connectionsOpened) connections for 5 reads")
+        #expect(HTTPClientPool.shared(connection: HTTPConnectionOptions()).clientCount == 1)
+    }
+
+    @Test("five uploads given no pool, one after another: each copy whole (sha256), over the process's shared pool")
+    func uploadsWithoutAPoolShareOne() async throws {
+        let peer = try MisbehavingHTTPPeer()
+        defer { peer.stop() }
+        let uploader = HTTPClientUploader()
+        for index in 0..<5 {
+            let bytes = sampleBytes(200_000 + index, seed: UInt64(90 + index))
+            let result = try await uploader.upload(
+                UploadBody(length: Int64(bytes.count)) { DataBytesSource(bytes) }, to: peer.url("/own/\(index).bin")
+            ).result
+            #expect(result.statusCode == 201)
+            #expect(peer.bytes(at: "/own/\(index).bin").map(sha256) == sha256(bytes), "upload \(index)")
+        }
+        // A client per upload (before the shared pool) opened a connection for each.
+        #expect(peer.connectionsOpened <= 2, "\(peer.connectionsOpened) connections for 5 uploads")
+    }
 }

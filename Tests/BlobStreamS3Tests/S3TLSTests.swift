@@ -55,7 +55,6 @@ struct S3TLSTests {
             ).result
             return (big, one)
         }
-        try await client.shutdown()
         let (big, one) = try outcome.get()
         #expect(big.parts == 3)
         #expect(one.parts == 0)
@@ -86,7 +85,6 @@ struct S3TLSTests {
                 options: S3UploadOptions(partSize: 5 << 20, retry: StoreFixture.slowRetry)
             ).result
         }
-        try await client.shutdown()
         // A retry would wait 60 s first: the bound tells "no retry" from one on a loaded machine
         // (7 s seen under ThreadSanitizer with a build beside the suite).
         #expect(ContinuousClock.now - started < .seconds(30), "\(ContinuousClock.now - started)")
@@ -127,7 +125,6 @@ struct S3TLSTests {
                     fixture.fileSource(path), to: fixture.location(key), options: S3UploadOptions(partSize: 5 << 20)
                 ).result
             }
-            try await client.shutdown()
             #expect(try outcome.get().parts == 3)
             #expect(sha256Hex(try await fixture.stored(key)) == sha256Hex(data))
             let connects = proxy.recorded("connects").dropFirst(before)
