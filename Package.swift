@@ -46,6 +46,9 @@ let package = Package(
             name: "BlobStreamSystem",
             dependencies: ["BlobStream", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        // The checksums (internal, no product): CRC-32, CRC-32C, CRC-64/NVME in Swift, one
+        // reflected-CRC engine with combine; no C library, so S3 links no codec for them.
+        .target(name: "BlobStreamChecksums"),
         // Sources.
         .target(name: "BlobStreamFiles", dependencies: ["BlobStream", "BlobStreamSystem"]),
         .systemLibrary(
@@ -55,8 +58,8 @@ let package = Package(
         .target(name: "CBlobStreamIsal", linkerSettings: [.linkedLibrary("dl")]),
         // liblzma: a tar.xz member read through its index decodes from the xz block before it.
         .systemLibrary(name: "CBlobStreamLzma", pkgConfig: "liblzma", providers: [.apt(["liblzma-dev"])]),
-        // The compression kit that the gzip and archive modules share (and S3 and the CLI, for
-        // CRC-32): zlib and ISA-L inflate, raw deflate, CRC-32, the gzip header, members and
+        // The compression kit that the gzip and archive modules share (and the CLI, for
+        // CRC-32): zlib and ISA-L inflate, raw deflate, zlib's CRC-32, the gzip header, members and
         // reader, the seek-point index (GZIDX), the parallel indexed decoder, xz blocks.
         .target(
             name: "BlobStreamCompression",
@@ -88,7 +91,7 @@ let package = Package(
         .target(
             name: "BlobStreamS3",
             dependencies: [
-                "BlobStream", "BlobStreamUpload", "BlobStreamHTTPClient", "BlobStreamCompression",
+                "BlobStream", "BlobStreamUpload", "BlobStreamHTTPClient", "BlobStreamChecksums",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -165,7 +168,7 @@ let package = Package(
             name: "blobstream",
             dependencies: [
                 "BlobStreamCLI", "BlobStream", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamHTTPClient",
-                "BlobStreamCompression", "BlobStreamGzip", "BlobStreamS3",
+                "BlobStreamCompression", "BlobStreamChecksums", "BlobStreamGzip", "BlobStreamS3",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -255,7 +258,7 @@ let package = Package(
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive",
                 "BlobStreamTestSupport", "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer",
-                "BlobStreamCompression", "HTTPTestPeers",
+                "BlobStreamCompression", "BlobStreamChecksums", "HTTPTestPeers",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

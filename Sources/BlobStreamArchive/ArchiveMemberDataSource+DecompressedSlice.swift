@@ -85,7 +85,7 @@ extension ArchiveMemberDataSource {
                     "the inflated archive ends at offset \(s.start + s.hashed), inside the member (\(s.hashed) of its \(s.length) bytes), where its index says it goes on"
                 ))
         }
-        s.crc = CRC32.update(s.crc, UnsafeRawBufferPointer(start: out, count: n))
+        s.crc = ZlibCRC32.update(s.crc, UnsafeRawBufferPointer(start: out, count: n))
         s.hashed += Int64(n)
         decompression.position = s.hashed
         return .success(n)

@@ -83,7 +83,7 @@ final class MemberInflation {
             if step.consumed > 0 { reader.consume(min(step.consumed, input.count)) }
             consumed += Int64(step.consumed)
             if step.produced > 0 {
-                crc = CRC32.update(crc, UnsafeRawBufferPointer(start: out, count: step.produced))
+                crc = ZlibCRC32.update(crc, UnsafeRawBufferPointer(start: out, count: step.produced))
                 produced += Int64(step.produced)
             }
             if let failure = step.failure {

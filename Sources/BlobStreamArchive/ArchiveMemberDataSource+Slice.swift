@@ -48,7 +48,7 @@ extension ArchiveMemberDataSource {
         switch reader.read(into: out, maxLength: wanted, waiting: true) {
         case .bytes(let n):
             if s.expectedCRC != nil, s.hashed == target {
-                s.crc = CRC32.update(s.crc, UnsafeRawBufferPointer(start: out, count: n))
+                s.crc = ZlibCRC32.update(s.crc, UnsafeRawBufferPointer(start: out, count: n))
                 s.hashed += Int64(n)
             }
             slice = s
@@ -80,7 +80,7 @@ extension ArchiveMemberDataSource {
         let n = Int(min(Int64(bytes.count), s.length - target))
         let lent = UnsafeRawBufferPointer(rebasing: bytes[0..<n])
         if s.expectedCRC != nil, s.hashed == target {
-            s.crc = CRC32.update(s.crc, lent)
+            s.crc = ZlibCRC32.update(s.crc, lent)
             s.hashed += Int64(n)
         }
         reader.consume(n)
@@ -112,7 +112,7 @@ extension ArchiveMemberDataSource {
             switch reader.fill(atLeast: 1, waiting: true) {
             case .bytes(let bytes):
                 let n = Int(min(Int64(bytes.count), target - s.hashed))
-                s.crc = CRC32.update(s.crc, UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
+                s.crc = ZlibCRC32.update(s.crc, UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
                 s.hashed += Int64(n)
                 reader.consume(n)
             case .end, .starved: return truncatedInSlice(at: position)

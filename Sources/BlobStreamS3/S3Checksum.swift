@@ -1,4 +1,4 @@
-import BlobStreamCompression
+import BlobStreamChecksums
 import Crypto
 import Foundation
 

@@ -1,8 +1,9 @@
 // The digests `blobstream checksum` computes: SHA-2 and the legacy hashes from swift-crypto,
-// the CRCs from the compression kit (CRC-32 from zlib; CRC-32C and CRC-64/NVME, which S3
-// uploads use too).
+// CRC-32 from zlib (the compression kit's), CRC-32C and CRC-64/NVME from the checksums
+// (which S3 uploads use too).
 
 import ArgumentParser
+import BlobStreamChecksums
 import BlobStreamCompression
 import Crypto
 import Foundation
@@ -89,7 +90,7 @@ enum ChecksumHasher {
             h.update(bufferPointer: bytes)
             self = .md5(h)
         case .crc32(let crc):
-            self = .crc32(CRC32.update(crc, bytes))
+            self = .crc32(ZlibCRC32.update(crc, bytes))
         case .crc32c(let crc):
             self = .crc32c(CRC32C.update(crc, bytes))
         case .crc64nvme(let crc):

@@ -32,7 +32,7 @@ struct LyingIndexTests {
         try #require(index.members.firstIndex { stripDotSlash(String(decoding: $0.nameBytes, as: UTF8.self)) == name })
     }
 
-    static func crc(_ data: Data) -> UInt32 { data.withUnsafeBytes { CRC32.update(0, $0) } }
+    static func crc(_ data: Data) -> UInt32 { data.withUnsafeBytes { ZlibCRC32.update(0, $0) } }
 
     /// The lies: each a rewritten index (its CRC-32s recomputed by `encoded()`) and the
     /// members whose reads it would falsify.

@@ -1,3 +1,4 @@
+import BlobStreamChecksums
 import BlobStreamCompression
 import BlobStreamS3
 import Foundation
@@ -14,6 +15,22 @@ struct S3ChecksumTests {
         #expect(CRC32C.update(0, Self.check) == 0xE306_9283)
         #expect(CRC64NVME.update(0, Self.check) == 0xAE8B_1486_0A79_9888)
         #expect(CRC32.update(0, Self.check) == 0xCBF4_3926)
+    }
+
+    @Test(
+        "CRC-32 in Swift (S3's) equals zlib's (the codecs') at every length and alignment, and combines as zlib's",
+        arguments: [0, 1, 7, 8, 15, 16, 17, 1000, 65_537])
+    func crc32MatchesZlib(count: Int) {
+        let bytes = (0..<count + 3).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 3) }
+        for start in 0..<3 {
+            let slice = Array(bytes[start..<start + count])
+            #expect(CRC32.update(0, slice) == ZlibCRC32.update(0, slice), "\(count) bytes from \(start)")
+        }
+        let cut = count / 3
+        let (head, tail) = (Array(bytes[..<cut]), Array(bytes[cut...]))
+        #expect(
+            CRC32.combine(CRC32.update(0, head), CRC32.update(0, tail), tail.count)
+                == ZlibCRC32.combine(ZlibCRC32.update(0, head), ZlibCRC32.update(0, tail), tail.count))
     }
 
     @Test("AWS's published values (aws-crt-swift, aws-c-s3)")

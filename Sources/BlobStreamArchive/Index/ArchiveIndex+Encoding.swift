@@ -90,7 +90,7 @@ extension ArchiveIndex {
             var length: [UInt8] = []
             put(&length, UInt64(out.count + 4), 8)
             out.replaceSubrange(tableLengthAt..<(tableLengthAt + 8), with: length)
-            let tableCRC = out.withUnsafeBytes { CRC32.update(0, $0) }
+            let tableCRC = out.withUnsafeBytes { ZlibCRC32.update(0, $0) }
             put(&out, UInt64(tableCRC), 4)
         }
         if format == .tarGzip {
@@ -98,7 +98,7 @@ extension ArchiveIndex {
             put(&out, UInt64(gzip.count), 8)
             out += gzip
         }
-        let crc = out.withUnsafeBytes { CRC32.update(0, $0) }
+        let crc = out.withUnsafeBytes { ZlibCRC32.update(0, $0) }
         put(&out, UInt64(crc), 4)
         return Data(out)
     }

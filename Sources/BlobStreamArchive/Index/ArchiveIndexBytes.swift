@@ -55,7 +55,7 @@ struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
         for end in [tableLength, length].compactMap({ $0 }) {
             let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[end - 4 + $1]) << (8 * UInt32($1)) }
             let computed = bytes.withUnsafeBytes {
-                CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)]))
+                ZlibCRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)]))
             }
             if stored != computed || end == length { return (stored, computed) }
         }
@@ -133,7 +133,7 @@ struct ArchiveIndexFileBytes: ArchiveIndexBytes {
             var offset = 0
             while offset < end - 4 {
                 let chunk = try read(count: min(Self.bufferSize, end - 4 - offset), at: offset)
-                crc = chunk.withUnsafeBytes { CRC32.update(crc, $0) }
+                crc = chunk.withUnsafeBytes { ZlibCRC32.update(crc, $0) }
                 offset += chunk.count
             }
             let tail = try read(count: 4, at: end - 4)
@@ -193,7 +193,7 @@ struct ArchiveIndexSourceBytes: ArchiveIndexBytes {
         let end = tableLength ?? length
         try have(end)
         let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(start[end - 4 + $1]) << (8 * UInt32($1)) }
-        let computed = start.withUnsafeBytes { CRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)])) }
+        let computed = start.withUnsafeBytes { ZlibCRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)])) }
         return (stored, computed)
     }
 

@@ -43,7 +43,7 @@ struct ArchiveOffsetReader {
         while offset < range.upperBound {
             let count = Int(min(range.upperBound - offset, Int64(LibArchiveInput.blockSize)))
             let chunk = try bytes(at: offset, count: count, what: what)
-            crc = CRC32.update(crc, chunk)
+            crc = ZlibCRC32.update(crc, chunk)
             offset += Int64(count)
         }
         return crc

@@ -80,7 +80,7 @@ final class InflatedTarInput: SequentialTarBytes {
             let high = min(position + Int64(take), hashedRange.upperBound)
             if low < high {
                 let from = buffer + head + Int(low - position)
-                crc = CRC32.update(crc, UnsafeRawBufferPointer(start: from, count: Int(high - low)))
+                crc = ZlibCRC32.update(crc, UnsafeRawBufferPointer(start: from, count: Int(high - low)))
             }
             head += take
         }

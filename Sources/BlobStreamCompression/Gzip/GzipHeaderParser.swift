@@ -44,7 +44,7 @@ struct GzipHeaderParser {
         var covered: Int? = field == .headerCRC || field == .done ? nil : 0
         func addCovered() {
             if let from = covered, i > from, let base = bytes.baseAddress {
-                crc = CRC32.update(crc, UnsafeRawBufferPointer(start: base + from, count: i - from))
+                crc = ZlibCRC32.update(crc, UnsafeRawBufferPointer(start: base + from, count: i - from))
             }
             covered = nil
         }

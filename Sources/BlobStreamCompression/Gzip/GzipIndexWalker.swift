@@ -211,9 +211,9 @@ final class GzipIndexWalker {
         let step = inflater.inflate(input, into: destination, capacity: capacity, stopAtBlock: building)
         upstream.consume(step.consumed)
         if step.produced > 0 {
-            let crc = CRC32.update(0, UnsafeRawBufferPointer(start: destination, count: step.produced))
-            memberCRC = CRC32.combine(memberCRC, crc, step.produced)
-            chunkCRC = CRC32.combine(chunkCRC, crc, step.produced)
+            let crc = ZlibCRC32.update(0, UnsafeRawBufferPointer(start: destination, count: step.produced))
+            memberCRC = ZlibCRC32.combine(memberCRC, crc, step.produced)
+            chunkCRC = ZlibCRC32.combine(chunkCRC, crc, step.produced)
             memberBytes += Int64(step.produced)
             produced += Int64(step.produced)
         }

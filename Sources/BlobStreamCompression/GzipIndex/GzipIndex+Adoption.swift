@@ -112,7 +112,7 @@ extension GzipIndex {
                 let end = next < count ? index.points[next].uncompressedOffset : Int64.max
                 let take = Int(min(Int64(rest.count), end - produced))
                 let part = UnsafeRawBufferPointer(rebasing: rest.prefix(take))
-                crc = CRC32.update(crc, part)
+                crc = ZlibCRC32.update(crc, part)
                 ringEnd = Self.keepLast(part, in: &ring, end: ringEnd)
                 produced += Int64(take)
                 rest = rest.dropFirst(take)

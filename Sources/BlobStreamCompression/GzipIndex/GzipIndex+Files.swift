@@ -35,7 +35,7 @@ extension BlobContentIdentity {
                     "'\(path)': it ended at byte \(range.lowerBound + Int64(n)) while sampled (it is \(status.size) bytes long)"
                 )
             }
-            crcs.append(CRC32.update(0, UnsafeRawBufferPointer(start: buffer, count: count)))
+            crcs.append(ZlibCRC32.update(0, UnsafeRawBufferPointer(start: buffer, count: count)))
         }
         self.init(size: status.size, modified: status.modified, sampleCRC32s: crcs)
     }

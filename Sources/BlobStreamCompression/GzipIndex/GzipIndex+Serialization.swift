@@ -81,7 +81,7 @@ extension GzipIndex {
         }
         out.u32(UInt32(points.count))
         for point in points { out.u32(point.chunkCRC32 ?? 0) }
-        out.u32(out.data[recordStart...].withUnsafeBytes { CRC32.update(0, $0) })
+        out.u32(out.data[recordStart...].withUnsafeBytes { ZlibCRC32.update(0, $0) })
         return out.data
     }
 
@@ -320,7 +320,7 @@ struct ByteReader {
     func filePosition(_ p: Int) -> Int { p >= skippedAt && skippedPassed ? p + skippedLength : p }
 
     /// The CRC-32 of the bytes from `start` to here.
-    func crc32(from start: Int) -> UInt32 { bytes[start..<position].withUnsafeBytes { CRC32.update(0, $0) } }
+    func crc32(from start: Int) -> UInt32 { bytes[start..<position].withUnsafeBytes { ZlibCRC32.update(0, $0) } }
 
     func bad(_ what: String) -> BlobStreamError {
         BlobStreamError(.corrupt, "\(name): corrupt gzip index: \(what)")

@@ -233,7 +233,7 @@ final class IsalIndexBuilder {
 
     private func addPoint(window: [UInt8]?, compressedOffset: Int64, bits: Int) {
         if !points.isEmpty { points[points.count - 1].chunkCRC32 = chunkCRC }
-        memberCRC = window == nil ? 0 : CRC32.combine(memberCRC, chunkCRC, Int(chunkBytes))
+        memberCRC = window == nil ? 0 : ZlibCRC32.combine(memberCRC, chunkCRC, Int(chunkBytes))
         chunkCRC = 0
         chunkBytes = 0
         points.append(
@@ -251,7 +251,7 @@ final class IsalIndexBuilder {
             upstream.consume(n)
         }
         guard pastEnd.count <= 8 else { throw truncated() }
-        let memberCRC = CRC32.combine(memberCRC, chunkCRC, Int(chunkBytes))
+        let memberCRC = ZlibCRC32.combine(memberCRC, chunkCRC, Int(chunkBytes))
         if let failed = GzipTrailer(trailer, at: 0).mismatch(crc32: memberCRC, length: memberBytes) {
             throw BlobStreamError(
                 .corrupt,

@@ -1,4 +1,4 @@
-/// The arithmetic the table-driven CRCs share (CRC-32C, CRC-64/NVME): reflected CRCs whose
+/// The arithmetic the table-driven CRCs share (CRC-32, CRC-32C, CRC-64/NVME): reflected CRCs whose
 /// register starts and ends inverted, as zlib's CRC-32 does, computed eight bytes at a time
 /// ("slicing-by-8": eight tables of 256 entries, one lookup per byte, no dependency between
 /// the lookups of one step).
