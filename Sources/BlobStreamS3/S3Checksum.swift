@@ -5,7 +5,7 @@ import Foundation
 /// The checksums S3 stores beside an object (`x-amz-checksum-ALGORITHM`, awscli's
 /// `--checksum-algorithm`): the value is the big-endian digest, base64-encoded.
 public enum S3ChecksumAlgorithm: String, Sendable, CaseIterable, Hashable {
-    /// zlib's CRC-32 (the compression kit's).
+    /// CRC-32 (IEEE 802.3, as zlib's; BlobStreamChecksums', in Swift).
     case crc32 = "CRC32"
     /// CRC-32C (Castagnoli).
     case crc32c = "CRC32C"
