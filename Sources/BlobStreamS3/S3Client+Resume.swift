@@ -1,11 +1,14 @@
 import BlobStream
+import BlobStreamHTTPClient
 import Foundation
 
 /// How `S3UploadOptions.Resume.latest` finds the unfinished upload to continue.
 ///
 /// A store's ListMultipartUploads may lag behind its CreateMultipartUpload (OpenStack
 /// Swift's s3api does: an upload just created may not be listed yet), so an empty listing
-/// is asked again a few times, with a short backoff, before "nothing to resume" is believed.
+/// is asked again under `retry`, the package's one retry policy (`HTTPRetryPolicy`: its
+/// attempts, jittered exponential waits and waiting budget), before "nothing to resume" is
+/// believed. (A listing that fails is tried again as any request of the upload is.)
 public struct S3ResumeLookup: Sendable, Equatable {
     /// What to do when several unfinished uploads exist for the key.
     public enum Choice: Sendable, Equatable {
@@ -16,18 +19,21 @@ public struct S3ResumeLookup: Sendable, Equatable {
         case refuse
     }
 
-    /// How often the listing is asked while it is empty (at least 1).
-    public var attempts: Int
-    /// The wait before the second listing; it doubles for each further one.
-    public var delay: Duration
+    /// How often, and after what waits, the listing is asked while it is empty:
+    /// `maxAttempts` listings, waits from `initialDelay` growing by `multiplier` (jittered),
+    /// `maxWaiting` in all.
+    public var retry: HTTPRetryPolicy
     /// What several unfinished uploads mean.
     public var whenSeveral: Choice
 
-    /// A lookup: by default 4 listings from 250 ms apart (under 2 s in all), the newest upload
-    /// when there are several.
-    public init(attempts: Int = 4, delay: Duration = .milliseconds(250), whenSeveral: Choice = .newest) {
-        self.attempts = attempts
-        self.delay = delay
+    /// The default `retry`: 4 listings, waits of about 250, 500 and 1000 ms (jittered), 2 s of
+    /// waiting at most.
+    public static let defaultRetry = HTTPRetryPolicy(
+        maxAttempts: 4, maxWaiting: .seconds(2), initialDelay: .milliseconds(250), maxDelay: .seconds(1))
+
+    /// A lookup: by default 4 listings (`defaultRetry`), the newest upload when there are several.
+    public init(retry: HTTPRetryPolicy = S3ResumeLookup.defaultRetry, whenSeveral: Choice = .newest) {
+        self.retry = retry
         self.whenSeveral = whenSeveral
     }
 }
@@ -50,20 +56,21 @@ extension S3Client {
     func findUploadToResume(
         _ location: S3Location, lookup: S3ResumeLookup, list: () async throws -> [S3PendingUpload]
     ) async throws -> S3PendingUpload {
-        var delay = lookup.delay
+        let budget = RetryBudget(policy: lookup.retry)
         var pending: [S3PendingUpload] = []
-        for attempt in 1...max(lookup.attempts, 1) {
+        var listings = 0
+        while true {
             pending = try await list()
-            if !pending.isEmpty || attempt == max(lookup.attempts, 1) { break }
-            try await Task.sleep(for: delay)
-            delay *= 2
+            listings += 1
+            guard pending.isEmpty, let wait = budget.wait(after: listings, reason: .failure) else { break }
+            try await Task.sleep(for: wait)
         }
         // ISO 8601 times of one store sort as text; the upload id breaks ties the same way every time.
         let newestFirst = pending.sorted { ($0.initiated, $0.uploadID) > ($1.initiated, $1.uploadID) }
         guard let newest = newestFirst.first else {
             throw BlobStreamError.s3(
                 .noUploadToResume,
-                "no unfinished upload of \(location) to resume (listed \(max(lookup.attempts, 1)) times)")
+                "no unfinished upload of \(location) to resume (listed \(listings) times)")
         }
         if newestFirst.count > 1, lookup.whenSeveral == .refuse {
             let listed = newestFirst.map { "\($0.uploadID) (started \($0.initiated))" }.joined(separator: ", ")

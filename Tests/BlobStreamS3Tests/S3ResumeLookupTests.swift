@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
 import NIOCore
@@ -50,7 +51,7 @@ struct S3ResumeLookupTests {
         for id in [older, newer] { try await fixture.client.abortMultipartUpload(location, uploadID: id) }
     }
 
-    @Test("nothing to resume: the listing is asked `attempts` times with a backoff, then a clear error")
+    @Test("nothing to resume: the listing is asked maxAttempts times with a jittered backoff, then a clear error")
     func nothingAfterRetries() async throws {
         let store = try await SwiftStoreTestServer.shared()
         let proxy = try await FaultProxy.start(upstream: store.endpoint)
@@ -60,11 +61,13 @@ struct S3ResumeLookupTests {
         let started = ContinuousClock.now
         let error = await #expect(throws: BlobStreamError.self) {
             try await fixture.client.findUploadToResume(
-                fixture.location("none"), lookup: S3ResumeLookup(attempts: 3, delay: .milliseconds(100)))
+                fixture.location("none"),
+                lookup: S3ResumeLookup(retry: HTTPRetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(100))))
         }
         #expect(error?.code == .noUploadToResume)
         #expect(error?.message.contains("s3://\(fixture.bucket)/none") == true)
-        #expect(ContinuousClock.now - started >= .milliseconds(300)) // 100 ms, then 200 ms
+        // Waits of 100 ms, then 200 ms, each jittered to between half and all of it.
+        #expect(ContinuousClock.now - started >= .milliseconds(150))
         // The proxy logs a request once its answer is relayed: wait for the last entry.
         let isListing = { @Sendable (seen: FaultProxy.Seen) in seen.method == "GET" && seen.target.contains("uploads") }
         let listings = await proxy.log(until: { $0.filter(isListing).count >= 3 }).filter(isListing)
