@@ -62,7 +62,7 @@ lint:
 ## treated as errors (a broken symbol link, an undocumented topic); the archives go to
 ## .build/docs/MODULE.doccarchive. CI runs it.
 DOC_TARGETS := BlobStream BlobStreamFiles BlobStreamCompression BlobStreamGzip BlobStreamArchive BlobStreamAssets BlobStreamUpload \
-	BlobStreamNetworking BlobStreamHTTPClient BlobStreamS3 BlobStreamTestSupport BlobStreamNginxTestSupport
+	BlobStreamNetworking BlobStreamHTTPClient BlobStreamS3 BlobStreamSources BlobStreamTestSupport BlobStreamNginxTestSupport
 docs:
 	@mkdir -p .build/docs
 	@for t in $(DOC_TARGETS); do \

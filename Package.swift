@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "BlobStreamNetworking", targets: ["BlobStreamNetworking"]),
         .library(name: "BlobStreamHTTPClient", targets: ["BlobStreamHTTPClient"]),
         .library(name: "BlobStreamS3", targets: ["BlobStreamS3"]),
+        .library(name: "BlobStreamSources", targets: ["BlobStreamSources"]),
         .library(name: "BlobStreamTestSupport", targets: ["BlobStreamTestSupport"]),
         .library(name: "BlobStreamNginxTestSupport", targets: ["BlobStreamNginxTestSupport"]),
         .executable(name: "blobstream", targets: ["blobstream"]),
@@ -99,6 +100,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The composition root: every source in one registry (files, gzip, archive, assets,
+        // and the remote schemes given: StoreSchemes of BlobStreamS3), indexes found as the
+        // tool finds them. No HTTP client: a program that reads only local sources links none.
+        .target(
+            name: "BlobStreamSources",
+            dependencies: [
+                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
+                "BlobStreamCompression",
+            ]
+        ),
         // Test-only: what several test targets share (hashes, deterministic bytes).
         .target(
             name: "SharedTestHelpers", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
@@ -160,7 +171,7 @@ let package = Package(
             name: "BlobStreamCLI",
             dependencies: [
                 "BlobStream", "BlobStreamSystem", "BlobStreamFiles", "BlobStreamCompression", "BlobStreamGzip",
-                "BlobStreamArchive", "BlobStreamAssets", "BlobStreamUpload",
+                "BlobStreamArchive", "BlobStreamAssets", "BlobStreamUpload", "BlobStreamSources",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -258,7 +269,7 @@ let package = Package(
             dependencies: [
                 "BlobStream", "BlobStreamS3", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive",
                 "BlobStreamTestSupport", "SwiftStoreTestServer", "BlobStreamHTTPClient", "NginxTestServer",
-                "BlobStreamCompression", "BlobStreamChecksums", "HTTPTestPeers",
+                "BlobStreamCompression", "BlobStreamChecksums", "BlobStreamSources", "HTTPTestPeers",
                 "blobstream", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

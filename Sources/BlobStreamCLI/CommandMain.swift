@@ -186,7 +186,7 @@ package struct SourceOptions: ParsableArguments {
     package var gzipIndexes: GzipIndexUse {
         if index == "none" { return .none }
         if let index { return .named(index, acceptsUnchecked: unverifiedIndex) }
-        return .implicit
+        return .beside
     }
 
     /// The index cache these options ask for (`--index-cache`, BLOBSTREAM_INDEX_CACHE), if any.

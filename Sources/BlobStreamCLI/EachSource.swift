@@ -25,33 +25,33 @@ package func forEachSource(_ sources: [String], _ body: (String) throws -> Void)
 
 extension SourceOptions {
     /// The registry these options ask for (`--library`, `--skip-archive-verification`,
-    /// `--ca-bundle`, `--inflate`, `--index`), with `s3:` sources read from where `s3` says.
-    /// Make one per run and read every source through it.
-    package func makeRegistry(s3: S3SourceSettings = S3SourceSettings()) throws -> DataSourceRegistry {
+    /// `--inflate`, `--index`, `--index-cache`), with the program's remote schemes (made
+    /// with `--ca-bundle` and the S3 options). Make one per run and read every source through it.
+    package func makeRegistry(remote: (any DataSourceSchemes)?) throws -> DataSourceRegistry {
         BlobStreamCLI.makeRegistry(
-            library: library, skipArchiveVerification: skipArchiveVerification, caBundle: caBundle,
-            inflate: inflate, gzipIndexes: gzipIndexes, indexCache: try indexCacheInUse(), s3: s3)
+            library: library, skipArchiveVerification: skipArchiveVerification, remote: remote,
+            inflate: inflate, gzipIndexes: gzipIndexes, indexCache: try indexCacheInUse())
     }
 
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with
     /// asset URLs resolved through `--library`, and hands `body` its name and a function
-    /// that pumps its bytes to a consumer, with a progress line on a terminal. `s3:` sources
-    /// read from where `s3` says. With `length`, each source gives at most that many bytes,
+    /// that pumps its bytes to a consumer, with a progress line on a terminal. Remote
+    /// sources are read through `remote`, the program's schemes. With `length`, each source gives at most that many bytes,
     /// checked as `pump` checks them (not with `unverifiedPrefix`). With `sendingToPipe`
     /// (cat into a pipe) bytes that come unchanged from a file may go to stdout without
     /// passing through the consumer (see `pump`).
     package func forEachStream(
-        _ sources: [String], s3: S3SourceSettings = S3SourceSettings(), length: Int64? = nil,
+        _ sources: [String], remote: (any DataSourceSchemes)?, length: Int64? = nil,
         unverifiedPrefix: Bool = false, sendingToPipe: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         try forEachStream(
-            sources, registry: try makeRegistry(s3: s3), length: length, unverifiedPrefix: unverifiedPrefix,
+            sources, registry: try makeRegistry(remote: remote), length: length, unverifiedPrefix: unverifiedPrefix,
             sendingToPipe: sendingToPipe, body)
     }
 
-    /// `forEachStream(_:s3:length:_:)` through a registry the caller made once
-    /// (`makeRegistry(s3:)`), for a command that reads many sources one call at a time
+    /// `forEachStream(_:remote:length:_:)` through a registry the caller made once
+    /// (`makeRegistry(remote:)`), for a command that reads many sources one call at a time
     /// (`checksum --check`).
     package func forEachStream(
         _ sources: [String], registry: DataSourceRegistry, length: Int64? = nil, unverifiedPrefix: Bool = false,

@@ -100,12 +100,13 @@ package struct UploadArguments: ParsableArguments {
     @Flag(help: "No progress line and no summary on a terminal.")
     package var quiet = false
 
-    /// Uploads the source with `uploader`, with a progress line on a terminal.
-    package func run(with uploader: any UploadClient) async throws {
+    /// Uploads the source with `uploader`, with a progress line on a terminal; a remote
+    /// source is read through `remote`, the program's schemes (nil: none).
+    package func run(with uploader: any UploadClient, remote: (any DataSourceSchemes)?) async throws {
         if quiet { Console.beQuiet() }
         let registry = makeRegistry(
-            library: options.library, skipArchiveVerification: options.skipArchiveVerification,
-            caBundle: options.caBundle, inflate: options.inflate, gzipIndexes: options.gzipIndexes)
+            library: options.library, skipArchiveVerification: options.skipArchiveVerification, remote: remote,
+            inflate: options.inflate, gzipIndexes: options.gzipIndexes)
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {

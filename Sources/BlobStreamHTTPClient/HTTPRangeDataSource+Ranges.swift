@@ -177,11 +177,16 @@ extension HTTPRangeDataSource: BlobRangeReading {
         let from = max(range.lowerBound, 0)
         let to = min(range.upperBound, object.length, from + Int64(options.blockSize))
         guard from < to else { return }
-        if let current, current.start <= from, to <= current.end { return }
-        // The first answer, its block not taken yet, brings these bytes.
+        // The block in hand, or the first answer's block not taken yet, brings these bytes:
+        // a short range then asks for nothing ahead of that block (`plannedEnd`).
+        if let current, current.start <= from, to <= current.end {
+            if range.upperBound <= to { plannedEnd = to }
+            return
+        }
         if openStream, let first = shared.lock.withLock({ shared.stream?.offset }), first <= from,
             to <= first + Int64(firstBlockSize ?? options.blockSize)
         {
+            if range.upperBound <= to { plannedEnd = to }
             return
         }
         if let count = endCount, endFetch != nil || endBlock != nil, from >= max(0, object.length - Int64(count)) {

@@ -338,7 +338,13 @@ public final class HTTPRangeDataSource: BlobDataSource {
         let block = current!
         if readsAheadOfFirstBlock {
             readsAheadOfFirstBlock = false
-            startAhead(after: block.end)
+            // A planned range that ends in this block (a small member): nothing ahead of it
+            // until a read goes past it (then `nextBlock` asks, and reads ahead again).
+            if let planned = plannedEnd, planned <= block.end {
+                plannedEnd = nil
+            } else {
+                startAhead(after: block.end)
+            }
         }
         return .success(block)
     }
@@ -364,7 +370,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         return -1
     }
 
-    private func cancelAll() {
+    func cancelAll() {
         let (fetches, stream, retry) = shared.lock.withLock {
             defer {
                 shared.fetches = [:]
@@ -378,55 +384,5 @@ public final class HTTPRangeDataSource: BlobDataSource {
         for fetch in fetches { fetch.cancel() }
         stream?.cancel()
         retry?.cancel()
-    }
-
-    /// The offset of the next byte (before `open()`, where reading starts).
-    public var readOffset: Int64? { closed || state.error != nil ? nil : position }
-
-    /// Moves to `offset`: before `open()`, the first GET starts there; after, the next read
-    /// gets the block there (the block in hand or read ahead when it holds it).
-    ///
-    /// - Throws: `.invalidOffset` for a negative offset or one past the known length;
-    ///   `.closed` after `close()`.
-    public func seek(to offset: Int64) throws(BlobStreamError) {
-        guard !closed else { throw BlobStreamError(.closed, "\(name): cannot move a closed source") }
-        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "offset \(offset) is negative (\(name))") }
-        if let length, offset > length {
-            throw BlobStreamError(.invalidOffset, "offset \(offset) is past the end of \(name) (\(length) bytes)")
-        }
-        if !opened {
-            position = offset
-            return
-        }
-        if state.error != nil {
-            throw BlobStreamError(.invalidOffset, "\(name) failed: cannot move", cause: state.error)
-        }
-        position = offset
-        // Before the first answer the length is not known: the open announces what it finds.
-        guard let length, state.isOpenCompleted else { return }
-        if offset == length {
-            state.isAtEnd = true
-        } else {
-            if state.isAtEnd { state.isAtEnd = false }
-            state.hasBytesAvailable = true
-        }
-    }
-
-    /// Cancels the GETs in flight and wakes a waiting read (it returns −1 with `.closed`).
-    /// Any thread.
-    public func interrupt() {
-        shared.lock.withLock { shared.interrupted = true }
-        cancelAll()
-    }
-
-    /// Cancels the GETs in flight and shuts down the client the source made.
-    public func close() {
-        guard !closed else { return }
-        closed = true
-        cancelAll()
-        current = nil
-        aheads = []
-        openStream = false
-        streamed = nil
     }
 }

@@ -27,6 +27,7 @@ struct Upload: AsyncParsableCommand {
     @OptionGroup var arguments: UploadArguments
 
     func run() async throws {
-        try await arguments.run(with: URLSessionUploader())
+        // Local sources only: this helper links no HTTP client to read remote ones.
+        try await arguments.run(with: URLSessionUploader(), remote: nil)
     }
 }

@@ -1,7 +1,5 @@
 import ArgumentParser
 import BlobStreamCLI
-import BlobStreamHTTPClient
-import BlobStreamS3
 
 /// `blobstream`: read any source BlobStream knows as bytes (cat), checksums (checksum) or
 /// facts (info, ls); upload it (upload) and run the demo (demo).
@@ -24,42 +22,6 @@ struct Blobstream: AsyncParsableCommand {
     )
 
     static func main() async {
-        // http://, https:// and s3:// sources (ranged GETs): trust roots and proxies from
-        // --ca-bundle and the environment (AWS_CA_BUNDLE, SSL_CERT_FILE, HTTPS_PROXY, NO_PROXY);
-        // S3's endpoint, region and credentials from --endpoint-url, --region, --profile, else
-        // as awscli finds them (AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE, ~/.aws), looked up
-        // when an s3:// source is made.
-        RemoteSchemes.install { registry, caBundle, s3, reads in
-            // One connection pool for every http(s):// and s3:// source and the upload of
-            // the run (RunConnections).
-            let pool = RunConnections.pool(caBundle: caBundle)
-            var options = HTTPRangeOptions(connection: pool.connection, pool: pool)
-            if reads != .content {
-                // An index object: a first answer of 2 MiB for a member index (its whole
-                // table for about 20,000 members), 512 KiB for a GZIDX (its point table for
-                // about 29,000 points: 116 GiB at the 4 MiB spacing), nothing read ahead;
-                // each window is asked for when a decode needs it.
-                options.blockSize = reads == .indexObjects ? 2 << 20 : 512 << 10
-                options.readAhead = 0
-                HTTPSources.register(in: registry, options: options)
-                S3Sources.register(in: registry, options: options) {
-                    try S3Configuration.resolve(profile: s3.profile, region: s3.region, endpointURL: s3.endpointURL)
-                }
-                return
-            }
-            HTTPSources.register(in: registry, options: options)
-            // Objects in a store: 8 MiB GETs (awscli's chunk), 3 in flight ahead of the reader
-            // (a store such as Swift takes a while to answer each GET); ~32 MiB held at most.
-            // A download (a read from the start with no jump) asks for 12 MiB a GET: fewer
-            // GETs where the store spends time on each; ~48 MiB held.
-            var s3Options = options
-            s3Options.blockSize = 8 << 20
-            s3Options.downloadBlockSize = 12 << 20
-            s3Options.readAhead = 3
-            S3Sources.register(in: registry, options: s3Options) {
-                try S3Configuration.resolve(profile: s3.profile, region: s3.region, endpointURL: s3.endpointURL)
-            }
-        }
         await CommandMain.run(Blobstream.self)
     }
 }

@@ -47,7 +47,8 @@ struct Cat: ParsableCommand {
         let pipe = Console.stdoutIsPipe
         if pipe { Console.widenStdoutPipe() }
         try options.forEachStream(
-            sources, s3: s3.settings, length: length, unverifiedPrefix: unverifiedPrefix, sendingToPipe: pipe
+            sources, remote: RunConnections.remote(caBundle: options.caBundle, s3: s3.settings), length: length,
+            unverifiedPrefix: unverifiedPrefix, sendingToPipe: pipe
         ) { _, pumpBytes in
             try pumpBytes { try Console.writeOut($0) }
         }

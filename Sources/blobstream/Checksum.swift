@@ -49,7 +49,8 @@ struct Checksum: ParsableCommand {
 
     func run() throws {
         if check { return try runCheck() }
-        try options.forEachStream(sources, s3: s3.settings) { source, pumpBytes in
+        try options.forEachStream(sources, remote: RunConnections.remote(caBundle: options.caBundle, s3: s3.settings)) {
+            source, pumpBytes in
             try Console.print(ChecksumLine(hex: try digest(pumpBytes), name: source).text)
         }
     }

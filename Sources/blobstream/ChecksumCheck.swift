@@ -19,7 +19,8 @@ extension Checksum {
     /// One registry serves the whole run (the lists and every file they name): the time per
     /// line stays the same however long the list.
     func runCheck() throws {
-        let registry = try options.makeRegistry(s3: s3.settings)
+        let registry = try options.makeRegistry(
+            remote: RunConnections.remote(caBundle: options.caBundle, s3: s3.settings))
         var failed = false
         var listReadable = true
         var separator = ChecksumLine.Separator.undecided

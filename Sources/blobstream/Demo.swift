@@ -23,7 +23,7 @@ struct Demo: ParsableCommand {
     var uploadTo: String?
 
     func run() throws {
-        let registry = makeRegistry(library: fixtures + "/library")
+        let registry = makeRegistry(library: fixtures + "/library", remote: RunConnections.remote(caBundle: nil))
         let samples = try sampleSources()
         try Console.print("BlobStream demo: \(samples.count) sources from \(fixtures), each read in both modes\n\n")
         try Console.print("source\tmode\tbytes\tsha256\tevents\n")

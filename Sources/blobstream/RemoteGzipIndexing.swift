@@ -29,7 +29,7 @@ enum RemoteGzipIndexing {
         async throws -> String
     {
         let url = objectURL(argument)
-        let registry = makeRegistry(s3: s3)
+        let registry = makeRegistry(remote: RunConnections.remote(caBundle: nil, s3: s3))
         // A tar, a zip, or a gzip that holds a tar (not named gzip:…): a member index.
         if url == argument, try await RemoteArchiveIndexing.isArchive(url, registry: registry) {
             return try await RemoteArchiveIndexing.run(

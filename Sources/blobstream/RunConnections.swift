@@ -1,4 +1,7 @@
+import BlobStream
+import BlobStreamCLI
 import BlobStreamHTTPClient
+import BlobStreamS3
 import Foundation
 import NIOCore
 import Synchronization
@@ -22,6 +25,18 @@ enum RunConnections {
             let pool = HTTPClientPool(connection: connection)
             made = pool
             return pool
+        }
+    }
+
+    /// The remote schemes a command reads through: http(s):// and s3:// sources over the
+    /// run's pool (trust roots and proxies from `caBundle` and the environment), `s3://`
+    /// objects read from the store `s3` names (`--endpoint-url`, `--region`, `--profile`),
+    /// else as awscli finds it (AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE, ~/.aws), looked up
+    /// when the first s3:// source is made. The read sizes of each use are the library's
+    /// (`StoreSchemes.options(for:onStore:)`).
+    static func remote(caBundle: String?, s3: S3SourceSettings = S3SourceSettings()) -> StoreSchemes {
+        StoreSchemes(pool: pool(caBundle: caBundle)) {
+            try S3Configuration.resolve(profile: s3.profile, region: s3.region, endpointURL: s3.endpointURL)
         }
     }
 }

@@ -29,8 +29,9 @@ enum S3UploadCommand {
         }
         let registry = makeRegistry(
             library: arguments.options.library, skipArchiveVerification: arguments.options.skipArchiveVerification,
-            caBundle: arguments.options.caBundle,
-            s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
+            remote: RunConnections.remote(
+                caBundle: arguments.options.caBundle,
+                s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile)))
         let url: String
         do {
             url = try checkedSourceURL(arguments.source, registry: registry)

@@ -30,7 +30,8 @@ struct Upload: AsyncParsableCommand {
                 throw ToolFailure(message: "upload to \(arguments.to): \(error)")
             }
         }
-        try await arguments.run(with: HTTPClientUploader(pool: pool))
+        try await arguments.run(
+            with: HTTPClientUploader(pool: pool), remote: RunConnections.remote(caBundle: arguments.options.caBundle))
     }
 }
 

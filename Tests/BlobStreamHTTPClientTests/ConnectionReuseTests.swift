@@ -122,7 +122,8 @@ struct ConnectionReuseTests {
             stream.open()
             let (data, last) = stream.readToEnd(chunkSize: 64 << 10)
             stream.close()
-            #expect(last == 0 && sha256(data) == sha256(bytes), "read \(index): \(String(describing: stream.streamError))")
+            #expect(
+                last == 0 && sha256(data) == sha256(bytes), "read \(index): \(String(describing: stream.streamError))")
         }
         // A client per source (before the shared pool) opened a connection for each read.
         #expect(peer.connectionsOpened <= 2, "\(peer.connectionsOpened) connections for 5 reads")

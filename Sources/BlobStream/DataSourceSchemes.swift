@@ -1,0 +1,32 @@
+import Foundation
+
+/// What the sources of a registry are read for: each use needs its own read size from a
+/// remote store (large blocks read ahead for content; a small first answer and nothing
+/// ahead for an index object beside it). `DataSourceSchemes` registers its schemes for one use.
+public enum DataSourceReadUse: Sendable, Hashable {
+    /// Content: a whole object, a member of an archive, a gzip stream (large blocks, read ahead).
+    case content
+    /// A member index object beside an archive (`ARCHIVE.blobidx`): its header and member
+    /// table in one first answer, nothing read ahead.
+    case memberIndex
+    /// A gzip index object beside a gzip object (`FILE.gz.gzidx`): its header and point table
+    /// in one first answer, each window asked for when a decode needs it.
+    case gzipIndex
+}
+
+/// A set of schemes that registers its sources in a registry, read as a use needs: how a
+/// composition of sources takes schemes from a module it does not link (`BlobSources` of
+/// BlobStreamSources takes `StoreSchemes` of BlobStreamS3, which reads `http`, `https` and
+/// `s3` over one connection pool).
+///
+/// ```swift
+/// struct MySchemes: DataSourceSchemes {
+///     func register(in registry: DataSourceRegistry, for use: DataSourceReadUse) {
+///         registry.register(scheme: "my") { url, _ in MySource(url: url, blockSize: use == .content ? 8 << 20 : 64 << 10) }
+///     }
+/// }
+/// ```
+public protocol DataSourceSchemes: Sendable {
+    /// Registers the schemes in `registry`, their sources read as `use` needs.
+    func register(in registry: DataSourceRegistry, for use: DataSourceReadUse)
+}

@@ -1,0 +1,110 @@
+import BlobStream
+import BlobStreamHTTPClient
+import BlobStreamS3
+import BlobStreamSources
+import BlobStreamTestSupport
+import Foundation
+import NIOCore
+import SwiftStoreTestServer
+import Testing
+
+/// `BlobSources` with `StoreSchemes`, the library's composition root, reads what `blobstream`
+/// reads with the same requests: a `gzip:s3://…` object at an offset through the index object
+/// beside it, and an `archive:s3://…!/member` through the member index beside the archive.
+/// A fault proxy in front of the store logs every request of each.
+@Suite("The composition root: the library's requests are the tool's", .serialized)
+struct CompositionRootTests {
+    /// A request as the store saw it: method, target and range.
+    static func requests(_ log: [FaultProxy.Seen]) -> [String] {
+        log.map { "\($0.method) \($0.target) \($0.headers["range"] ?? "-")" }.sorted()
+    }
+
+    /// Opens `url` at `offset` and reads `length` bytes (nil: to its clean end) through
+    /// `registry` with the calls `blobstream cat --offset --length` makes (seek, open, then a
+    /// lent buffer when the source has one, else a read), off the cooperative pool.
+    static func read(_ url: String, registry: DataSourceRegistry, offset: Int64, length: Int?) async throws -> Data {
+        try await offThePool {
+            let stream = try BlobInputStream(url: url, registry: registry, mode: .synchronous)
+            if offset > 0 { try stream.seek(to: offset) }
+            stream.open()
+            defer { stream.close() }
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 128 << 10)
+            var lent: UnsafeMutablePointer<UInt8>?
+            var lentCount = 0
+            while data.count < length ?? Int.max {
+                let left = (length ?? Int.max) - data.count
+                if stream.getBuffer(&lent, length: &lentCount), let lent {
+                    data.append(lent, count: min(lentCount, left))
+                    continue
+                }
+                let n = stream.read(&buffer, maxLength: min(buffer.count, left))
+                if n == 0, length == nil { return data }
+                if n <= 0 { throw stream.streamError ?? BlobStreamError(.truncated, "\(url): ended at \(data.count)") }
+                data.append(buffer, count: n)
+            }
+            if length != nil { try stream.readOnToCheckPoint() }
+            return data
+        }
+    }
+
+    @Test(
+        "gzip:s3:// at an offset through KEY.gzidx, and archive:s3://…!/member through KEY.blobidx: same bytes, same requests"
+    )
+    func sameRequestsAsTheTool() async throws {
+        let store = try await SwiftStoreTestServer.shared()
+        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        defer { proxy.stop() }
+        let fixture = try await StoreFixture(endpoint: proxy.endpoint)
+        defer { fixture.cleanUp() }
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        // A gzip object and its index beside it (built by the tool), and a tar and its member index.
+        let (gz, text) = try S3GzipIndexTests.gzipObject(1_500_000, seed: 12)
+        _ = try await fixture.client.putObject(fixture.location("t.gz"), body: ByteBuffer(bytes: gz))
+        let tarURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/archives/photos.tar")
+        let tar = try Data(contentsOf: tarURL)
+        _ = try await fixture.client.putObject(fixture.location("photos.tar"), body: ByteBuffer(bytes: tar))
+        for key in ["t.gz", "photos.tar"] {
+            let built = try await S3ReadToolTests.run(
+                ["index", "--spacing", "65536", "s3://\(fixture.bucket)/\(key)"], environment: environment)
+            try #require(built.status == 0, "\(built.stderr)")
+        }
+        let photo = try Data(
+            contentsOf: tarURL.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("files/photo.jpg"))
+        // A range of the gzip object (`cat --offset --length`), the whole member (`cat`).
+        let reads: [(url: String, offset: Int64, length: Int?, expected: Data)] = [
+            ("gzip:s3://\(fixture.bucket)/t.gz", 1_000_000, 100_000, text.subdata(in: 1_000_000..<1_100_000)),
+            ("archive:s3://\(fixture.bucket)/photos.tar!/DCIM/100TEST/IMG_0001.JPG", 0, nil, photo),
+        ]
+        let pool = HTTPClientPool(connection: HTTPConnectionOptions())
+        let configuration = fixture.client.configuration
+        let sources = BlobSources(remote: StoreSchemes(pool: pool) { configuration })
+        for read in reads {
+            try await proxy.clearLog()
+            let got = try await Self.read(
+                read.url, registry: sources.makeRegistry(), offset: read.offset, length: read.length)
+            #expect(got == read.expected, "\(read.url): the library's bytes")
+            let library = Self.requests(try await proxy.log())
+            try await proxy.clearLog()
+            var arguments = ["cat"]
+            if read.offset > 0 { arguments += ["--offset", "\(read.offset)"] }
+            if let length = read.length { arguments += ["--length", "\(length)"] }
+            arguments.append(read.url)
+            let tool = try await S3ReadToolTests.run(arguments, environment: environment)
+            #expect(tool.status == 0 && tool.stdout == read.expected, "\(read.url): \(tool.stderr)")
+            // The tool's process has ended: every exchange it had is over, and logged.
+            let toolRequests = Self.requests(await proxy.log(waitingUpTo: .seconds(10)) { $0.count >= library.count })
+            #expect(library == toolRequests, "\(read.url): the library's requests, then the tool's")
+            if read.url.hasPrefix("archive:") {
+                // A small member inside the first answer's block: nothing read ahead past it.
+                #expect(library.filter { $0.contains("photos.tar bytes=") }.count == 1, "\(library)")
+            }
+            // Through the index beside the object: it was asked for.
+            #expect(library.contains { $0.contains(".gzidx") || $0.contains(".blobidx") }, "\(library)")
+        }
+        try await pool.shutdown()
+    }
+}
