@@ -61,6 +61,18 @@ func makeTemporaryDirectory(_ label: String) throws -> String {
     return path
 }
 
+/// The committed file `path` under the repository's Fixtures/, once its SHA-256 is
+/// `expected` (the value its folder's README lists).
+func committedFixture(_ path: String, sha256 expected: String) throws -> Data {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/" + path)
+    let data = try Data(contentsOf: url)
+    guard sha256(data) == expected else {
+        throw TestFailure("Fixtures/\(path) has sha256 \(sha256(data)), not \(expected)")
+    }
+    return data
+}
+
 func write(_ data: Data, to path: String) throws {
     try FileManager.default.createDirectory(
         atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

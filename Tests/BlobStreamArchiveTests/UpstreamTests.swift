@@ -75,13 +75,20 @@ struct UpstreamTests {
         let fixtures = try ArchiveFixtures.get()
         let data = try Data(contentsOf: URL(fileURLWithPath: fixtures.archives["pax.tar"]!))
         let queue = DispatchQueue(label: "very slow upstream")
-        let source = ArchiveMemberDataSource(
-            archive: InMemoryDataSource(
-                data: data, open: .async(queue: queue, delay: 0.01), chunkSize: 512,
-                refillDelay: (queue: queue, delay: 0.2)),
-            member: "фото/été.jpg")
+        let upstream = InMemoryDataSource(
+            data: data, open: .async(queue: queue, delay: 0.01), chunkSize: 512,
+            refillDelay: (queue: queue, delay: 0.2))
+        let source = ArchiveMemberDataSource(archive: upstream, member: "фото/été.jpg")
+        // Once the upstream gave the open its first chunk, it goes quiet for 0.2 s: the open
+        // is waiting for it then.
+        let quiet = DispatchSemaphore(value: 0)
+        let observation = upstream.state.observe(.hasBytesAvailable) { change in
+            if change.newValue == false { quiet.signal() }
+        }
+        defer { withExtendedLifetime(observation) {} }
         source.open()
-        Thread.sleep(forTimeInterval: 0.1)
+        try #require(
+            quiet.wait(timeout: .now() + 10) == .success, "the archive's open did not read its upstream within 10 s")
         let started = Date()
         source.close()
         #expect(Date().timeIntervalSince(started) < 1, "close waited for the upstream")

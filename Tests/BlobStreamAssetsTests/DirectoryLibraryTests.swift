@@ -167,6 +167,9 @@ struct DirectoryLibraryTests {
         seen = library.generation
         try FileManager.default.createDirectory(atPath: dir.path("originals/2025"), withIntermediateDirectories: true)
         #expect(waitUntil { library.generation > seen }, "adding a folder")
+        // The generation may have moved for the last events of B.JPG before the folder's own
+        // event was handled; the watcher adds the new folder's watch on its queue, which tells
+        // no one. 50 ms lets it run, so that C.JPG is seen through that watch.
         usleep(50_000)
         seen = library.generation
         try dir.file("originals/2025/C.JPG", sampleBytes(5))

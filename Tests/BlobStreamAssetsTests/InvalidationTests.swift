@@ -375,6 +375,8 @@ struct InvalidationTests {
         #expect(took < 0.6, "close() took \(took) s")
         let rechecked = source.statistics.recheckedBytes
         #expect(rechecked < 48 * Self.block)
+        // The sleep is the point: no event stands for "nothing more happens"; a re-read that
+        // went on would add a 30 ms block within it.
         usleep(100_000)
         #expect(source.statistics.recheckedBytes == rechecked, "the re-read stopped")
         #expect(!source.hasBytesAvailable && source.error == nil)

@@ -82,7 +82,7 @@ final class TestLibrary: AssetLibrary, @unchecked Sendable {
     /// Throws `.invalidated` when `generation` is stale or a trigger fires at `offset`.
     fileprivate func check(generation: Int, offset: Int64) throws {
         let delay = lock.withLock { self.delay }
-        if delay > 0 { usleep(delay) }
+        if delay > 0 { usleep(delay) } // the point: a slow library (slowDown)
         try lock.withLock {
             _getBytes += 1
             if alwaysInvalid {

@@ -51,7 +51,7 @@ func startWriter(_ handle: FileHandle, _ data: Data, delay: TimeInterval = 0) ->
     let done = DispatchSemaphore(value: 0)
     let handoff = Handoff(value: handle)
     let thread = Thread {
-        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) } // the point: a writer that comes late
         writeAll(handoff.value.fileDescriptor, data)
         try? handoff.value.close()
         done.signal()

@@ -41,7 +41,7 @@ struct PathSafetyTests {
         // A writer that comes late, within the limit.
         let bytes = sampleBytes(300_000)
         let writer = Thread {
-            Thread.sleep(forTimeInterval: 0.2)
+            Thread.sleep(forTimeInterval: 0.2) // the point: the writer comes late, within the limit
             let fd = open(fifo, O_WRONLY)
             if fd >= 0 {
                 writeAll(fd, bytes)

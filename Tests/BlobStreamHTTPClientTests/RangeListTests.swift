@@ -90,7 +90,8 @@ struct RangeListTests {
             got.append(buffer, count: n)
         }
         #expect(got == bytes.subdata(in: 2_000_000..<2_300_000))
-        // Nothing must arrive after it: a block read ahead would be asked for at once.
+        // Nothing must arrive after it: a block read ahead would be asked for at once. The
+        // sleep is the point: no event stands for a request that is never sent.
         Thread.sleep(forTimeInterval: 0.3)
         var pinned = peer.requests.filter { $0.ifMatch != nil }.compactMap(\.range)
         #expect(pinned == ["bytes=2000000-2299999"], "\(peer.requests)")

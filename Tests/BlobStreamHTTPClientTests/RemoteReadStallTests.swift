@@ -54,7 +54,7 @@ struct RemoteReadStallTests {
             let n = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: chunk) }
             if n <= 0 { break }
             data.append(contentsOf: buffer[..<n])
-            if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+            if pause > 0 { Thread.sleep(forTimeInterval: pause) } // the point: a slow reader
         }
         return (data, source.error as? BlobStreamError, Date().timeIntervalSince(started))
     }

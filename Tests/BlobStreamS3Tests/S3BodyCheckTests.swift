@@ -130,10 +130,10 @@ struct S3BodyCheckTests {
         _ = try await fixture.client.uploadPart(location, uploadID: id, number: 1, body: .init(bytes: part1))
         _ = try await fixture.client.uploadPart(location, uploadID: id, number: 2, body: .init(bytes: wrong2))
         // The store's listing may lag behind: wait until it lists both parts.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await fixture.client.listParts(location, uploadID: id).count < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        let listed = try await SwiftStoreTestServer.poll(upTo: .seconds(30)) {
+            try await fixture.client.listParts(location, uploadID: id).count >= 2
         }
+        try #require(listed, "the store did not list parts 1 and 2 of upload \(id) within 30 s")
         var options = Self.options
         options.resume = .uploadID(id)
         let result = try await S3Uploader(client: fixture.client).upload(

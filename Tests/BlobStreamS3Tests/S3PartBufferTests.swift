@@ -35,6 +35,21 @@ struct PartBufferPoolTests {
         #expect(pool.made == 1 && pool.renewed == 1)
     }
 
+    @Test("a taker waits about 20 ms for a held buffer to be let go, then gets new storage")
+    func heldWaitIsBounded() {
+        let pool = PartBufferPool()
+        var buffer = pool.take(capacity: 4096)
+        buffer.writeString("part one")
+        let held = buffer
+        pool.recycle(buffer)
+        let started = ContinuousClock.now
+        let next = pool.take(capacity: 4096)
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(19) && waited < .seconds(2), "waited \(waited)")
+        #expect(next.withVeryUnsafeBytes { $0.baseAddress } != held.withVeryUnsafeBytes { $0.baseAddress })
+        #expect(pool.made == 1 && pool.renewed == 1)
+    }
+
     @Test("every buffer taken starts on a 64-byte boundary, new or used again, and holds what it was asked for")
     func alignedStart() {
         let pool = PartBufferPool()

@@ -25,6 +25,8 @@ struct S3ResumeLookupTests {
     /// Two unfinished uploads of `key`, the second started over a second after the first.
     func twoUploads(_ fixture: StoreFixture, _ key: String) async throws -> (older: String, newer: String) {
         let older = try await fixture.client.createMultipartUpload(fixture.location(key))
+        // The sleep is the point: the store dates an upload to the second, and "newest" must
+        // be told apart by that date.
         try await Task.sleep(for: .milliseconds(1100))
         let newer = try await fixture.client.createMultipartUpload(fixture.location(key))
         let listed = try await waitForListing(fixture, fixture.location(key), count: 2)

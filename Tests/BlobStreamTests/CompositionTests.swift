@@ -109,7 +109,7 @@ final class QuietThenBackSource: BlobDataSource, @unchecked Sendable {
             slowObservation = state.observe(.hasBytesAvailable) { [seenBack] change in
                 guard change.newValue == true else { return }
                 seenBack.signal()
-                Thread.sleep(forTimeInterval: 0.05)
+                Thread.sleep(forTimeInterval: 0.05) // the point: hold the stream's observer back
             }
         }
     }

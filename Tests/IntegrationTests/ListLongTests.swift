@@ -6,52 +6,17 @@ import Testing
 struct ListLongTests {
     static var tool: String { Tool.binDirectory.appendingPathComponent("blobstream").path }
 
-    /// Header types libarchive reads differently from GNU tar, written by Python's tarfile:
+    /// Header types libarchive reads differently from GNU tar, written by Python's tarfile
+    /// (committed under Fixtures/tar, made by its make-fixtures.py; see its README):
     /// `types.tar` (a contiguous file, a directory whose header gives a size, block and
     /// character devices, a FIFO) and `pax-global.tar` (owner and group from a pax global
     /// header, which libarchive ignores, overridden by one member's own pax header), and
-    /// `globals.tar` (global headers one after another).
-    static let pythonTars = #"""
-        import io, tarfile
-
-        def info(name, kind=tarfile.REGTYPE, size=0, mode=0o644, **fields):
-            t = tarfile.TarInfo(name)
-            t.type, t.size, t.mode, t.mtime = kind, size, mode, 1614834367
-            t.uid, t.gid, t.uname, t.gname = 1234, 99, "alice", "staff"
-            for key, value in fields.items():
-                setattr(t, key, value)
-            return t
-
-        with tarfile.open("types.tar", "w", format=tarfile.GNU_FORMAT) as tar:
-            tar.addfile(info("contiguous.bin", tarfile.CONTTYPE, 5), io.BytesIO(b"hello"))
-            tar.addfile(info("sized-dir/", tarfile.DIRTYPE, 1024, 0o755))
-            tar.addfile(info("after-dir.txt", size=3), io.BytesIO(b"abc"))
-            tar.addfile(info("disk", tarfile.BLKTYPE, mode=0o660, devmajor=3, devminor=0))
-            tar.addfile(info("tty", tarfile.CHRTYPE, mode=0o620, devmajor=4, devminor=64))
-            tar.addfile(info("big-numbers", tarfile.CHRTYPE, devmajor=259, devminor=123456))
-            tar.addfile(info("pipe", tarfile.FIFOTYPE))
-        with tarfile.open("pax-global.tar", "w", format=tarfile.PAX_FORMAT,
-                          pax_headers={"uname": "globalowner", "gname": "globalgroup"}) as tar:
-            tar.addfile(info("global.txt", size=3), io.BytesIO(b"abc"))
-            own = {"uname": "ownowner", "gname": "owngroup"}
-            tar.addfile(info("own.txt", size=3, pax_headers=own), io.BytesIO(b"abc"))
-            tar.addfile(info("naïve.txt", size=3, uname="ünïcode", gname="grüp"), io.BytesIO(b"abc"))
-
-        # Global headers one after another, as in CPython's testtar.tar: each replaces the
-        # last (GNU tar), an empty uname lists the uid, and a global owner wins over ustar's.
-        def set_global(tar, records):
-            block = tarfile.TarInfo._create_pax_generic_header(records, tarfile.XGLTYPE, "utf-8")
-            tar.fileobj.write(block)
-            tar.offset += len(block)
-
-        with tarfile.open("globals.tar", "w", format=tarfile.PAX_FORMAT) as tar:
-            set_global(tar, {"uname": "foo", "gname": "bar"})
-            tar.addfile(info("first.txt", size=3), io.BytesIO(b"abc"))
-            set_global(tar, {"uname": ""})
-            tar.addfile(info("empty-uname.txt", size=3), io.BytesIO(b"abc"))
-            set_global(tar, {"uname": "gowner", "gname": "ggroup"})
-            tar.addfile(info("ustar-says-lars.txt", size=3, uname="lars", gname="lars"), io.BytesIO(b"abc"))
-        """#
+    /// `globals.tar` (global headers one after another), with their SHA-256.
+    static let pythonTars = [
+        ("types.tar", "b5fed2f08eae353943d0c6c9b0195313e2e33c66f30776dd14931c9a8907773e"),
+        ("pax-global.tar", "9f58f88a38eb5ece5c85ba65d473b40a9af8edc80f7f34104085c505830fea41"),
+        ("globals.tar", "b5dfed4db253912cf8a318d58acd1a790255d7e3fc0547c0618371916f354aee"),
+    ]
 
     /// Lines `tar -tvf` prints for each archive of `makeTars`.
     static let lineCounts = [
@@ -61,11 +26,14 @@ struct ListLongTests {
 
     /// A folder with a tree of odd names, modes and links, and tars of it made by GNU tar:
     /// `names.tar` (owners by name), `numeric.tar` (`--numeric-owner`: ids only),
-    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`; the tars of
-    /// `pythonTars`; and `sparse-globals.tar` (sparse files, then `globals.tar`).
+    /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`; the committed
+    /// tars of `pythonTars`; and `sparse-globals.tar` (sparse files, then `globals.tar`).
     static func makeTars() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-ls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for (name, sum) in pythonTars {
+            try Tool.fixture("tar/" + name, sha256: sum).write(to: dir.appendingPathComponent(name))
+        }
         let script = #"""
             set -e
             cd "$1"
@@ -89,7 +57,6 @@ struct ListLongTests {
             tar -cf numeric.tar "$M" --numeric-owner --owner=1234 --group=99 -C t .
             tar -cf owners.tar "$M" --owner=averyveryverylongownername:7 --group=somelonggroupname:8 -C t .
             gzip -k names.tar
-            python3 -c "$2"
             # Sparse files (an old GNU `S` header whose map of 7 stretches needs an extension
             # header; pax sparse 1.0) before the global headers: the walk that finds the
             # owners goes past them.
@@ -103,7 +70,7 @@ struct ListLongTests {
             tar -Af sparse-globals.tar sparse-pax.tar
             tar -Af sparse-globals.tar globals.tar
             """#
-        let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path, pythonTars])
+        let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path])
         #expect(r.status == 0, "\(r.stderrText)")
         return dir
     }

@@ -69,6 +69,18 @@ enum Tool {
             status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errBox.data, as: UTF8.self))
     }
 
+    struct FixtureMismatch: Error, CustomStringConvertible { let description: String }
+
+    /// The committed file `path` under Fixtures/, once its SHA-256 is `expected` (the value
+    /// its folder's README lists).
+    static func fixture(_ path: String, sha256 expected: String) throws -> Data {
+        let data = try Data(contentsOf: fixtures.appendingPathComponent(path))
+        guard sha256(data) == expected else {
+            throw FixtureMismatch(description: "Fixtures/\(path) has sha256 \(sha256(data)), not \(expected)")
+        }
+        return data
+    }
+
     static func sha256(_ data: Data) -> String {
         SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }

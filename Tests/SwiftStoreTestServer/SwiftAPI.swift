@@ -165,6 +165,7 @@ public final class SwiftAPI: Sendable {
             let answer = try await callOnce(method, suffix, body: body)
             if answer.0 != 401 || attempt == 3 { return answer }
             attempt += 1
+            // A pause before asking again: no event says memcached answers again.
             try await Task.sleep(for: .milliseconds(200))
         }
     }

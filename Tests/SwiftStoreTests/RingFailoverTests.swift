@@ -283,7 +283,8 @@ struct RingFailoverFigures {
                 var seconds: [Double] = []
                 for _ in 0..<12 {
                     // The proxy skips a node that failed for 2 s (error_suppression_interval):
-                    // each read comes after that, so it may meet the stopped node again.
+                    // each read comes after that, so it may meet the stopped node again. The
+                    // sleep is the point: time must pass for the proxy to forget the failure.
                     try await Task.sleep(for: .milliseconds(2_100))
                     let read = await readMemberOffThePool(url, "m.bin", token: token, hedging: hedging)
                     #expect(sha256(read.data) == sha256(member), "\(String(describing: read.error))")

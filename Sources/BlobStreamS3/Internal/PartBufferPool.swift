@@ -18,24 +18,40 @@ import NIOCore
 /// `ByteBuffer` gives the taker new storage (copy on write): a part never gets the bytes of
 /// a part still in use.
 ///
-/// The state is behind a pthread lock (`NIOLockedValueBox`), which ThreadSanitizer sees:
-/// `Synchronization.Mutex` hands a contended lock over in the kernel, where it does not.
-final class PartBufferPool: Sendable {
+/// The state is behind an `NSCondition` (a pthread mutex and condition variable, which
+/// ThreadSanitizer sees: `Synchronization.Mutex` hands a contended lock over in the kernel,
+/// where it does not). A taker that finds every kept buffer still held waits on it: `recycle`
+/// wakes it at once; the HTTP client letting go of a body tells no one, so the taker also
+/// looks again every millisecond, for ~20 ms at most.
+final class PartBufferPool: @unchecked Sendable { // `state` is only touched with `condition` locked
     private struct State {
         var free: [ByteBuffer] = []
         var made = 0
         var renewed = 0
     }
-    private let state = NIOLockedValueBox(State())
+    private let condition = NSCondition()
+    private var state = State()
+
+    /// How long a taker waits for a kept buffer to be let go before it gets new storage.
+    private static let heldWait: TimeInterval = 0.020
+    /// How often a waiting taker looks again (nothing announces a body let go).
+    private static let recheck: TimeInterval = 0.001
+
+    /// Runs `body` on the state with the lock held.
+    private func locked<T>(_ body: (inout State) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&state)
+    }
 
     /// An empty pool.
     init() {}
 
     /// How many buffers the pool has allocated (a buffer used again does not count).
-    var made: Int { state.withLockedValue { $0.made } }
+    var made: Int { locked { $0.made } }
 
     /// How many kept buffers got new storage when taken, because something still held theirs.
-    var renewed: Int { state.withLockedValue { $0.renewed } }
+    var renewed: Int { locked { $0.renewed } }
 
     /// An empty buffer with room for `capacity` bytes, its start on a 64-byte boundary (so
     /// the kernel fills it at full speed: `alignStartForKernelCopies`): one sent before when
@@ -51,34 +67,55 @@ final class PartBufferPool: Sendable {
 
     /// `take`'s buffer before its start is aligned.
     private func takeCleared(capacity: Int) -> ByteBuffer {
-        for attempt in 0...20 {
-            // A kept buffer nothing else holds (cleared), or none kept (nil, false), or all
-            // still held (nil, true).
-            let found = state.withLockedValue { state -> (buffer: ByteBuffer?, held: Bool) in
-                for index in state.free.indices.reversed()
-                where state.free[index].modifyIfUniquelyOwned({ $0.clear(minimumCapacity: capacity) }) != nil {
-                    return (state.free.remove(at: index), false)
-                }
-                if state.free.isEmpty { state.made += 1 }
-                return (nil, !state.free.isEmpty)
+        let deadline = Date(timeIntervalSinceNow: Self.heldWait)
+        // A kept buffer nothing else holds (cleared), or none kept (nil, false), or all still
+        // held past the deadline (nil, true).
+        let found: (buffer: ByteBuffer?, held: Bool)
+        condition.lock()
+        while true {
+            if let result = Self.look(in: &state, capacity: capacity) {
+                found = result
+                break
             }
-            if let buffer = found.buffer { return buffer }
-            if !found.held { return ByteBufferAllocator().buffer(capacity: capacity) }
-            if attempt < 20 { Thread.sleep(forTimeInterval: 0.001) }
+            let now = Date()
+            if now >= deadline {
+                found = (nil, true)
+                break
+            }
+            // Woken by `recycle`, or after `recheck` to see whether a body was let go.
+            _ = condition.wait(until: min(deadline, now.addingTimeInterval(Self.recheck)))
         }
+        condition.unlock()
+        if let buffer = found.buffer { return buffer }
+        if !found.held { return ByteBufferAllocator().buffer(capacity: capacity) }
         // Still held: new storage for this part (copy on write), the old one goes when let go.
-        guard var buffer = state.withLockedValue({ $0.free.popLast() }) else {
+        guard var buffer = locked({ $0.free.popLast() }) else {
             return take(capacity: capacity)
         }
         buffer.clear(minimumCapacity: capacity)
-        state.withLockedValue { $0.renewed += 1 }
+        locked { $0.renewed += 1 }
         return buffer
+    }
+
+    /// A kept buffer nothing else holds, cleared (buffer, false); none kept, counted as made
+    /// (nil, false); or nil while every kept buffer is still held. With the lock held.
+    private static func look(in state: inout State, capacity: Int) -> (buffer: ByteBuffer?, held: Bool)? {
+        for index in state.free.indices.reversed()
+        where state.free[index].modifyIfUniquelyOwned({ $0.clear(minimumCapacity: capacity) }) != nil {
+            return (state.free.remove(at: index), false)
+        }
+        if state.free.isEmpty {
+            state.made += 1
+            return (nil, false)
+        }
+        return nil
     }
 
     /// Keeps `buffer`, whose part is sent, for a later part.
     func recycle(_ buffer: consuming ByteBuffer) {
         let kept = consume buffer
-        state.withLockedValue { $0.free.append(kept) }
+        locked { $0.free.append(kept) }
+        condition.signal()
     }
 }
 
