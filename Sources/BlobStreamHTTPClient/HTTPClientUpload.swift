@@ -59,7 +59,8 @@ public enum HTTPClientUpload {
         try UploadURL.validate(target)
         try Task.checkCancellation()
         // No client given: the process's shared pool for uploads with these options.
-        let client = try client ?? HTTPClientPool.sharedForUploads(connection: connection(for: options)).client(for: target)
+        let client =
+            try client ?? HTTPClientPool.sharedForUploads(connection: connection(for: options)).client(for: target)
         let activity = UploadActivity()
         let outcome: Result<UploadResult, any Error>
         do {

@@ -57,7 +57,8 @@ public struct S3Client: Sendable {
     public init(
         configuration: S3Configuration, connection: HTTPConnectionOptions, requestTimeout: TimeAmount = .minutes(5)
     ) throws(BlobStreamError) {
-        try self.init(configuration: configuration, pool: .shared(connection: connection), requestTimeout: requestTimeout)
+        try self.init(
+            configuration: configuration, pool: .shared(connection: connection), requestTimeout: requestTimeout)
     }
 
     /// A client for the store `configuration` names that sends with `pool`'s client for the

@@ -193,7 +193,9 @@ struct ArchiveIndexSourceBytes: ArchiveIndexBytes {
         let end = tableLength ?? length
         try have(end)
         let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(start[end - 4 + $1]) << (8 * UInt32($1)) }
-        let computed = start.withUnsafeBytes { ZlibCRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)])) }
+        let computed = start.withUnsafeBytes {
+            ZlibCRC32.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<(end - 4)]))
+        }
         return (stored, computed)
     }
 
