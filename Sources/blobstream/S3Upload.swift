@@ -80,13 +80,7 @@ enum S3UploadCommand {
         }
         let leftOpen = StartedUploadID()
         options.uploadLeftOpen = { id in leftOpen.value.withLock { $0 = id } }
-        let client: S3Client
-        do {
-            client = try S3Client(
-                configuration: configuration, pool: RunConnections.pool(caBundle: arguments.options.caBundle))
-        } catch {
-            throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
-        }
+        let client = try Self.client(configuration, arguments: arguments)
         let outcome: Result<Void, any Error>
         do {
             outcome = .success(try await run(body, to: location, options: options, client: client))
@@ -122,17 +116,21 @@ enum S3UploadCommand {
         try outcome.get()
     }
 
-    /// `--abort --upload-id ID`: ends the unfinished upload, one line saying so.
-    private static func abortUpload(
-        _ id: String, of location: S3Location, configuration: S3Configuration, arguments: UploadArguments
-    ) async throws {
-        let client: S3Client
+    /// The S3 client of the upload: the store `configuration` names, over the run's pool.
+    private static func client(_ configuration: S3Configuration, arguments: UploadArguments) throws -> S3Client {
         do {
-            client = try S3Client(
+            return try S3Client(
                 configuration: configuration, pool: RunConnections.pool(caBundle: arguments.options.caBundle))
         } catch {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }
+    }
+
+    /// `--abort --upload-id ID`: ends the unfinished upload, one line saying so.
+    private static func abortUpload(
+        _ id: String, of location: S3Location, configuration: S3Configuration, arguments: UploadArguments
+    ) async throws {
+        let client = try Self.client(configuration, arguments: arguments)
         let outcome: Result<Void, any Error>
         do {
             try await client.abortMultipartUpload(location, uploadID: id)
