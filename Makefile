@@ -41,6 +41,7 @@ demo: deps
 ## test: install what is missing, build everything, run every test.
 test: deps
 	cd Fixtures/ConsumerPackage && $(SWIFT) run PhotoExport ..
+	cd Fixtures/ConsumerPackage && $(SWIFT) run ComposedRead ..
 	SWIFT="$(SWIFT)" scripts/newcomer-path
 	$(SWIFT) build --build-tests
 	SWIFT="$(SWIFT)" scripts/run-tests --skip-build

@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 // A package that uses BlobStream the way a user's package would: it depends on it by path,
 // registers a data source of its own under its own scheme, and streams a photo out of a tar
-// archive through BlobInputStream (PhotoExport); and walks the documentation's newcomer path
-// (NewcomerPath). `make test` builds and runs both.
+// archive through BlobInputStream (PhotoExport); reads through the composition root alone
+// (ComposedRead); and walks the documentation's newcomer path (NewcomerPath). `make test`
+// builds and runs all three.
 import PackageDescription
 
 let package = Package(
@@ -15,6 +16,14 @@ let package = Package(
                 .product(name: "BlobStream", package: "BlobStream"),
                 .product(name: "BlobStreamFiles", package: "BlobStream"),
                 .product(name: "BlobStreamArchive", package: "BlobStream"),
+            ]
+        ),
+        // Every source through `BlobSources`, the composition root: no scheme registered here.
+        .executableTarget(
+            name: "ComposedRead",
+            dependencies: [
+                .product(name: "BlobStream", package: "BlobStream"),
+                .product(name: "BlobStreamSources", package: "BlobStream"),
             ]
         ),
         // The newcomer's path of the documentation (register a source, stream a member out of
