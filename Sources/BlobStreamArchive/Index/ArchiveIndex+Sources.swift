@@ -11,7 +11,7 @@ import Foundation
 extension ArchiveIndex {
     /// Where an implicit index of the archive at `url` lives: beside it, `URL.blobidx` (for
     /// an object on a store, the object `KEY.blobidx` in the same bucket).
-    public static func sidecarURL(forArchiveAt url: String) -> String { url + ".blobidx" }
+    public static func sidecarURL(forArchiveAt url: String) -> String { IndexCache.Kind.archive.sidecar(of: url) }
 
     /// How much of an index object the first request brings: the header and the member table
     /// of about 20,000 members, so that a read through it starts with one request.

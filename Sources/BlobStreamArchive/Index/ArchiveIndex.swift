@@ -157,7 +157,7 @@ public struct ArchiveIndex: Sendable, Equatable {
     public var entries: [ArchiveEntry] { members.map(\.entry) }
 
     /// Where an index of the archive at `path` lives by default: `path + ".blobidx"`.
-    public static func defaultPath(forArchiveAt path: String) -> String { path + ".blobidx" }
+    public static func defaultPath(forArchiveAt path: String) -> String { IndexCache.Kind.archive.sidecar(of: path) }
 
     /// The first member whose normalized name (no leading `./`, no trailing `/`) is
     /// `nameBytes` normalized.

@@ -55,7 +55,7 @@ extension GzipIndex {
     }
 
     /// Where an implicit index lives: beside the file, `FILE.gz.gzidx`.
-    public static func sidecarPath(forFileAtPath path: String) -> String { path + ".gzidx" }
+    public static func sidecarPath(forFileAtPath path: String) -> String { IndexCache.Kind.gzip.sidecar(of: path) }
 
     /// Reads an index file (GZIDX, with or without BlobStream's record).
     ///

@@ -7,7 +7,7 @@ import Foundation
 extension GzipIndex {
     /// Where an implicit index of the content at `url` lives: beside it, `URL.gzidx` (for an
     /// object on a store, the object `KEY.gzidx` in the same bucket).
-    public static func sidecarURL(forSourceAt url: String) -> String { url + ".gzidx" }
+    public static func sidecarURL(forSourceAt url: String) -> String { IndexCache.Kind.gzip.sidecar(of: url) }
 
     /// Checks that this index describes content whose identity is `now` (what the source
     /// answers: for a remote object, its size and strong ETag).

@@ -24,6 +24,10 @@ public struct IndexCache: Sendable, Equatable {
         case gzip = "gzidx"
         /// An archive member index (`.blobidx`).
         case archive = "blobidx"
+
+        /// The index of this kind beside a source: the source's path or URL followed by
+        /// `.gzidx` or `.blobidx`, the one naming rule of every sidecar (local or remote).
+        public func sidecar(of pathOrURL: String) -> String { pathOrURL + "." + rawValue }
     }
 
     /// The folder the index files are in (made when the first one is kept).
