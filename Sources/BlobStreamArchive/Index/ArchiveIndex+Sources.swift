@@ -38,16 +38,7 @@ extension ArchiveIndex {
     }
 
     /// What `lookUp(for:at:indexURL:makeSource:)` found.
-    public enum LookUp: Sendable {
-        /// An index that matches the archive.
-        case matching(ArchiveIndex)
-        /// No index beside the archive (and none named).
-        case absent
-        /// An index beside the archive that cannot be used on it: stale (the object
-        /// changed), corrupt, made for a file, or the archive has no strong ETag. It is never
-        /// used.
-        case unusable(reason: String)
-    }
+    public typealias LookUp = IndexLookUp<ArchiveIndex>
 
     /// Finds the member index of the archive `source` holds, `url` being where it is.
     ///

@@ -43,16 +43,7 @@ extension BlobContentIdentity {
 
 extension GzipIndex {
     /// What `lookUp(forFileAtPath:indexPath:)` found.
-    public enum LookUp: Sendable {
-        /// An index that matches the file (its identity, or for a foreign index the user
-        /// named, its compressed size).
-        case matching(GzipIndex)
-        /// No sidecar beside the file (and none named).
-        case absent
-        /// A sidecar found beside the file that cannot be used on it: stale (the file
-        /// changed), corrupt, or foreign. It is never used; build a new one.
-        case unusable(reason: String)
-    }
+    public typealias LookUp = IndexLookUp<GzipIndex>
 
     /// Where an implicit index lives: beside the file, `FILE.gz.gzidx`.
     public static func sidecarPath(forFileAtPath path: String) -> String { IndexCache.Kind.gzip.sidecar(of: path) }
