@@ -185,7 +185,10 @@ struct S3StoreTests {
         }
         #expect(error?.code == .ioFailed)
         #expect(error?.description.contains("127.0.0.1:\(port)") == true)
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Bounded by the attempts: a refused connection fails at once, and even an attempt
+        // that waits out its 10 s connect timeout (a busy machine) leaves 3 × 10 s, far under
+        // what an unbounded retry or the 60 s idle timeout would take.
+        #expect(ContinuousClock.now - started < .seconds(35))
     }
 
     @Test("a source that changes during the upload: an error, and the upload aborted")
