@@ -31,18 +31,18 @@ public enum ArchiveListing {
         switch index {
         case .none: break
         case .automatic:
-            let indexPath = ArchiveIndex.defaultPath(forArchiveAt: path)
+            let indexPath = ArchiveIndex.sidecar(of: path)
             if FileManager.default.fileExists(atPath: indexPath), let found = try? ArchiveIndex.read(from: indexPath),
-                (try? found.check(againstArchiveAt: path)) != nil
+                (try? found.check(againstFileAtPath: path)) != nil
             {
                 return found.entries
             }
         case .index(let given):
-            try given.check(againstArchiveAt: path)
+            try given.check(againstFileAtPath: path)
             return given.entries
         case .file(let indexPath):
             let named = try ArchiveIndex.read(from: indexPath)
-            try named.check(againstArchiveAt: path)
+            try named.check(againstFileAtPath: path)
             return named.entries
         }
         return try entries(of: ArchiveFileSource(path: path), name: path)

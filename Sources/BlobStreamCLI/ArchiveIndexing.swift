@@ -22,12 +22,12 @@ package func writeArchiveIndex(
 ) throws -> String {
     let path = try indexedFilePath(argument)
     let destination = try OutputFile(
-        output ?? ArchiveIndex.defaultPath(forArchiveAt: path), role: "the archive index", inputs: [path])
+        output ?? ArchiveIndex.sidecar(of: path), role: "the archive index", inputs: [path])
     let index = try ArchiveIndex.build(archiveAt: path, gzipSpacing: spacing)
     var sidecar: (file: OutputFile, index: GzipIndex)?
     if output == nil, let gzipIndex = index.gzipIndex {
         let file = try OutputFile(
-            GzipIndex.sidecarPath(forFileAtPath: path), role: "the gzip index", inputs: [path, destination.path])
+            GzipIndex.sidecar(of: path), role: "the gzip index", inputs: [path, destination.path])
         sidecar = (file, gzipIndex)
     }
     let encoded = index.encoded()
@@ -91,9 +91,7 @@ package func indexedEntries(url: String, registry: DataSourceRegistry) -> [Archi
         return index.entries
     }
     guard BlobURL.scheme(of: url)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: url),
-        FileManager.default.fileExists(atPath: ArchiveIndex.defaultPath(forArchiveAt: path)),
-        let index = try? ArchiveIndex.read(from: ArchiveIndex.defaultPath(forArchiveAt: path)),
-        (try? index.check(againstArchiveAt: path)) != nil
+        case .matching(let index)? = try? ArchiveIndex.lookUp(forFileAtPath: path)
     else { return nil }
     return index.entries
 }

@@ -21,7 +21,7 @@ package func writeGzipIndex(of argument: String, to output: String?, spacing: In
 {
     let path = try indexedFilePath(argument)
     let destination = try OutputFile(
-        output ?? GzipIndex.sidecarPath(forFileAtPath: path), role: "the gzip index",
+        output ?? GzipIndex.sidecar(of: path), role: "the gzip index",
         inputs: [path] + (foreign.map { [$0] } ?? []))
     let index =
         try foreign.map { try GzipIndex.adopt(GzipIndex.read(fromPath: $0), forFileAtPath: path, name: $0) }

@@ -30,7 +30,7 @@ extension BlobSources {
                         switch Result(catching: { try GzipIndex.lookUp(forFileAtPath: path) }) {
                         case .success(.matching(let found)) where found.hasChunkCRC32s: index = found
                         case .success(.matching):
-                            unused = "\(GzipIndex.sidecarPath(forFileAtPath: path)) has no chunk CRC-32s"
+                            unused = "\(GzipIndex.sidecar(of: path)) has no chunk CRC-32s"
                         case .success(.unusable(let reason)): unused = reason
                         case .success(.absent): break
                         case .failure(let error): unused = String(describing: error)

@@ -98,7 +98,7 @@ enum RemoteArchiveIndexing {
             destination = try cache.keep(
                 encoded, forSourceAt: url, serverOrigin: serverOrigin, identity: index.identity, kind: .archive)
         } else {
-            destination = output ?? ArchiveIndex.sidecarURL(forArchiveAt: url)
+            destination = output ?? ArchiveIndex.sidecar(of: url)
             try await RemoteGzipIndexing.store(
                 encoded, at: destination, for: url, named: output != nil, role: "the archive index", s3: s3)
         }
@@ -106,7 +106,7 @@ enum RemoteArchiveIndexing {
         // Beside the archive, a tar.gz's seek points go to KEY.gzidx too (gzip: sources use them).
         if output == nil, let gzipIndex = index.gzipIndex {
             let bytes = gzipIndex.serialized()
-            var sidecar = GzipIndex.sidecarURL(forSourceAt: url)
+            var sidecar = GzipIndex.sidecar(of: url)
             if let cache {
                 sidecar = try cache.keep(
                     bytes, forSourceAt: url, serverOrigin: serverOrigin, identity: index.identity, kind: .gzip)

@@ -64,7 +64,7 @@ enum RemoteGzipIndexing {
                 bytes, forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: .gzip)
             return "\(path)\t\(summary)"
         }
-        let destination = output ?? GzipIndex.sidecarURL(forSourceAt: url)
+        let destination = output ?? GzipIndex.sidecar(of: url)
         try await store(bytes, at: destination, for: url, named: output != nil, role: "the gzip index", s3: s3)
         return "\(destination)\t\(summary)"
     }

@@ -53,7 +53,7 @@ struct ArchiveIndexTests {
         let path = try Self.copy(try #require(fixtures.archives[label]), as: "a." + label, in: dir)
         let index = try ArchiveIndex.build(archiveAt: path)
         #expect(index.format == (label.hasSuffix("zip") ? .zip : .tar))
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        try index.write(to: ArchiveIndex.sidecar(of: path))
         let names = Self.members(index)
         #expect(names.count == fixtures.files.count, "\(label): \(names)")
         for name in names {
@@ -116,7 +116,7 @@ struct ArchiveIndexTests {
             #expect(result.error?.message.contains(archive) == true, "\(String(describing: result.error))")
             #expect(why.isEmpty || result.error?.message.contains(why) == true, "\(String(describing: result.error))")
             let index = try ArchiveIndex.read(from: indexPath)
-            #expect(throws: BlobStreamError.self) { try index.check(againstArchiveAt: archive) }
+            #expect(throws: BlobStreamError.self) { try index.check(againstFileAtPath: archive) }
             #expect(throws: BlobStreamError.self) {
                 try ArchiveListing.entries(ofArchiveAt: archive, index: .index(index))
             }
@@ -247,7 +247,7 @@ struct ArchiveIndexTests {
         let path = dir + "/a.tar"
         try run("tar", ["--format=gnu", "-cf", path, "-C", dir + "/tree", "first.txt", "big.bin", "last.txt"])
         let index = try ArchiveIndex.build(archiveAt: path)
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        try index.write(to: ArchiveIndex.sidecar(of: path))
         let member = try #require(index.member(named: Array("big.bin".utf8)))
         // A byte of the member outside every sampled block.
         let sampled = BlobContentIdentity.sampleRanges(forSize: index.identity.size)
@@ -256,7 +256,7 @@ struct ArchiveIndexTests {
                 !sampled.contains { $0.contains(p) }
             })
         try Self.patch(path, at: Int(position), with: [~big[Int(position - member.dataOffset)]])
-        #expect(throws: Never.self) { try index.check(againstArchiveAt: path) }
+        #expect(throws: Never.self) { try index.check(againstFileAtPath: path) }
         for (how, option) in [("beside", ArchiveIndexOption.automatic), ("given", .index(index))] {
             for size in [65_536, 1_000_003] {
                 let result = drain(ArchiveMemberDataSource(archive: path, member: "big.bin", index: option), size: size)
@@ -291,7 +291,7 @@ extension ArchiveIndexTests {
                 "empty.txt",
             ])
         let index = try ArchiveIndex.build(archiveAt: path)
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        try index.write(to: ArchiveIndex.sidecar(of: path))
         let member = try #require(index.member(named: Array("big.bin".utf8)))
         #expect(member.compressionMethod == 0 && member.compressedSize == 3_000_000 && member.crc32 != nil)
         let good = drain(ArchiveMemberDataSource(archive: path, member: "big.bin"))

@@ -90,7 +90,7 @@ struct LyingIndexTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (path, honest, plain) = try Self.prepare(label, in: dir)
         let stored = honest.members[try Self.position(honest, "sub/big.bin")].compressionMethod == 0
-        let beside = ArchiveIndex.defaultPath(forArchiveAt: path)
+        let beside = ArchiveIndex.sidecar(of: path)
         for (lie, index, victims) in try Self.lies(honest, plain: plain, stored: stored) {
             // Still a well-formed index: its CRC-32s match, it decodes.
             let file = dir + "/lie.blobidx"

@@ -17,7 +17,7 @@ struct TarGzipIndexFileTests {
         let path = dir + "/a.tar.gz"
         try TarGzipIndexTests.gzip(try #require(fixtures.archives["gnu.tar"]), to: path, multi: false)
         let built = try ArchiveIndex.build(archiveAt: path, gzipSpacing: TarGzipIndexTests.spacing, engine: .zlib)
-        let indexPath = ArchiveIndex.defaultPath(forArchiveAt: path)
+        let indexPath = ArchiveIndex.sidecar(of: path)
         try built.write(to: indexPath)
         let loaded = try ArchiveIndex.read(from: indexPath)
         #expect(loaded == built)

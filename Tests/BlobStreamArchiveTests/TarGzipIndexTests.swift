@@ -52,8 +52,8 @@ struct TarGzipIndexTests {
         #expect(gzipIndex.points.count > 8, "\(label): \(gzipIndex.points.count) seek points")
         #expect(gzipIndex.points.filter { $0.window == nil }.count == (multi ? 2 : 1), "\(label)")
         #expect(try ArchiveIndex(decoding: index.encoded(), name: "memory") == index, "\(label)")
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
-        #expect(try ArchiveIndex.read(from: ArchiveIndex.defaultPath(forArchiveAt: path)) == index)
+        try index.write(to: ArchiveIndex.sidecar(of: path))
+        #expect(try ArchiveIndex.read(from: ArchiveIndex.sidecar(of: path)) == index)
         let names = ArchiveIndexTests.members(index)
         #expect(names.count == fixtures.files.count, "\(label): \(names)")
         var spanning = 0
@@ -103,7 +103,7 @@ struct TarGzipIndexTests {
         let path = dir + "/a.tar.gz"
         try run("tar", ["--format=gnu", "-czf", path, "-C", dir + "/tree", "first.txt", "big.bin", "last.txt"])
         let index = try ArchiveIndex.build(archiveAt: path, gzipSpacing: 64 * 1024)
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        try index.write(to: ArchiveIndex.sidecar(of: path))
         return (path, index, big)
     }
 
@@ -130,7 +130,7 @@ struct TarGzipIndexTests {
         byte = [UInt8](try handle.read(upToCount: 1) ?? Data())
         try handle.close()
         try ArchiveIndexTests.patch(path, at: Int(position), with: [~byte[0]])
-        #expect(throws: Never.self) { try index.check(againstArchiveAt: path) }
+        #expect(throws: Never.self) { try index.check(againstFileAtPath: path) }
 
         for (how, option) in [("beside", ArchiveIndexOption.automatic), ("given", .index(index))] {
             for size in [65_536, 1_000_003] {
@@ -161,7 +161,7 @@ struct TarGzipIndexTests {
         let dir = try makeTemporaryDirectory("tgz-index-stale")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (path, index, _) = try Self.damageable(in: dir)
-        let indexPath = ArchiveIndex.defaultPath(forArchiveAt: path)
+        let indexPath = ArchiveIndex.sidecar(of: path)
         // Touched: same bytes, another time.
         try run("touch", ["-d", "@1800000000", path])
         // Replaced: another tar.gz at the same path.
@@ -174,13 +174,13 @@ struct TarGzipIndexTests {
             #expect(named.error?.message.contains(archive) == true, "\(String(describing: named.error))")
             let given = drain(ArchiveMemberDataSource(archive: archive, member: "first.txt", index: .index(index)))
             #expect(given.last == -1 && given.error?.code == .changed, "\(String(describing: given.error))")
-            #expect(throws: BlobStreamError.self) { try index.check(againstArchiveAt: archive) }
+            #expect(throws: BlobStreamError.self) { try index.check(againstFileAtPath: archive) }
         }
         // Beside the touched archive: ignored, the member found by reading the archive.
         let beside = drain(ArchiveMemberDataSource(archive: path, member: "first.txt"))
         #expect(beside.last == 0 && beside.data == Data("first\n".utf8), "\(String(describing: beside.error))")
         // The replaced archive, with the old index moved beside it: ignored too.
-        try FileManager.default.copyItem(atPath: indexPath, toPath: ArchiveIndex.defaultPath(forArchiveAt: other))
+        try FileManager.default.copyItem(atPath: indexPath, toPath: ArchiveIndex.sidecar(of: other))
         let moved = drain(ArchiveMemberDataSource(archive: other, member: "first.txt"))
         #expect(moved.last == 0 && moved.data == Data("other first\n".utf8), "\(String(describing: moved.error))")
         #expect(try ArchiveListing.entries(ofArchiveAt: other).map(\.path) == ["first.txt"])

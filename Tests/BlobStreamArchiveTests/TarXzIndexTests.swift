@@ -40,8 +40,8 @@ struct TarXzIndexTests {
         let index = try ArchiveIndex.build(archiveAt: path)
         #expect(index.format == .tarXz)
         #expect(try ArchiveIndex(decoding: index.encoded(), name: "memory") == index)
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
-        #expect(try ArchiveIndex.read(from: ArchiveIndex.defaultPath(forArchiveAt: path)) == index)
+        try index.write(to: ArchiveIndex.sidecar(of: path))
+        #expect(try ArchiveIndex.read(from: ArchiveIndex.sidecar(of: path)) == index)
         let listed = Dictionary(
             uniqueKeysWithValues: index.members.filter { $0.type == .file }.map {
                 (String(decoding: $0.nameBytes, as: UTF8.self), $0.size)
@@ -80,7 +80,7 @@ struct TarXzIndexTests {
             damaged[candidate] ^= 0x20
             try damaged.write(to: URL(fileURLWithPath: path))
             try run("touch", ["-r", path + ".time", path])
-            if (try? index.check(againstArchiveAt: path)) != nil {
+            if (try? index.check(againstFileAtPath: path)) != nil {
                 flipped = candidate
                 break
             }
@@ -108,7 +108,7 @@ struct TarXzIndexTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (path, files) = try Self.makeArchive(in: dir, multi: true)
         let index = try ArchiveIndex.build(archiveAt: path)
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        try index.write(to: ArchiveIndex.sidecar(of: path))
         try run(
             "sh",
             ["-c", "xz -d -c '\(path)' | xz -T2 --block-size=100KiB -c > '\(path).new' && mv '\(path).new' '\(path)'"])

@@ -19,7 +19,7 @@ struct ZipCentralDirectoryTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = try ZipDeflateIndexTests.makeZip(how, in: dir)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        #expect(!FileManager.default.fileExists(atPath: ArchiveIndex.defaultPath(forArchiveAt: path)))
+        #expect(!FileManager.default.fileExists(atPath: ArchiveIndex.sidecar(of: path)))
         for (name, expected) in ZipDeflateIndexTests.contents() {
             for source in [
                 ArchiveMemberDataSource(archive: path, member: name),

@@ -57,7 +57,7 @@ struct ZipDeflateIndexTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = try Self.makeZip(how, in: dir)
         let index = try ArchiveIndex.build(archiveAt: path)
-        try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: path))
+        try index.write(to: ArchiveIndex.sidecar(of: path))
         for (name, bytes) in Self.contents() {
             let member = try #require(index.member(named: Array(name.utf8)), "\(how) \(name)")
             if how != "bsdtar-stored" && !bytes.isEmpty {

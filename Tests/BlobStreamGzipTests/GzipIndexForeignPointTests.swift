@@ -68,7 +68,7 @@ struct GzipIndexForeignPointTests {
         let adopted = try GzipIndex.adopt(foreign, forFileAtPath: path, name: exported)
         #expect(adopted.hasChunkCRC32s && adopted.identity != nil)
         // Written and read back (the way `index --from … --output` leaves it), then read.
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        let sidecar = GzipIndex.sidecar(of: path)
         try adopted.write(toPath: sidecar)
         guard case .matching(let index) = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("the adopted index written beside the file should be found")

@@ -61,7 +61,7 @@ enum IndexedGzip {
         let folder = try IndexTestFolder()
         let path = try folder.write("m.gz", input.gz)
         let index = try GzipIndex.build(fileAtPath: path, spacing: 512 << 10)
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        let sidecar = GzipIndex.sidecar(of: path)
         try index.write(toPath: sidecar)
         let output = try IndexedGzip.helper(["read", path, sidecar] + ranges.map { "\($0.0):\($0.1)" })
         let theirs = output.split(separator: "\n").map(String.init)
@@ -92,7 +92,7 @@ enum IndexedGzip {
             #expect(sha256(bytes) == sha256(input.plain[offset..<min(input.plain.count, offset + count)]))
         }
         // Not used when found beside the file without being named.
-        try FileManager.default.copyItem(atPath: exported, toPath: GzipIndex.sidecarPath(forFileAtPath: path))
+        try FileManager.default.copyItem(atPath: exported, toPath: GzipIndex.sidecar(of: path))
         guard case .unusable = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("a foreign sidecar must not be used implicitly")
             return
@@ -115,7 +115,7 @@ enum IndexedGzip {
             #expect(sha256(bytes) == sha256(input.plain[offset..<min(input.plain.count, offset + count)]))
         }
         // Written and read back, it is an index of BlobStream's own: found beside the file.
-        try adopted.write(toPath: GzipIndex.sidecarPath(forFileAtPath: path))
+        try adopted.write(toPath: GzipIndex.sidecar(of: path))
         guard case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("an adopted index written beside the file should be found")
             return

@@ -102,7 +102,7 @@ struct Damage: CustomTestStringConvertible, Sendable {
     func damagedSidecarImplicitAndNamed() throws {
         let folder = try IndexTestFolder()
         let path = try folder.write("d.gz", try Gzip.compress(textBytes(300_000, seed: 8)))
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        let sidecar = GzipIndex.sidecar(of: path)
         try Data("GZIDX garbage".utf8).write(to: URL(fileURLWithPath: sidecar))
         guard case .unusable(let reason) = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("a damaged sidecar must not be used")

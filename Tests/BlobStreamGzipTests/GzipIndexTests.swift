@@ -117,7 +117,7 @@ func readIndexed(
         let folder = try IndexTestFolder()
         let path = try folder.write("m.gz", input.gz)
         let built = try GzipIndex.build(fileAtPath: path, spacing: 256 << 10)
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        let sidecar = GzipIndex.sidecar(of: path)
         try built.write(toPath: sidecar)
         let index = try GzipIndex.read(fromPath: sidecar)
         #expect(index == built)
@@ -210,7 +210,7 @@ func readIndexed(
         let folder = try IndexTestFolder()
         let path = try folder.write("m.gz", input.gz)
         let index = try GzipIndex.build(fileAtPath: path, spacing: 1 << 20)
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        let sidecar = GzipIndex.sidecar(of: path)
         try index.write(toPath: sidecar)
         let other = try folder.write("other.gz", try Gzip.compress(textBytes(100_000, seed: 9)))
         #expect {
@@ -237,7 +237,7 @@ func readIndexed(
         let first = try Gzip.compress(textBytes(1 << 20, seed: 4))
         let path = try folder.write("f.gz", first)
         try GzipIndex.build(fileAtPath: path, spacing: 1 << 18).write(
-            toPath: GzipIndex.sidecarPath(forFileAtPath: path))
+            toPath: GzipIndex.sidecar(of: path))
         guard case .matching = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("a fresh sidecar should match")
             return
@@ -258,7 +258,7 @@ func readIndexed(
         var foreign = rebuilt
         foreign.identity = nil
         for i in foreign.points.indices { foreign.points[i].chunkCRC32 = nil }
-        try foreign.write(toPath: GzipIndex.sidecarPath(forFileAtPath: path))
+        try foreign.write(toPath: GzipIndex.sidecar(of: path))
         guard case .unusable(let reason) = try GzipIndex.lookUp(forFileAtPath: path) else {
             Issue.record("a foreign sidecar must not be used implicitly")
             return
@@ -266,7 +266,7 @@ func readIndexed(
         #expect(reason.contains("foreign"))
         guard
             case .matching = try GzipIndex.lookUp(
-                forFileAtPath: path, indexPath: GzipIndex.sidecarPath(forFileAtPath: path))
+                forFileAtPath: path, indexPath: GzipIndex.sidecar(of: path))
         else {
             Issue.record("a foreign index the user names is used")
             return

@@ -42,7 +42,7 @@ struct GzipSidecarUseTests {
         #expect(plainDecoding == GzipDecoding(usesIndex: false, threads: 1))
 
         try GzipIndex.build(fileAtPath: path, spacing: 512 * 1024).write(
-            toPath: GzipIndex.sidecarPath(forFileAtPath: path))
+            toPath: GzipIndex.sidecar(of: path))
         let (with, decoding) = try Self.read("gzip:" + url, Self.registry())
         #expect(sha256(with) == sha256(multi.plain))
         #expect(decoding == GzipDecoding(usesIndex: true, threads: GzipDataSource.defaultParallelism))
@@ -58,7 +58,7 @@ struct GzipSidecarUseTests {
         let folder = try IndexTestFolder()
         let first = try Gzip.compress(textBytes(2_000_000, seed: 31))
         let path = try folder.write("s.gz", first)
-        let sidecar = GzipIndex.sidecarPath(forFileAtPath: path)
+        let sidecar = GzipIndex.sidecar(of: path)
         let index = try GzipIndex.build(fileAtPath: path, spacing: 256 * 1024)
         try index.write(toPath: sidecar)
 

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// ```swift
 /// let index = try ArchiveIndex.build(archiveAt: "/data/photos.tar")
-/// try index.write(to: ArchiveIndex.defaultPath(forArchiveAt: "/data/photos.tar"))
+/// try index.write(to: ArchiveIndex.sidecar(of: "/data/photos.tar"))
 /// // later, in any process: found beside the archive and used when it matches
 /// let member = ArchiveMemberDataSource(archive: "/data/photos.tar", member: "DCIM/IMG_0001.JPG")
 /// ```
@@ -41,7 +41,7 @@ import Foundation
 ///   counts and lengths are checked against the bytes there before anything is allocated.
 ///
 /// ## The file
-/// `ARCHIVE.blobidx` beside the archive (`defaultPath(forArchiveAt:)`): a versioned binary
+/// `ARCHIVE.blobidx` beside the archive (`sidecar(of:)`): a versioned binary
 /// format of this library (see `encoded()`). A tar.gz's index file is whole on its own: it
 /// embeds the gzip seek-point index (in its GZIDX form) after the members. The library keeps indexes in memory and writes
 /// a file only when asked (`write(to:)`, `blobstream index`).
@@ -156,8 +156,6 @@ public struct ArchiveIndex: Sendable, Equatable {
     /// The entries, as `ArchiveListing.entries(ofArchiveAt:)` lists them.
     public var entries: [ArchiveEntry] { members.map(\.entry) }
 
-    /// Where an index of the archive at `path` lives by default: `path + ".blobidx"`.
-    public static func defaultPath(forArchiveAt path: String) -> String { IndexCache.Kind.archive.sidecar(of: path) }
 
     /// The first member whose normalized name (no leading `./`, no trailing `/`) is
     /// `nameBytes` normalized.
@@ -253,21 +251,6 @@ public struct ArchiveIndex: Sendable, Equatable {
         reader.open()
         if let error = upstream.error { throw error }
         return try body(ArchiveOffsetReader(reader: reader, length: upstream.length ?? 0, name: path), upstream)
-    }
-
-    /// Checks that this index describes the archive at `path` as it is now.
-    ///
-    /// - Throws: `BlobStreamError` `.changed` naming the archive and what differs (size,
-    ///   modification time, sampled bytes); the file's own errors.
-    public func check(againstArchiveAt path: String) throws {
-        let mismatch = try Self.withArchive(at: path) { archive, upstream in
-            try archive.mismatch(with: identity, modified: upstream.modified)
-        }
-        if let mismatch {
-            throw BlobStreamError(
-                .changed,
-                "the index does not match archive '\(path)': \(mismatch); build a new one (blobstream index \(path))")
-        }
     }
 
     /// Writes `encoded()` to `path` (replacing a regular file there, atomically).

@@ -44,7 +44,7 @@ extension ArchiveMemberDataSource {
 
     /// Lets the source use an index of the archive at `url` on a store or a web server (its
     /// upstream, a `BlobRangeReading` source), as `option` says: with `.automatic`, the
-    /// index object beside it (`ArchiveIndex.sidecarURL(forArchiveAt:)`, one small request
+    /// index object beside it (`ArchiveIndex.sidecar(of:)`, one small request
     /// through a source `makeSource` makes) when it matches the archive's size and strong
     /// ETag (with `cache`, a copy kept there is used with no request, and the one found
     /// beside the archive is kept). An index named (`.index`, `.file`) that was made for such an object is checked
@@ -81,12 +81,12 @@ extension ArchiveMemberDataSource {
         guard case .automatic = indexOption, archivePath == nil, let indexObjects, indexObjects.cache == nil,
             upstream is any BlobRangeReading, BlobURL.scheme(of: indexObjects.url)?.lowercased() == "s3"
         else { return }
-        let url = ArchiveIndex.sidecarURL(forArchiveAt: indexObjects.url)
+        let url = ArchiveIndex.sidecar(of: indexObjects.url)
         // One that cannot be made is made again at the search, which keeps its error.
         guard let made = try? indexObjects.makeSource(url) else { return }
         // Its head and member table in the first answer, no more of it held; a tar.gz
         // index's gzip record, at its end, asked for beside that answer.
-        (made as? any BlobRangeReading)?.expectRead(0..<Int64(ArchiveIndex.sourcePrefixLength))
+        (made as? any BlobRangeReading)?.expectRead(0..<Int64(ArchiveIndex.leadingReadLength))
         (made as? any BlobRangeReading)?.expectEnd(SourceIndexBytes.tailLength)
         made.open()
         earlyIndexSource = (url, made)
@@ -115,39 +115,14 @@ extension ArchiveMemberDataSource {
                     return try indexObjects.makeSource(url)
                 }
                 defer { waiting?.source.close() }
-                switch Result(catching: {
+                return use {
+                    () throws(BlobStreamError) in
                     try ArchiveIndex.lookUp(
                         for: object, at: indexObjects.url, cache: indexObjects.cache, makeSource: makeSource)
-                }) {
-                case .success(.matching(let index)): return index
-                case .success(.absent): return nil
-                case .success(.unusable(let reason)):
-                    unusedIndex = reason
-                    return nil
-                case .failure(let error):
-                    unusedIndex = String(describing: error)
-                    return nil
                 }
             }
             guard let archivePath, LibArchiveInput.canSeek(upstream) else { return nil }
-            let path = ArchiveIndex.defaultPath(forArchiveAt: archivePath)
-            guard FileManager.default.fileExists(atPath: path) else { return nil }
-            let index: ArchiveIndex
-            do {
-                index = try ArchiveIndex.read(from: path)
-            } catch {
-                unusedIndex = "\(path): \(error)"
-                return nil
-            }
-            do {
-                if let mismatch = try indexMismatch(index) {
-                    unusedIndex = "\(path) does not match the archive: \(mismatch)"
-                    return nil
-                }
-                return index
-            } catch {
-                return nil // unreadable here: the search without it reports what is wrong
-            }
+            return use { () throws(BlobStreamError) in try ArchiveIndex.lookUp(forFileAtPath: archivePath) }
         case .index(let index):
             try requireMatch(index, "the index given")
             return index
@@ -161,6 +136,21 @@ extension ArchiveMemberDataSource {
             }
             try requireMatch(index, "index '\(path)'")
             return index
+        }
+    }
+
+    /// The index a lookup found when it matches; else nil, and why an index found was not
+    /// used kept for the note (`unusedIndex`).
+    private func use(_ lookUp: () throws(BlobStreamError) -> ArchiveIndex.LookUp) -> ArchiveIndex? {
+        switch Result(catching: lookUp) {
+        case .success(.matching(let index)): return index
+        case .success(.absent): return nil
+        case .success(.unusable(let reason)):
+            unusedIndex = reason
+            return nil
+        case .failure(let error):
+            unusedIndex = error.message
+            return nil
         }
     }
 

@@ -42,12 +42,6 @@ extension BlobContentIdentity {
 }
 
 extension GzipIndex {
-    /// What `lookUp(forFileAtPath:indexPath:)` found.
-    public typealias LookUp = IndexLookUp<GzipIndex>
-
-    /// Where an implicit index lives: beside the file, `FILE.gz.gzidx`.
-    public static func sidecarPath(forFileAtPath path: String) -> String { IndexCache.Kind.gzip.sidecar(of: path) }
-
     /// Reads an index file (GZIDX, with or without BlobStream's record).
     ///
     /// The point table and the record are read now; the windows (32 KiB each, most of the
@@ -71,80 +65,6 @@ extension GzipIndex {
         let written = bytes.withUnsafeBytes { AtomicFileWrite.write($0, to: path) }
         if case .failure(let failure) = written {
             throw failure.error("a temporary file beside '\(path)'", context: "cannot write the gzip index")
-        }
-    }
-
-    /// Checks that this index describes the file at `path` as it is now.
-    ///
-    /// - Parameters:
-    ///   - path: the gzip file.
-    ///   - indexName: how the message names the index (its path).
-    /// - Throws: `.changed` naming both when the identity differs (size, modification time
-    ///   or a sample of the bytes); for a foreign index (no identity), when the compressed
-    ///   size differs.
-    public func check(againstFileAtPath path: String, indexName: String) throws(BlobStreamError) {
-        let now = try BlobContentIdentity(ofFileAtPath: path)
-        let refusal = { (why: String) in
-            BlobStreamError(
-                .changed,
-                "the gzip index \(indexName) does not match \(path): \(why); build a new one (blobstream index \(path))"
-            )
-        }
-        guard let identity else {
-            guard compressedSize == now.size else {
-                throw refusal("it indexes \(compressedSize) compressed bytes, the file has \(now.size)")
-            }
-            return
-        }
-        if identity.size != now.size {
-            throw refusal("it was made for a file of \(identity.size) bytes, the file has \(now.size)")
-        }
-        if identity.modified != now.modified {
-            throw refusal("the file was modified after the index was made")
-        }
-        if identity.sampleCRC32s != now.sampleCRC32s {
-            let i =
-                zip(identity.sampleCRC32s, now.sampleCRC32s).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-                ?? 0
-            let range = BlobContentIdentity.sampleRanges(forSize: now.size)[min(i, BlobContentIdentity.sampleCount - 1)]
-            throw refusal("the bytes \(range.lowerBound)..<\(range.upperBound) differ")
-        }
-        if compressedSize != now.size {
-            throw refusal("it indexes \(compressedSize) compressed bytes, the file has \(now.size)")
-        }
-    }
-
-    /// Finds the index to use for the gzip file at `path`.
-    ///
-    /// - With `indexPath` (the user named an index): it is read and checked, and any
-    ///   problem is thrown (`.corrupt` for a bad file, `.changed` naming both when it does
-    ///   not match); a foreign GZIDX is accepted when its compressed size matches.
-    /// - Without: `FILE.gz.gzidx` beside the file is used only when it carries BlobStream's
-    ///   identity and that matches, and the file is a regular file (a FIFO is never opened
-    ///   to be checked); otherwise the answer is `.unusable` (rebuild) or `.absent`.
-    public static func lookUp(forFileAtPath path: String, indexPath: String? = nil) throws(BlobStreamError)
-        -> LookUp
-    {
-        if let indexPath {
-            let index = try read(fromPath: indexPath)
-            try index.check(againstFileAtPath: path, indexName: indexPath)
-            return .matching(index)
-        }
-        let sidecar = sidecarPath(forFileAtPath: path)
-        guard FileManager.default.fileExists(atPath: sidecar) else { return .absent }
-        // Only a regular file is sampled: opening a FIFO to check it would wait for a writer.
-        guard case .success(let status) = FileStatus.at(path), status.isRegular else {
-            return .unusable(reason: "\(path) is not a regular file: its sidecar \(sidecar) is not used")
-        }
-        do {
-            let index = try read(fromPath: sidecar)
-            guard index.identity != nil else {
-                return .unusable(reason: "\(sidecar) is a foreign GZIDX index (no identity record); name it to use it")
-            }
-            try index.check(againstFileAtPath: path, indexName: sidecar)
-            return .matching(index)
-        } catch {
-            return .unusable(reason: error.message)
         }
     }
 

@@ -6,8 +6,8 @@ import Foundation
 /// and archive member indexes), keyed by the object's URL and identity (size and strong
 /// ETag), bounded in size and pruned oldest first.
 ///
-/// Nothing is kept unless asked: a lookup given a cache (`GzipIndex.lookUp(for:at:indexURL:cache:makeSource:)`,
-/// `ArchiveIndex.lookUp(for:at:indexURL:cache:makeSource:)`) reads a cached index before
+/// Nothing is kept unless asked: a lookup given a cache
+/// (`LocatableIndex.lookUp(for:at:indexURL:cache:makeSource:)`, for every kind) reads a cached index before
 /// asking the store for the one beside the object, and keeps a copy of that one when it
 /// matches; `blobstream index --index-cache` writes into it instead of beside the object. An
 /// index read from the cache is checked against the object like any other: one made for
@@ -28,6 +28,14 @@ public struct IndexCache: Sendable, Equatable {
         /// The index of this kind beside a source: the source's path or URL followed by
         /// `.gzidx` or `.blobidx`, the one naming rule of every sidecar (local or remote).
         public func sidecar(of pathOrURL: String) -> String { pathOrURL + "." + rawValue }
+
+        /// How messages name an index of this kind: `gzip index`, `archive index`.
+        public var noun: String {
+            switch self {
+            case .gzip: "gzip index"
+            case .archive: "archive index"
+            }
+        }
     }
 
     /// The folder the index files are in (made when the first one is kept).

@@ -1,0 +1,142 @@
+import BlobStream
+import BlobStreamSystem
+import Foundation
+
+/// An index format that the one index locator finds and checks for a source: a gzip index
+/// (`GzipIndex`) or an archive's member index (`ArchiveIndex`).
+///
+/// Every kind is found the same way (`lookUp(for:at:indexURL:cache:makeSource:)` for a source
+/// read by range, `lookUp(forFileAtPath:indexPath:)` for a file): the index the user named,
+/// then a copy kept in the `IndexCache`, then the sidecar beside the source
+/// (`sidecar(of:)`), then none. Every kind is checked against the source's identity by one
+/// rule (`check(against:sourceName:indexName:)`), and every error is a `BlobStreamError`.
+public protocol LocatableIndex: Sendable {
+    /// Its kind: the extension of its sidecar (`.gzidx`, `.blobidx`) and of its cache entries.
+    static var kind: IndexCache.Kind { get }
+    /// How many leading bytes of an index object its first request brings (its header and
+    /// its table, so that a read through it starts with one request).
+    static var leadingReadLength: Int { get }
+    /// The identity of the source it was made for (size, modification time and sampled
+    /// CRC-32s for a file; size and strong ETag for an object); nil for a foreign index
+    /// (indexed_gzip's GZIDX), which is used only when named.
+    var madeFor: BlobContentIdentity? { get }
+    /// The source's size as the index itself records it, checked too when known (a gzip
+    /// index's compressed size).
+    var indexedSourceSize: Int64? { get }
+    /// Reads the index file at `path`.
+    static func read(indexFileAt path: String) throws(BlobStreamError) -> Self
+    /// Reads an index by range from `source` (open), which it takes over.
+    init(readingFrom source: any BlobRangeReading, name: String) throws(BlobStreamError)
+}
+
+/// Reads an index from a file the cache opened (regular, not followed through a link),
+/// for the kinds this package defines.
+package protocol KeptIndexFileReading {
+    static func read(keptFile: PositionalFile, path: String) throws(BlobStreamError) -> Self
+}
+
+extension LocatableIndex {
+    /// Where an implicit index of the source at `pathOrURL` lives: beside it, its path or URL
+    /// followed by the kind's extension (`photos.tar.gz.blobidx`; for an object on a store,
+    /// the object `KEY.gzidx` in the same bucket). The one naming rule of every sidecar.
+    public static func sidecar(of pathOrURL: String) -> String { kind.sidecar(of: pathOrURL) }
+
+    /// What differs between the source this index was made for and the source whose
+    /// identity is `now`; nil when nothing does.
+    public func mismatch(with now: BlobContentIdentity) -> String? {
+        if let indexed = indexedSourceSize, indexed != now.size {
+            return "it indexes \(indexed) compressed bytes, the source has \(now.size)"
+        }
+        guard let made = madeFor else { return nil } // a foreign index: its size is all it says
+        if made.size != now.size {
+            return "it was made for \(made.size) bytes, the source has \(now.size)"
+        }
+        switch (made.entityTag, now.entityTag) {
+        case (nil, nil):
+            if made.modified != now.modified { return "the file was modified after the index was made" }
+            if made.sampleCRC32s != now.sampleCRC32s {
+                let i =
+                    zip(made.sampleCRC32s, now.sampleCRC32s).enumerated().first { $0.element.0 != $0.element.1 }?
+                    .offset ?? 0
+                let ranges = BlobContentIdentity.sampleRanges(forSize: now.size)
+                let range = ranges[min(i, ranges.count - 1)]
+                return "the bytes \(range.lowerBound)..<\(range.upperBound) differ (sampled bytes)"
+            }
+            return nil
+        case (nil, let tag?):
+            return "it was made for a file, not for an object with an ETag (\(tag))"
+        case (let tag?, nil):
+            return "it was made for an object with ETag \(tag); the source has no strong ETag"
+        case (let made?, let now?):
+            return made == now ? nil : "it was made for ETag \(made), the object's is \(now)"
+        }
+    }
+
+    /// Checks that this index describes the source whose identity is `now` (what the source
+    /// answers: a file's size, time and samples; an object's size and strong ETag).
+    ///
+    /// - Throws: `.changed` naming both and what differs; `.unsupported` when the source
+    ///   cannot say what it holds (`now` is nil: no strong ETag).
+    public func check(against now: BlobContentIdentity?, sourceName: String, indexName: String)
+        throws(BlobStreamError)
+    {
+        guard let now else {
+            throw BlobStreamError(
+                .unsupported,
+                "\(sourceName) has no strong ETag, so no index can be checked against it (another request could read another version)"
+            )
+        }
+        if let why = mismatch(with: now) {
+            throw BlobStreamError(
+                .changed,
+                "the \(Self.kind.noun) \(indexName) does not match \(sourceName): \(why); build a new one (blobstream index \(sourceName))"
+            )
+        }
+    }
+
+    /// Checks that this index describes the file at `path` as it is now (its size,
+    /// modification time and sampled bytes).
+    ///
+    /// - Throws: `.changed` naming both and what differs; the file's own errors.
+    public func check(againstFileAtPath path: String, indexName: String? = nil) throws(BlobStreamError) {
+        try check(
+            against: try BlobContentIdentity(ofFileAtPath: path), sourceName: path,
+            indexName: indexName ?? Self.sidecar(of: path))
+    }
+
+    /// The index at `url`: a file (a path or `file:` URL) read from the file, anything else
+    /// through a source `makeSource` makes, read by range.
+    package static func read(named url: String, makeSource: (String) throws -> any BlobDataSource) throws(BlobStreamError)
+        -> Self
+    {
+        let scheme = BlobURL.scheme(of: url)?.lowercased()
+        if scheme == nil || scheme == "file" {
+            var path = url
+            if scheme != nil {
+                do {
+                    path = try BlobURL.path(ofFileURL: url)
+                } catch {
+                    throw BlobStreamError(.malformedURL, "\(kind.noun) \(url): \(error)", cause: error)
+                }
+            }
+            return try read(indexFileAt: path)
+        }
+        let made: any BlobDataSource
+        do {
+            made = try makeSource(url)
+        } catch {
+            throw BlobStreamError(
+                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(kind.noun) \(url): \(error)", cause: error)
+        }
+        guard let object = made as? any BlobRangeReading else {
+            made.close()
+            throw BlobStreamError(.unsupported, "\(kind.noun) \(url): its source cannot be read by range")
+        }
+        // Its head and table in the first answer, no more of it held; its record, at its
+        // end, asked for beside that answer.
+        object.expectRead(0..<Int64(leadingReadLength))
+        object.expectEnd(SourceIndexBytes.tailLength)
+        object.open()
+        return try Self(readingFrom: object, name: url)
+    }
+}
