@@ -3,14 +3,14 @@
 /// ("slicing-by-8": eight tables of 256 entries, one lookup per byte, no dependency between
 /// the lookups of one step).
 /// (Registers of 32 and 64 bits: one step consumes the whole register.)
-struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Sendable {
+package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Sendable {
     /// The reflected polynomial.
-    let polynomial: Value
+    @usableFromInline let polynomial: Value
     /// Eight tables of 256 entries, one after another: entry `k * 256 + b` is the CRC
     /// register after byte `b` followed by `k` zero bytes.
-    let tables: [Value]
+    @usableFromInline let tables: [Value]
 
-    init(polynomial: Value) {
+    package init(polynomial: Value) {
         self.polynomial = polynomial
         var tables = [Value](repeating: 0, count: 8 * 256)
         for byte in 0..<256 {
@@ -28,7 +28,7 @@ struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Send
     }
 
     /// The CRC of `bytes` continued from `crc` (0 to start).
-    func update(_ crc: Value, _ bytes: UnsafeRawBufferPointer) -> Value {
+    @inlinable package func update(_ crc: Value, _ bytes: UnsafeRawBufferPointer) -> Value {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
         return tables.withUnsafeBufferPointer { table in
             var register = ~crc
@@ -59,13 +59,13 @@ struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Send
 
     /// The CRC of A followed by B, from A's, B's and B's length (zlib's `crc32_combine`
     /// method: A's CRC times x^(8 × length of B), modulo the polynomial, plus B's).
-    func combine(_ a: Value, _ b: Value, _ lengthB: Int) -> Value {
+    @inlinable package func combine(_ a: Value, _ b: Value, _ lengthB: Int) -> Value {
         guard lengthB > 0 else { return a }
         return multiply(power(ofXTo: UInt64(lengthB) * 8), a) ^ b
     }
 
     /// `a × b` modulo the polynomial, in the reflected bit order (the highest bit is x^0).
-    private func multiply(_ a: Value, _ b: Value) -> Value {
+    @usableFromInline func multiply(_ a: Value, _ b: Value) -> Value {
         var a = a
         var b = b
         var product: Value = 0
@@ -78,7 +78,7 @@ struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Send
     }
 
     /// x^exponent modulo the polynomial, by squaring.
-    private func power(ofXTo exponent: UInt64) -> Value {
+    @usableFromInline func power(ofXTo exponent: UInt64) -> Value {
         var result: Value = 1 << (Value.bitWidth - 1) // x^0
         var square: Value = 1 << (Value.bitWidth - 2) // x^1
         var exponent = exponent
@@ -88,5 +88,32 @@ struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Send
             exponent >>= 1
         }
         return result
+    }
+}
+
+/// A named CRC (`CRC32`, `CRC32C`, `CRC64NVME`): its calls, over the one engine its type
+/// holds. They are inlinable, so every caller runs the loop specialized for the register's
+/// width, whichever module it is in.
+package protocol ReflectedCRCFunction {
+    /// The register: `UInt32` or `UInt64`.
+    associatedtype Value: FixedWidthInteger & UnsignedInteger & Sendable
+    /// The tables of the polynomial.
+    static var engine: ReflectedCRC<Value> { get }
+}
+
+extension ReflectedCRCFunction {
+    /// The CRC of `bytes` continued from `crc` (0 to start).
+    @inlinable package static func update(_ crc: Value, _ bytes: UnsafeRawBufferPointer) -> Value {
+        engine.update(crc, bytes)
+    }
+
+    /// The CRC of `bytes` continued from `crc` (0 to start).
+    @inlinable package static func update(_ crc: Value, _ bytes: [UInt8]) -> Value {
+        bytes.withUnsafeBytes { update(crc, $0) }
+    }
+
+    /// The CRC of A followed by B, from A's, B's and B's length.
+    @inlinable package static func combine(_ a: Value, _ b: Value, _ lengthB: Int) -> Value {
+        engine.combine(a, b, lengthB)
     }
 }

@@ -226,17 +226,11 @@ final class RangeStream: @unchecked Sendable {
 
     /// The body came too slowly: the answer fails with `stall` and the request ends.
     private func stalled(_ stall: RangeStalled) {
-        let (task, waiting) = condition.withLock { () -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
-            guard failure == nil, !ended else { return (nil, nil) }
+        end(when: {
+            guard failure == nil, !ended else { return false }
             failure = .transport(stall, status: head.map { Int($0.status.code) }, received: received)
-            chunks.removeAll()
-            buffered = 0
-            condition.broadcast()
-            defer { demand = nil }
-            return (self.task, demand)
-        }
-        waiting?.succeed()
-        task?.cancel()
+            return true
+        })
     }
 
     /// True when a `take` would return at once (bytes are held, or the answer is over).
@@ -244,11 +238,21 @@ final class RangeStream: @unchecked Sendable {
 
     /// Ends the request (if it still runs); a waiting `take` returns `.cancelled`.
     func cancel() {
-        let (task, waiting) = condition.withLock { () -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
+        end(when: {
             if failure == nil, !ended { failure = .cancelled }
             rateWatch?.stop()
             clock.ended()
             onOpen = nil
+            return true
+        })
+    }
+
+    /// Ends the answer when `decide` (run under the lock) says so: the bytes held are
+    /// dropped, a waiting `take` wakes to the failure set, the body's demand is released and
+    /// the request cancelled.
+    private func end(when decide: () -> Bool) {
+        let (task, waiting) = condition.withLock { () -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
+            guard decide() else { return (nil, nil) }
             chunks.removeAll()
             buffered = 0
             condition.broadcast()
