@@ -32,7 +32,9 @@ extension ArchiveIndex: LocatableIndex, KeptIndexFileReading {
     }
 
     package static func read(keptFile: PositionalFile, path: String) throws(BlobStreamError) -> ArchiveIndex {
-        try typed(path) { try ArchiveIndex(decodingFile: ArchiveIndexFileBytes(file: keptFile, path: path), name: path) }
+        try typed(path) {
+            try ArchiveIndex(decodingFile: ArchiveIndexFileBytes(file: keptFile, path: path), name: path)
+        }
     }
 
     /// Reads the index an object holds by range: its header and member table (one request,

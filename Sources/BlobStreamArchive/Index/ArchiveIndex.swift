@@ -156,7 +156,6 @@ public struct ArchiveIndex: Sendable, Equatable {
     /// The entries, as `ArchiveListing.entries(ofArchiveAt:)` lists them.
     public var entries: [ArchiveEntry] { members.map(\.entry) }
 
-
     /// The first member whose normalized name (no leading `./`, no trailing `/`) is
     /// `nameBytes` normalized.
     public func member(named nameBytes: [UInt8]) -> Member? {

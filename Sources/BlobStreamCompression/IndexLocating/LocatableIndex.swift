@@ -106,9 +106,9 @@ extension LocatableIndex {
 
     /// The index at `url`: a file (a path or `file:` URL) read from the file, anything else
     /// through a source `makeSource` makes, read by range.
-    package static func read(named url: String, makeSource: (String) throws -> any BlobDataSource) throws(BlobStreamError)
-        -> Self
-    {
+    package static func read(
+        named url: String, makeSource: (String) throws -> any BlobDataSource
+    ) throws(BlobStreamError) -> Self {
         let scheme = BlobURL.scheme(of: url)?.lowercased()
         if scheme == nil || scheme == "file" {
             var path = url
