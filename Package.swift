@@ -229,7 +229,7 @@ let package = Package(
             name: "BlobStreamArchiveTests",
             dependencies: [
                 "BlobStream", "BlobStreamArchive", "BlobStreamCompression", "BlobStreamGzip", "BlobStreamFiles",
-                "BlobStreamTestSupport",
+                "BlobStreamSources", "BlobStreamTestSupport",
                 "SharedTestHelpers", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -66,9 +66,8 @@ public enum ArchiveSources {
             do {
                 option = .index(try ArchiveIndex.read(named: namedIndex) { try indexObjects.makeSource(url: $0) })
             } catch {
-                let own = error as? BlobStreamError
                 throw BlobStreamError(
-                    own?.code ?? .sourceFailed, "\(inner): cannot use the index named (\(namedIndex)): \(error)",
+                    error.code, "\(inner): cannot use the index named (\(namedIndex)): \(error)",
                     cause: error)
             }
         }

@@ -10,6 +10,47 @@ protocol TarDecompressor: AnyObject {
 }
 
 extension GzipIndexStreamingBuilder: TarDecompressor {}
+
+/// A plain tar's bytes as they come, for the walk a compressed tar's go through: nothing to
+/// decompress, counted on the way.
+final class PassingTarBytes: TarDecompressor {
+    private let upstream: BlobUpstreamReader
+    private let name: String
+    private var opened = false
+    /// The bytes passed so far.
+    private(set) var count: Int64 = 0
+
+    init(source: any BlobDataSource, name: String) {
+        upstream = BlobUpstreamReader(source)
+        self.name = name
+    }
+
+    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) throws(BlobStreamError) -> Int {
+        if !opened {
+            opened = true
+            do {
+                try upstream.waitForOpen()
+            } catch {
+                throw BlobStreamError(
+                    (error as? BlobStreamError)?.code ?? .sourceFailed, "\(name): failed to open: \(error)",
+                    cause: error)
+            }
+        }
+        switch upstream.read(into: buffer, maxLength: capacity, waiting: true) {
+        case .bytes(let n):
+            count += Int64(n)
+            return n
+        case .end: return 0
+        case .starved: throw BlobStreamError(.sourceFailed, "\(name): the source had no bytes for a waiting read")
+        case .failed(let error):
+            throw BlobStreamError(
+                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(name): \(error) (at offset \(count))",
+                cause: error)
+        }
+    }
+
+    func close() { upstream.close() }
+}
 extension XzSequentialDecoder: TarDecompressor {}
 
 /// The bytes of a compressed tar as one pass decompresses them (a tar.gz's building the gzip
@@ -161,20 +202,86 @@ extension ArchiveIndex {
     static func buildTarGzip(
         source: any BlobDataSource, name: String, identity: BlobContentIdentity, spacing: Int, engine: InflateEngine
     ) throws(BlobStreamError) -> ArchiveIndex {
-        let builder = try GzipIndexStreamingBuilder(source: source, spacing: spacing, name: name, engine: engine)
-        defer { builder.close() }
-        var members = try walkMembers(InflatedTarInput(producer: builder), path: name, layer: "gzip")
-        guard var gzipIndex = builder.finish() else {
-            throw BlobStreamError(.sourceFailed, "archive '\(name)': the gzip stream did not reach its end")
-        }
-        guard gzipIndex.compressedSize == identity.size else {
+        var index = try buildTarGzip(streamedFrom: source, name: name, spacing: spacing, engine: engine)
+        guard index.gzipIndex?.compressedSize == identity.size else {
             throw BlobStreamError(.changed, "archive '\(name)': the archive changed while it was indexed")
         }
-        gzipIndex.identity = identity
+        index.bind(to: identity)
+        return index
+    }
+
+    /// Indexes the tar.gz `source` streams (new, not opened; read once, in order, never
+    /// seeked: a pipe will do). The index's identity is a placeholder of the compressed size:
+    /// `bind(to:)` gives it the archive's once it is known.
+    package static func buildTarGzip(
+        streamedFrom source: any BlobDataSource, name: String, spacing: Int, engine: InflateEngine
+    ) throws(BlobStreamError) -> ArchiveIndex {
+        switch try buildGzip(streamedFrom: source, name: name, spacing: spacing, engine: engine, tarOnly: true) {
+        case .archive(let index): return index
+        case .gzip: throw BlobStreamError(.unsupported, "archive '\(name)': its gzip stream holds no tar")
+        }
+    }
+
+    /// What a gzip stream gave: a member index (it holds a tar), or its seek points alone.
+    package enum GzipStreamIndex {
+        case archive(ArchiveIndex)
+        case gzip(GzipIndex)
+    }
+
+    /// Indexes the gzip stream `source` streams, in one pass: its seek points, and when its
+    /// first 512 inflated bytes are a ustar header, the member index of the tar it holds.
+    /// With `tarOnly`, anything but a tar is refused as `buildTarGzip` refuses it.
+    package static func buildGzip(
+        streamedFrom source: any BlobDataSource, name: String, spacing: Int, engine: InflateEngine,
+        tarOnly: Bool = false
+    ) throws(BlobStreamError) -> GzipStreamIndex {
+        let builder = try GzipIndexStreamingBuilder(source: source, spacing: spacing, name: name, engine: engine)
+        defer { builder.close() }
+        let input = InflatedTarInput(producer: builder)
+        let isTar =
+            (try? input.bytes(at: 0, count: 512, what: "the first header"))
+            .map { $0[257..<262].elementsEqual("ustar".utf8) } ?? false
+        if !isTar && !tarOnly {
+            do {
+                try input.drain()
+            } catch {
+                throw BlobStreamError(error.code, "\(name): \(error.message)", cause: error.cause)
+            }
+            guard let gzipIndex = builder.finish() else {
+                throw BlobStreamError(.sourceFailed, "\(name): the gzip stream did not reach its end")
+            }
+            return .gzip(gzipIndex)
+        }
+        var members = try walkMembers(input, path: name, layer: "gzip")
+        guard let gzipIndex = builder.finish() else {
+            throw BlobStreamError(.sourceFailed, "archive '\(name)': the gzip stream did not reach its end")
+        }
         for i in members.indices {
             members[i].seekPoint = gzipIndex.pointIndex(atOrBefore: members[i].dataOffset).map(Int64.init)
         }
-        return ArchiveIndex(format: .tarGzip, identity: identity, members: members, gzipIndex: gzipIndex)
+        let placeholder = BlobContentIdentity(
+            size: gzipIndex.compressedSize, modified: .init(seconds: 0, nanoseconds: 0), sampleCRC32s: [])
+        return .archive(ArchiveIndex(format: .tarGzip, identity: placeholder, members: members, gzipIndex: gzipIndex))
+    }
+
+    /// Indexes the plain tar `source` streams (new, not opened; read once, in order: a pipe
+    /// will do), each member's CRC-32 computed on the way. Its identity is a placeholder of
+    /// the size: `bind(to:)` gives it the archive's once it is known.
+    package static func buildTar(streamedFrom source: any BlobDataSource, name: String) throws(BlobStreamError)
+        -> ArchiveIndex
+    {
+        let passing = PassingTarBytes(source: source, name: name)
+        defer { passing.close() }
+        let members = try walkMembers(InflatedTarInput(producer: passing), path: name, layer: "tar")
+        let placeholder = BlobContentIdentity(
+            size: passing.count, modified: .init(seconds: 0, nanoseconds: 0), sampleCRC32s: [])
+        return ArchiveIndex(format: .tar, identity: placeholder, members: members)
+    }
+
+    /// Gives the index (and a tar.gz's gzip index) the identity of the archive it describes.
+    package mutating func bind(to identity: BlobContentIdentity) {
+        self.identity = identity
+        gzipIndex?.identity = identity
     }
 
     /// Walks the tar headers in the decompressed bytes of `input`, each member's CRC-32

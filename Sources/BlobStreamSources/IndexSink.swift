@@ -1,0 +1,285 @@
+import BlobStream
+import BlobStreamArchive
+import BlobStreamCompression
+import BlobStreamFiles
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Builds the index that a stream of bytes calls for while the bytes pass by on their way
+/// elsewhere (an upload from a pipe): the same builders `blobstream index` runs, fed the
+/// bytes in order instead of pulling them from a source.
+///
+/// The format is told from the first bytes, never from a name: gzip's magic (a member index
+/// with its gzip seek points when the gzip stream holds a tar, else the gzip seek points
+/// alone), or a ustar header at offset 257 (a plain tar). Other bytes get no index, and
+/// `finish(identity:)` says why (a zip's member index comes from its central directory, at
+/// its end; index it once it is stored).
+///
+/// The builder runs on a thread of its own, fed through a socket pair of about 1 MiB:
+/// `consume(_:)` waits while the builder is that far behind, so the memory held is that
+/// buffer and the index in progress (a gzip index's windows: about 8 MiB per GiB at the
+/// default spacing). A builder that fails stops taking bytes; `consume(_:)` goes on (the
+/// bytes' own journey is not the index's business) and `finish(identity:)` throws its error.
+///
+/// ```swift
+/// let sink = IndexSink(name: "s3://photos/photos.tar.gz")
+/// for part in parts { part.withUnsafeBytes { sink.consume($0) } }
+/// let built = try sink.finish(identity: stored)  // the object's size and ETag
+/// ```
+///
+/// Feed it from one thread at a time, in order. `cancel()` may come from any thread.
+public final class IndexSink: @unchecked Sendable {
+    /// What the bytes gave.
+    public enum Built: Sendable {
+        /// A member index: a tar, or a tar.gz with its gzip seek points inside
+        /// (`ArchiveIndex.gzipIndex`).
+        case archive(ArchiveIndex)
+        /// The seek points of a gzip stream that holds no tar.
+        case gzip(GzipIndex)
+        /// No index: the bytes are not a format a builder takes from a stream, and why.
+        case none(reason: String)
+    }
+
+    /// How many leading bytes are held to tell the format (fewer when the stream is shorter).
+    static let sniffLength = 64 << 10
+
+    private let name: String
+    private let spacing: Int
+    private let engine: InflateEngine
+    private let lock = NSLock()
+    /// The bytes held until the format is told.
+    private var prefix: [UInt8] = []
+    private var started = false
+    /// The socket the bytes go into (-1: none, or closed).
+    private var feed: Int32 = -1
+    private var fed: Int64 = 0
+    private var result: Result<Built, BlobStreamError>?
+    private let done = DispatchSemaphore(value: 0)
+    private var running = false
+    private var ended = false
+
+    /// A sink for the bytes of `name` (how errors name them).
+    ///
+    /// - Parameters:
+    ///   - spacing: the least uncompressed distance between gzip seek points.
+    ///   - engine: the inflater of a gzip layer (ISA-L when it loads, by default).
+    public init(name: String, spacing: Int = GzipIndex.defaultSpacing, engine: InflateEngine = .automatic) {
+        self.name = name
+        self.spacing = spacing
+        self.engine = engine
+    }
+
+    deinit { cancel() }
+
+    /// The next bytes, in order. Waits while the builder is about 1 MiB behind.
+    public func consume(_ bytes: UnsafeRawBufferPointer) {
+        lock.lock()
+        guard !ended else {
+            lock.unlock()
+            return
+        }
+        fed += Int64(bytes.count)
+        if !started {
+            prefix.append(contentsOf: bytes)
+            let enough = prefix.count >= Self.sniffLength
+            lock.unlock()
+            if enough { start() }
+            return
+        }
+        let socket = feed
+        lock.unlock()
+        if socket >= 0 { send(bytes, to: socket) }
+    }
+
+    /// Ends the stream and waits for the builder: the index, bound to `identity` (the size and
+    /// strong ETag of the object the bytes became, or a file's identity).
+    ///
+    /// - Throws: the builder's error (`.corrupt`, `.truncated`, naming the stream and the
+    ///   offset); `.changed` when `identity` is not of the bytes fed (another size);
+    ///   `.closed` after `cancel()`.
+    public func finish(identity: BlobContentIdentity) throws(BlobStreamError) -> Built {
+        lock.lock()
+        let needsStart = !started && !ended
+        lock.unlock()
+        if needsStart { start() }
+        let outcome = endAndWait()
+        let total = lock.withLock { fed }
+        switch try outcome.get() {
+        case .none(let reason): return .none(reason: reason)
+        case .archive(var index):
+            try check(index.identity.size, total, identity)
+            index.bind(to: identity)
+            return .archive(index)
+        case .gzip(var index):
+            try check(index.compressedSize, total, identity)
+            index.identity = identity
+            return .gzip(index)
+        }
+    }
+
+    /// Stops the builder; what it built is dropped. Safe from any thread, and more than once.
+    public func cancel() {
+        lock.lock()
+        let wasRunning = running && result == nil
+        if !ended {
+            ended = true
+            closeFeed()
+        }
+        lock.unlock()
+        if wasRunning {
+            done.wait()
+            done.signal()
+        }
+    }
+
+    private func check(_ indexed: Int64, _ total: Int64, _ identity: BlobContentIdentity) throws(BlobStreamError) {
+        guard indexed == total, total == identity.size else {
+            throw BlobStreamError(
+                .changed,
+                "\(name): the index was built from \(total) bytes (it describes \(indexed)), the object has \(identity.size)"
+            )
+        }
+    }
+
+    /// Tells the format from the bytes held, starts its builder and hands it those bytes.
+    private func start() {
+        lock.lock()
+        guard !started, !ended else {
+            lock.unlock()
+            return
+        }
+        started = true
+        let held = prefix
+        prefix = []
+        lock.unlock()
+        let chosen: Builder
+        switch builder(for: held) {
+        case .failure(let reason):
+            lock.withLock { result = .success(.none(reason: reason.message)) }
+            return
+        case .success(let builder): chosen = builder
+        }
+        guard let (ours, theirs) = Self.socketPair() else {
+            lock.withLock {
+                result = .failure(BlobStreamError(.ioFailed, "\(name): cannot make a socket pair to feed the index"))
+            }
+            return
+        }
+        let handle = FileHandle(fileDescriptor: theirs, closeOnDealloc: false)
+        // Handed to the builder thread, which alone uses it from then on.
+        nonisolated(unsafe) let source = FileHandleDataSource(fileHandle: handle, closeOnClose: true)
+        lock.withLock {
+            feed = ours
+            running = true
+        }
+        let thread = Thread { [self] in
+            let built = run(chosen, over: source)
+            source.close()
+            lock.withLock {
+                result = built
+                closeFeed() // a builder that stopped early takes no more bytes
+            }
+            done.signal()
+        }
+        thread.name = "blobstream index sink"
+        thread.start()
+        held.withUnsafeBytes { send($0, to: ours) }
+    }
+
+    /// The builders a stream can be fed to.
+    private enum Builder {
+        case gzip, tar
+    }
+
+    /// The builder the format of `bytes` takes, or why none does.
+    private func builder(for bytes: [UInt8]) -> Result<Builder, BlobStreamError> {
+        if bytes.starts(with: [0x1F, 0x8B]) {
+            return .success(.gzip)
+        }
+        if bytes.count >= 262, bytes[257..<262].elementsEqual("ustar".utf8) { return .success(.tar) }
+        let why: String
+        if bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) || bytes.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+            why = "a zip's member index is built from its central directory, at its end: index it once it is stored"
+        } else if bytes.starts(with: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) {
+            why = "xz: a tar.xz's member index is built from a file only"
+        } else {
+            why = "the bytes are neither gzip (no 1f 8b at their start) nor a tar (no ustar header at offset 257)"
+        }
+        return .failure(BlobStreamError(.unsupported, "\(name): no index: \(why)"))
+    }
+
+    /// Runs `builder` over `source` to its end.
+    private func run(_ builder: Builder, over source: any BlobDataSource) -> Result<Built, BlobStreamError> {
+        do {
+            switch builder {
+            case .gzip:
+                switch try ArchiveIndex.buildGzip(streamedFrom: source, name: name, spacing: spacing, engine: engine) {
+                case .archive(let index): return .success(.archive(index))
+                case .gzip(let index): return .success(.gzip(index))
+                }
+            case .tar:
+                return .success(.archive(try ArchiveIndex.buildTar(streamedFrom: source, name: name)))
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Closes the socket the bytes go into (lock held): the builder sees the end.
+    private func closeFeed() {
+        guard feed >= 0 else { return }
+        _ = shutdown(feed, Int32(SHUT_WR))
+        _ = close(feed)
+        feed = -1
+    }
+
+    /// Ends the feed and waits for the builder's answer.
+    private func endAndWait() -> Result<Built, BlobStreamError> {
+        lock.lock()
+        if ended, result == nil, !running {
+            lock.unlock()
+            return .failure(BlobStreamError(.closed, "\(name): the index was cancelled"))
+        }
+        closeFeed()
+        let wait = running && result == nil
+        lock.unlock()
+        if wait {
+            done.wait()
+            done.signal()
+        }
+        return lock.withLock {
+            ended = true
+            return result ?? .failure(BlobStreamError(.closed, "\(name): the index was cancelled"))
+        }
+    }
+
+    /// Writes all of `bytes` to `socket`; a builder gone (the peer closed) ends it quietly.
+    private func send(_ bytes: UnsafeRawBufferPointer, to socket: Int32) {
+        guard var next = bytes.baseAddress else { return }
+        var left = bytes.count
+        while left > 0 {
+            let n = Glibc.send(socket, next, left, Int32(MSG_NOSIGNAL))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return // EPIPE, ECONNRESET, EBADF after a cancel: the builder takes no more
+            }
+            next += n
+            left -= n
+        }
+    }
+
+    /// A connected pair of local stream sockets (close-on-exec), their buffers 1 MiB.
+    private static func socketPair() -> (Int32, Int32)? {
+        var fds: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            return nil
+        }
+        var size: Int32 = 1 << 20
+        _ = setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        return (fds[0], fds[1])
+    }
+}
