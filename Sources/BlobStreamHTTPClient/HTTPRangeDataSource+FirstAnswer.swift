@@ -37,8 +37,7 @@ extension HTTPRangeDataSource {
         case .held(let block):
             // A whole object, nothing at the end, or the first block a hedge brought.
             current = block
-            lastBlockEnd = block?.end
-            readsAheadOfFirstBlock = block != nil
+            plan.heldFirstBlock(endingAt: block?.end)
         case .streamed:
             guard let stream else { return BlobStreamError(.closed, "\(name): closed while opening") }
             // From here its body must come at the minimum rate (time the reader holds it back aside).
@@ -62,7 +61,7 @@ extension HTTPRangeDataSource {
             streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
             return nil
         }
-        let count = Int(min(Int64(firstBlockSize ?? options.blockSize), last + 1 - openStream.offset))
+        let count = Int(min(Int64(plan.firstBlock), last + 1 - openStream.offset))
         // The reader moved away before its first read (an index's seek point, a member):
         // the first block is not waited for; the read asks for the block where it is.
         if position < openStream.offset || position >= openStream.offset + Int64(count) {
@@ -72,7 +71,7 @@ extension HTTPRangeDataSource {
         }
         // Nothing past the block is read from the connection: the request ends after it.
         openStream.takeOnly(count)
-        let bytes = PinnedBytes(capacity: count, from: blockMemory)
+        let bytes = PinnedBytes(capacity: count, from: sender.memory)
         var filled = 0
         let range = openStream.offset...openStream.offset + Int64(count) - 1
         while filled < count {
@@ -92,12 +91,12 @@ extension HTTPRangeDataSource {
                 return error
             }
             // The first block is asked again by itself (If-Match), as any later block is.
-            guard let reason, let wait = budget.wait(after: 1, reason: reason) else { return cut }
+            guard let reason, let wait = sender.budget.wait(after: 1, reason: reason) else { return cut }
             openStream.cancel()
             shared.lock.withLock { shared.stream = nil }
-            if let stopped = pause(for: wait) { return stopped }
+            if let stopped = sender.pause(for: wait) { return stopped }
             firstBlockAttempts = 2
-            lastBlockEnd = range.lowerBound // asked again whole: the next block, not a jump
+            plan.lastBlockEnd = range.lowerBound // asked again whole: the next block, not a jump
             return nil
         }
         // The other blocks come with If-Match: this answer's request ends here.
@@ -105,12 +104,8 @@ extension HTTPRangeDataSource {
         shared.lock.withLock { shared.stream = nil }
         bytes.setCount(count)
         current = RangeBlock(start: openStream.offset, bytes: bytes)
-        lastBlockEnd = openStream.offset + Int64(count)
-        // A small first block (random access expected): a read that goes on ramps up from it.
-        if let firstBlockSize, firstBlockSize < options.blockSize { rampSize = firstBlockSize * 2 }
-        // The blocks after it are asked for at the first read of this block: a caller that
-        // only wanted the object's identity, or seeks elsewhere, starts no GET for nothing.
-        readsAheadOfFirstBlock = true
+        // A small first block ramps up; the blocks after it are asked for at its first read.
+        plan.tookFirstBlock(endingAt: openStream.offset + Int64(count))
         return nil
     }
 

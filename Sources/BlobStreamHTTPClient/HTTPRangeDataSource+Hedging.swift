@@ -49,7 +49,7 @@ extension HTTPRangeDataSource {
             let quiet = racers.map { $0.clock.silence ?? .zero }.min() ?? .zero
             if hedged < hedging.maxHedges, quiet >= delay, !shared.lock.withLock({ shared.isStopped }) {
                 let hedge = RangeFetch(range: fetch.range)
-                start(hedge, object: object)
+                sender.start(hedge, object: object)
                 hedge.observe(signal)
                 racers.append(hedge)
                 all.append(hedge)
@@ -73,7 +73,7 @@ extension HTTPRangeDataSource {
             forget(ahead)
             let fresh = RangeFetch(range: ahead.range)
             aheads[index] = fresh
-            start(fresh, object: object)
+            sender.start(fresh, object: object)
         }
     }
 

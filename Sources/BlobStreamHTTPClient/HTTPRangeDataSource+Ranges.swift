@@ -36,7 +36,7 @@ extension HTTPRangeDataSource {
         guard object.etag != nil else {
             throw judge.needsSecondRequest(at: ranges.first?.lowerBound ?? 0, of: object)
         }
-        isDownload = false
+        plan.noDownload()
         if let outside = ranges.first(where: { $0.lowerBound < 0 || $0.upperBound > object.length }) {
             throw BlobStreamError(
                 .invalidOffset,
@@ -66,7 +66,7 @@ extension HTTPRangeDataSource {
             let fetches = merged[window..<min(window + options.parallelism, merged.count)].map {
                 RangeFetch(range: $0.lowerBound...$0.upperBound - 1)
             }
-            for fetch in fetches { start(fetch, object: object) }
+            for fetch in fetches { sender.start(fetch, object: object) }
             for (index, fetch) in fetches.enumerated() {
                 switch completed(fetch, of: object) {
                 case .success(let block): fetched.append(block)
@@ -151,8 +151,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
     /// a read that goes on from the start ramps up to `options.blockSize` as after a jump.
     public func expectRandomAccess() {
         guard !opened else { return }
-        firstBlockSize = min(64 << 10, options.blockSize)
-        isDownload = false
+        plan.expectRandomAccess()
     }
 
     /// Asks for `range` now, as one GET (at most `blockSize` of it), unless the block in
@@ -167,8 +166,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
     public func expectRead(_ range: Range<Int64>) {
         if !opened {
             guard !closed, range.lowerBound == position, range.upperBound > range.lowerBound else { return }
-            firstBlockSize = Int(min(range.upperBound - range.lowerBound, Int64(options.blockSize)))
-            isDownload = false
+            plan.expectFirstBlock(of: range.upperBound - range.lowerBound)
             return
         }
         guard state.error == nil, !closed, let object = try? judgedObject(before: "planning a read"),
@@ -180,13 +178,13 @@ extension HTTPRangeDataSource: BlobRangeReading {
         // The block in hand, or the first answer's block not taken yet, brings these bytes:
         // a short range then asks for nothing ahead of that block (`plannedEnd`).
         if let current, current.start <= from, to <= current.end {
-            if range.upperBound <= to { plannedEnd = to }
+            if range.upperBound <= to { plan.plannedEnd = to }
             return
         }
         if openStream, let first = shared.lock.withLock({ shared.stream?.offset }), first <= from,
-            to <= first + Int64(firstBlockSize ?? options.blockSize)
+            to <= first + Int64(plan.firstBlock)
         {
-            if range.upperBound <= to { plannedEnd = to }
+            if range.upperBound <= to { plan.plannedEnd = to }
             return
         }
         if let count = endCount, endFetch != nil || endBlock != nil, from >= max(0, object.length - Int64(count)) {
@@ -197,16 +195,12 @@ extension HTTPRangeDataSource: BlobRangeReading {
             ahead.cancel()
             forget(ahead)
         }
-        isDownload = false
         let fetch = RangeFetch(range: from...to - 1)
         aheads = [fetch]
-        start(fetch, object: object)
+        sender.start(fetch, object: object)
         // Past the planned bytes: a long range reads on at full speed; a short one stops
         // there (no block ahead) and, if a read goes on, starts small again.
-        let isLong = range.upperBound > to
-        plannedEnd = isLong ? nil : to
-        rampSize = isLong ? nil : jumpBlockSize
-        lastBlockEnd = from
+        plan.planned(from: from, to: to, isLong: range.upperBound > to)
     }
 
     /// Asks for the object's last `count` bytes beside the first GET, at `open()` (with
@@ -218,22 +212,14 @@ extension HTTPRangeDataSource: BlobRangeReading {
     public func expectEnd(_ count: Int) {
         guard !opened, count > 0 else { return }
         endCount = count
-        isDownload = false
+        plan.noDownload()
     }
 
     /// Sends the GET of the object's last `endCount` bytes (without `If-Match`: the ETag
     /// is not known yet).
-    func startEndFetch(client: HTTPClient) {
-        guard let count = endCount, case .success(let request) = requests.makeSuffix(url: url, count: Int64(count))
-        else { return }
-        let fetch = RangeFetch(range: 0...Int64(count) - 1)
-        let stopped = shared.lock.withLock {
-            shared.fetches[ObjectIdentifier(fetch)] = fetch
-            return shared.isStopped
-        }
-        if stopped { return fetch.cancel() }
-        endFetch = fetch
-        fetch.start(request, client: client, deadline: nil, on: blockLoop, minimumRate: options.minimumRate)
+    func startEndFetch() {
+        guard let count = endCount else { return }
+        endFetch = sender.startSuffix(count: count)
     }
 
     /// The block of the object's end asked for at open, when `range` lies in it: its answer
