@@ -17,7 +17,7 @@ extension HTTPRangeDataSource {
         settle: @escaping @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>, RangeFetch) -> Void
     ) {
         guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = sender.blockLoop else { return }
-        let (shared, requests, judge, memory) = (self.shared, sender.requests, self.judge, sender.memory)
+        let (shared, requests, judge, memory) = (self.shared, sender.requests, answers.judge, sender.memory)
         let minimumRate = sender.minimumRate
         let delay = TimeAmount(hedging.firstDelay)
         let range = offset...offset + Int64(held) - 1

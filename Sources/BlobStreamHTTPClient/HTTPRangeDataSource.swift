@@ -74,33 +74,17 @@ public final class HTTPRangeDataSource: BlobDataSource {
     public let options: HTTPRangeOptions
 
     let name: String
-    let judge: RangeJudgement
     let shared: Shared
     /// The client, its event loops, the retry budget and the blocks' memory.
     let sender: RangeSender
     /// What is asked for next: block sizes, read-ahead, the planned end.
     var plan: RangePlan
-    /// The attempts already made of the block at the offset of the first answer, when its
-    /// body was cut before the first block was whole (that block is then asked again).
-    var firstBlockAttempts = 1
+    /// The blocks: the one in hand, those read ahead, the object's end asked for at open.
+    var pipeline: BlockPipeline
+    /// The first answer and the object it pins, which every answer is judged against.
+    var answers: AnswerState
     var position: Int64 = 0
     var opened = false, closed = false
-    /// True from `open()` until the first answer is judged and taken.
-    var openStream = false
-    /// The first answer read as it arrives (no strong ETag): every byte comes from it.
-    var streamed: Streamed?
-    var object: RemoteObject?
-    var current: RangeBlock?
-    /// The GETs of the blocks after the current one, in order, contiguous.
-    var aheads: [RangeFetch] = []
-    /// How many of the object's last bytes `expectEnd(_:)` asked for beside the first GET;
-    /// that GET while in flight; the block it brought, once judged against the first answer.
-    var endCount: Int?
-    var endFetch: RangeFetch?
-    var endBlock: RangeBlock?
-    /// The longest each of the last ranges went silent (time to first byte, or a pause in
-    /// its body), in nanoseconds (for `HTTPHedging`).
-    var recentSilences: [Int64] = []
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
     /// client that cannot be configured (an unreadable CA bundle) fails the open.
@@ -114,10 +98,12 @@ public final class HTTPRangeDataSource: BlobDataSource {
         self.url = url
         self.options = options
         self.name = name ?? BlobURL.redactingPasswords(url.absoluteString)
-        self.judge = RangeJudgement(url: self.name, connection: options.connection)
+        let judge = RangeJudgement(url: self.name, connection: options.connection)
         self.shared = Shared()
         self.sender = RangeSender(url: url, options: options, name: self.name, shared: shared)
         self.plan = RangePlan(options: options)
+        self.pipeline = BlockPipeline(sender: sender, judge: judge, hedging: options.hedging)
+        self.answers = AnswerState(judge: judge)
     }
 
     deinit {
@@ -156,7 +142,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
             return
         }
         guard let client = sender.client else { return }
-        openStream = true
+        answers.awaitingFirst = true
         let (offset, state, shared) = (position, self.state, self.shared)
         // Once: the first GET's answer, or its hedge's (`HTTPRangeDataSource+FirstHedge`),
         // whichever comes first; the other GET is then cancelled.
@@ -188,12 +174,12 @@ public final class HTTPRangeDataSource: BlobDataSource {
         }
         let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, nil) }
         let first = FirstRequest(
-            client: client, requests: sender.requests, shared: shared, judge: judge, budget: sender.budget,
+            client: client, requests: sender.requests, shared: shared, judge: answers.judge, budget: sender.budget,
             offset: offset, blockSize: options.blockSize, held: plan.firstBlock, maxRedirects: options.maxRedirects,
             announce: announce)
         first.send(to: url)
         hedgeFirstRequest(client: client, offset: offset, held: plan.firstBlock, settle: settle)
-        startEndFetch()
+        pipeline.end.start(sender)
     }
 
     /// Copies bytes of the current block; waits for the next block when this one is used
@@ -203,15 +189,15 @@ public final class HTTPRangeDataSource: BlobDataSource {
         guard opened, !closed, !shared.lock.withLock({ shared.interrupted }) else {
             return fail(BlobStreamError(closed || opened ? .closed : .notOpen, "\(name): the source is not open"))
         }
-        if object == nil, let error = takeOpening() { return fail(error) }
-        guard let object else { return -1 }
+        if answers.object == nil, let error = takeOpening() { return fail(error) }
+        guard let object = answers.object else { return -1 }
         if position >= object.length {
             state.isAtEnd = true
             return 0
         }
-        if streamed != nil { return readStreamed(buffer, maxLength: maxLength, of: object) }
+        if answers.streamed != nil { return readStreamed(buffer, maxLength: maxLength, of: object) }
         let block: RangeBlock
-        switch blockAtPosition(of: object) {
+        switch pipeline.block(at: position, of: object, plan: &plan) {
         case .success(let holding): block = holding
         case .failure(let error): return fail(error)
         }
@@ -233,13 +219,13 @@ public final class HTTPRangeDataSource: BlobDataSource {
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
     ) -> Bool {
         guard state.error == nil, opened, !closed, !shared.lock.withLock({ shared.interrupted }) else { return false }
-        if object == nil, let error = takeOpening() {
+        if answers.object == nil, let error = takeOpening() {
             fail(error)
             return false
         }
-        guard streamed == nil, let object, position < object.length else { return false }
+        guard answers.streamed == nil, let object = answers.object, position < object.length else { return false }
         let block: RangeBlock
-        switch blockAtPosition(of: object) {
+        switch pipeline.block(at: position, of: object, plan: &plan) {
         case .success(let holding): block = holding
         case .failure(let error):
             fail(error)
@@ -251,25 +237,6 @@ public final class HTTPRangeDataSource: BlobDataSource {
         position = block.end
         if position == object.length { state.isAtEnd = true }
         return true
-    }
-
-    /// The block that holds `position`: the current one, else the next one asked for and
-    /// waited for (`nextBlock(at:of:)`); the first read of the first block starts the
-    /// read-ahead after it.
-    private func blockAtPosition(of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
-        if current.map({ !($0.start...$0.end - 1).contains(position) }) ?? true {
-            // The block read before is done with (what `getBuffer` lent it is valid until this
-            // call): its memory goes back before the next block and those read ahead of it
-            // take theirs, so a long read holds `parallelism` blocks, not one more.
-            current = nil
-            switch nextBlock(at: position, of: object) {
-            case .success(let block): current = block
-            case .failure(let error): return .failure(error)
-            }
-        }
-        let block = current!
-        if plan.startsReadAhead(atFirstBlockEndingAt: block.end) { startAhead(after: block.end) }
-        return .success(block)
     }
 
     func forget(_ fetch: RangeFetch) { sender.forget(fetch) }

@@ -115,3 +115,14 @@ struct RangeSender {
         return stopped ? BlobStreamError(.closed, "\(name): closed while a read waited to ask again") : nil
     }
 }
+
+extension RangeSender {
+    /// What `stream.take` gives, or `.wouldDeadlock` when it would wait on an event loop of
+    /// the client.
+    func take(from stream: RangeStream, into buffer: UnsafeMutablePointer<UInt8>?, maxLength: Int)
+        -> Result<RangeStream.Taken, BlobStreamError>
+    {
+        if !stream.isReady, let error = deadlockCheck() { return .failure(error) }
+        return .success(stream.take(buffer, maxLength: maxLength))
+    }
+}
