@@ -45,7 +45,9 @@ struct BlockPipeline {
             }
         }
         let block = current!
-        if plan.startsReadAhead(atFirstBlockEndingAt: block.end) { startAhead(after: block.end, of: object, plan: &plan) }
+        if plan.startsReadAhead(atFirstBlockEndingAt: block.end) {
+            startAhead(after: block.end, of: object, plan: &plan)
+        }
         return .success(block)
     }
 
