@@ -73,6 +73,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// How it reads.
     public let options: HTTPRangeOptions
 
+    // The front: the public API and the wiring. What the reading thread owns (a source is read
+    // from one thread at a time) is in `plan`, `pipeline` and `answers`, each with the logic
+    // over its own state; what the event loops and `interrupt()` share with it is in
+    // `shared`, under its lock.
     let name: String
     let shared: Shared
     /// The client, its event loops, the retry budget and the blocks' memory.
