@@ -11,7 +11,7 @@ extension HTTPRangeDataSource {
         guard key == .blobOffsetLimitKey else { return offsetProperty(forKey: key) }
         return shared.lock.withLock { () -> String? in
             guard case .success(let (object, .streamed))? = shared.opening, object.etag == nil else { return nil }
-            return judge.noStrongETag(object)
+            return answers.judge.noStrongETag(object)
         }
     }
 
@@ -19,26 +19,20 @@ extension HTTPRangeDataSource {
     /// first block of a 206 with a strong ETag (its request then ends), or the 206 to read as
     /// it comes. The error that fails the read, if any.
     func takeOpening() -> BlobStreamError? {
-        guard openStream else { return BlobStreamError(.notOpen, "\(name): the source is not open") }
+        guard answers.awaitingFirst else { return BlobStreamError(.notOpen, "\(name): the source is not open") }
         let onLoop = deadlockCheck()
-        let (waited, opening, stream) = shared.lock.withLock {
-            () -> (Bool, Result<(RemoteObject, FirstAnswer), BlobStreamError>?, RangeStream?) in
-            if shared.opening == nil, !shared.interrupted, onLoop != nil { return (false, nil, nil) }
-            while shared.opening == nil, !shared.interrupted { shared.lock.wait() }
-            return (true, shared.opening, shared.stream)
-        }
+        let (waited, opening, stream) = shared.awaitOpening(onLoop: onLoop != nil)
         if !waited { return onLoop }
         guard case .success(let (object, first))? = opening else {
             return opening?.failureValue ?? BlobStreamError(.closed, "\(name): closed while opening")
         }
-        self.openStream = false
-        self.object = object
+        answers.awaitingFirst = false
+        answers.object = object
         switch first {
         case .held(let block):
             // A whole object, nothing at the end, or the first block a hedge brought.
-            current = block
-            lastBlockEnd = block?.end
-            readsAheadOfFirstBlock = block != nil
+            pipeline.current = block
+            plan.heldFirstBlock(endingAt: block?.end)
         case .streamed:
             guard let stream else { return BlobStreamError(.closed, "\(name): closed while opening") }
             // From here its body must come at the minimum rate (time the reader holds it back aside).
@@ -59,10 +53,10 @@ extension HTTPRangeDataSource {
         guard object.etag != nil else {
             // Read as it arrives: as much held as a block (the first block may have been small).
             openStream.raiseLimit(to: options.blockSize)
-            streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
+            answers.streamed = Streamed(stream: openStream, at: openStream.offset, end: last + 1)
             return nil
         }
-        let count = Int(min(Int64(firstBlockSize ?? options.blockSize), last + 1 - openStream.offset))
+        let count = Int(min(Int64(plan.firstBlock), last + 1 - openStream.offset))
         // The reader moved away before its first read (an index's seek point, a member):
         // the first block is not waited for; the read asks for the block where it is.
         if position < openStream.offset || position >= openStream.offset + Int64(count) {
@@ -72,11 +66,11 @@ extension HTTPRangeDataSource {
         }
         // Nothing past the block is read from the connection: the request ends after it.
         openStream.takeOnly(count)
-        let bytes = PinnedBytes(capacity: count, from: blockMemory)
+        let bytes = PinnedBytes(capacity: count, from: sender.memory)
         var filled = 0
         let range = openStream.offset...openStream.offset + Int64(count) - 1
         while filled < count {
-            let taken = take(from: openStream, into: bytes.start + filled, maxLength: count - filled)
+            let taken = sender.take(from: openStream, into: bytes.start + filled, maxLength: count - filled)
             let cut: BlobStreamError
             let reason: RetryReason?
             switch taken {
@@ -84,81 +78,47 @@ extension HTTPRangeDataSource {
                 filled += n
                 continue
             case .success(.end(let received)):
-                (cut, reason) = (judge.cut(nil, received: received, range: range), .failure)
+                (cut, reason) = (answers.judge.cut(nil, received: received, range: range), .failure)
             case .success(.failed(let failure)):
-                cut = judge.cut(failure, received: 0, range: range)
+                cut = answers.judge.cut(failure, received: 0, range: range)
                 reason = RetryBudget.reason(.failure(failure), judged: cut)
             case .failure(let error):
                 return error
             }
             // The first block is asked again by itself (If-Match), as any later block is.
-            guard let reason, let wait = budget.wait(after: 1, reason: reason) else { return cut }
+            guard let reason, let wait = sender.budget.wait(after: 1, reason: reason) else { return cut }
             openStream.cancel()
             shared.lock.withLock { shared.stream = nil }
-            if let stopped = pause(for: wait) { return stopped }
-            firstBlockAttempts = 2
-            lastBlockEnd = range.lowerBound // asked again whole: the next block, not a jump
+            if let stopped = sender.pause(for: wait) { return stopped }
+            pipeline.firstBlockAttempts = 2
+            plan.lastBlockEnd = range.lowerBound // asked again whole: the next block, not a jump
             return nil
         }
         // The other blocks come with If-Match: this answer's request ends here.
         openStream.cancel()
         shared.lock.withLock { shared.stream = nil }
         bytes.setCount(count)
-        current = RangeBlock(start: openStream.offset, bytes: bytes)
-        lastBlockEnd = openStream.offset + Int64(count)
-        // A small first block (random access expected): a read that goes on ramps up from it.
-        if let firstBlockSize, firstBlockSize < options.blockSize { rampSize = firstBlockSize * 2 }
-        // The blocks after it are asked for at the first read of this block: a caller that
-        // only wanted the object's identity, or seeks elsewhere, starts no GET for nothing.
-        readsAheadOfFirstBlock = true
+        pipeline.current = RangeBlock(start: openStream.offset, bytes: bytes)
+        // A small first block ramps up; the blocks after it are asked for at its first read.
+        plan.tookFirstBlock(endingAt: openStream.offset + Int64(count))
         return nil
     }
 
-    /// What `stream.take` gives, or `.wouldDeadlock` when it would wait on an event loop of
-    /// the client.
-    func take(from stream: RangeStream, into buffer: UnsafeMutablePointer<UInt8>?, maxLength: Int)
-        -> Result<RangeStream.Taken, BlobStreamError>
-    {
-        if !stream.isReady, let error = deadlockCheck() { return .failure(error) }
-        return .success(stream.take(buffer, maxLength: maxLength))
-    }
-
-    /// A read from the first answer, read as it arrives (no strong ETag): the bytes before
-    /// `position` are dropped; an offset behind them, or past the bytes the answer holds,
-    /// would need another request, which fails the read naming the missing validator.
+    /// A read from the first answer, read as it arrives (no strong ETag): `Streamed.read`.
     func readStreamed(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int, of object: RemoteObject) -> Int {
-        guard var s = streamed else { return -1 }
-        defer { streamed = s }
-        guard position >= s.at, position < s.end else {
-            return fail(judge.needsSecondRequest(at: position, of: object))
+        guard answers.streamed != nil else { return -1 }
+        let (sender, judge) = (self.sender, answers.judge)
+        let read = answers.streamed!.read(buffer, maxLength: maxLength, position: &position, of: object, judge: judge) {
+            sender.take(from: $0, into: $1, maxLength: $2)
         }
-        while true {
-            let drop = position > s.at
-            let want = drop ? Int(min(position - s.at, 1 << 20)) : Int(min(Int64(maxLength), s.end - position))
-            switch take(from: s.stream, into: drop ? nil : buffer, maxLength: want) {
-            case .success(.bytes(let n)):
-                s.at += Int64(n)
-                if drop { continue }
-                position += Int64(n)
-                if position == object.length { state.isAtEnd = true }
-                return n
-            case .success(.end(let received)):
-                return fail(judge.cut(nil, received: received, range: s.stream.offset...s.end - 1))
-            case .success(.failed(let failure)):
-                return fail(judge.cut(failure, received: 0, range: s.stream.offset...s.end - 1))
-            case .failure(let error):
-                return fail(error)
-            }
+        switch read {
+        case .success(let n):
+            if position == object.length { state.isAtEnd = true }
+            return n
+        case .failure(let error):
+            return fail(error)
         }
     }
-}
-
-/// The first answer read as it arrives: its stream, the offset of its next byte, and the
-/// offset after its last.
-struct Streamed {
-    let stream: RangeStream
-    var at: Int64
-    let end: Int64
 }
 
 extension Result {

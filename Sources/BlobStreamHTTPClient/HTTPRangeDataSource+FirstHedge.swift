@@ -16,9 +16,9 @@ extension HTTPRangeDataSource {
         client: HTTPClient, offset: Int64, held: Int,
         settle: @escaping @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>, RangeFetch) -> Void
     ) {
-        guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = blockLoop else { return }
-        let (shared, requests, judge, memory) = (self.shared, self.requests, self.judge, blockMemory)
-        let minimumRate = options.minimumRate
+        guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = sender.blockLoop else { return }
+        let (shared, requests, judge, memory) = (self.shared, sender.requests, answers.judge, sender.memory)
+        let minimumRate = sender.minimumRate
         let delay = TimeAmount(hedging.firstDelay)
         let range = offset...offset + Int64(held) - 1
         // Checked again until the first answer comes: a hedge only while the GET and the

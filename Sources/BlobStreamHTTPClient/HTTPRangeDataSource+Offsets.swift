@@ -48,9 +48,8 @@ extension HTTPRangeDataSource {
         guard !closed else { return }
         closed = true
         cancelAll()
-        current = nil
-        aheads = []
-        openStream = false
-        streamed = nil
+        pipeline.close()
+        answers.awaitingFirst = false
+        answers.streamed = nil
     }
 }

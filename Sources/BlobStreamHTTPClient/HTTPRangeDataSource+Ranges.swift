@@ -34,9 +34,9 @@ extension HTTPRangeDataSource {
     {
         let object = try openedObject(before: "asking for ranges")
         guard object.etag != nil else {
-            throw judge.needsSecondRequest(at: ranges.first?.lowerBound ?? 0, of: object)
+            throw answers.judge.needsSecondRequest(at: ranges.first?.lowerBound ?? 0, of: object)
         }
-        isDownload = false
+        plan.noDownload()
         if let outside = ranges.first(where: { $0.lowerBound < 0 || $0.upperBound > object.length }) {
             throw BlobStreamError(
                 .invalidOffset,
@@ -44,19 +44,18 @@ extension HTTPRangeDataSource {
         }
         // Ranges inside the block in hand (the first answer's, most often) or the object's end
         // asked for at open need no request.
-        var held = current.map { [$0] } ?? []
-        if let end = ranges.lazy.compactMap({ self.endBlock(covering: $0, of: object) }).first { held.append(end) }
+        var held = pipeline.current.map { [$0] } ?? []
+        if let end = ranges.lazy.compactMap({ self.pipeline.endBlock(covering: $0, of: object) }).first {
+            held.append(end)
+        }
         let missing = ranges.filter { range in
             !range.isEmpty && !held.contains { $0.start <= range.lowerBound && range.upperBound <= $0.end }
         }
         var fetched: [RangeBlock] = held
         // Ranges a planned read (`expectRead`) is bringing: its answer, no other request.
-        let planned = aheads.filter { fetch in
-            missing.contains { fetch.range.lowerBound <= $0.lowerBound && $0.upperBound <= fetch.range.upperBound + 1 }
-        }
-        for fetch in planned {
-            aheads.removeAll { $0 === fetch }
-            fetched.append(try completed(fetch, of: object).get())
+        for fetch in pipeline.aheads(bringing: missing) {
+            pipeline.aheads.removeAll { $0 === fetch }
+            fetched.append(try pipeline.completed(fetch, of: object).get())
         }
         let merged = RangeCoalescing.coalesce(
             missing.filter { range in !fetched.contains { $0.start <= range.lowerBound && range.upperBound <= $0.end }
@@ -66,9 +65,9 @@ extension HTTPRangeDataSource {
             let fetches = merged[window..<min(window + options.parallelism, merged.count)].map {
                 RangeFetch(range: $0.lowerBound...$0.upperBound - 1)
             }
-            for fetch in fetches { start(fetch, object: object) }
+            for fetch in fetches { sender.start(fetch, object: object) }
             for (index, fetch) in fetches.enumerated() {
-                switch completed(fetch, of: object) {
+                switch pipeline.completed(fetch, of: object) {
                 case .success(let block): fetched.append(block)
                 case .failure(let error):
                     for other in fetches[(index + 1)...] {
@@ -114,11 +113,11 @@ extension HTTPRangeDataSource: BlobRangeReading {
     func openedObject(before what: String) throws(BlobStreamError) -> RemoteObject {
         if let error = state.error as? BlobStreamError { throw error }
         guard opened, !closed else { throw BlobStreamError(.notOpen, "\(name): open the source before \(what)") }
-        if object == nil, let error = takeOpening() {
+        if answers.object == nil, let error = takeOpening() {
             fail(error)
             throw error
         }
-        guard let object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
+        guard let object = answers.object else { throw BlobStreamError(.closed, "\(name): the source is not open") }
         return object
     }
 
@@ -151,8 +150,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
     /// a read that goes on from the start ramps up to `options.blockSize` as after a jump.
     public func expectRandomAccess() {
         guard !opened else { return }
-        firstBlockSize = min(64 << 10, options.blockSize)
-        isDownload = false
+        plan.expectRandomAccess()
     }
 
     /// Asks for `range` now, as one GET (at most `blockSize` of it), unless the block in
@@ -167,8 +165,7 @@ extension HTTPRangeDataSource: BlobRangeReading {
     public func expectRead(_ range: Range<Int64>) {
         if !opened {
             guard !closed, range.lowerBound == position, range.upperBound > range.lowerBound else { return }
-            firstBlockSize = Int(min(range.upperBound - range.lowerBound, Int64(options.blockSize)))
-            isDownload = false
+            plan.expectFirstBlock(of: range.upperBound - range.lowerBound)
             return
         }
         guard state.error == nil, !closed, let object = try? judgedObject(before: "planning a read"),
@@ -179,34 +176,22 @@ extension HTTPRangeDataSource: BlobRangeReading {
         guard from < to else { return }
         // The block in hand, or the first answer's block not taken yet, brings these bytes:
         // a short range then asks for nothing ahead of that block (`plannedEnd`).
-        if let current, current.start <= from, to <= current.end {
-            if range.upperBound <= to { plannedEnd = to }
+        if let current = pipeline.current, current.start <= from, to <= current.end {
+            if range.upperBound <= to { plan.plannedEnd = to }
             return
         }
-        if openStream, let first = shared.lock.withLock({ shared.stream?.offset }), first <= from,
-            to <= first + Int64(firstBlockSize ?? options.blockSize)
+        if answers.awaitingFirst, let first = shared.lock.withLock({ shared.stream?.offset }), first <= from,
+            to <= first + Int64(plan.firstBlock)
         {
-            if range.upperBound <= to { plannedEnd = to }
+            if range.upperBound <= to { plan.plannedEnd = to }
             return
         }
-        if let count = endCount, endFetch != nil || endBlock != nil, from >= max(0, object.length - Int64(count)) {
-            return // the object's end, asked for at open
-        }
-        if let first = aheads.first, first.range.lowerBound == from, to <= first.range.upperBound + 1 { return }
-        for ahead in aheads {
-            ahead.cancel()
-            forget(ahead)
-        }
-        isDownload = false
-        let fetch = RangeFetch(range: from...to - 1)
-        aheads = [fetch]
-        start(fetch, object: object)
+        if pipeline.end.holds(from: from, of: object) { return } // the object's end, asked for at open
+        // One GET, unless the block asked for next already starts there.
+        guard pipeline.ask(from...to - 1, of: object) else { return }
         // Past the planned bytes: a long range reads on at full speed; a short one stops
         // there (no block ahead) and, if a read goes on, starts small again.
-        let isLong = range.upperBound > to
-        plannedEnd = isLong ? nil : to
-        rampSize = isLong ? nil : jumpBlockSize
-        lastBlockEnd = from
+        plan.planned(from: from, to: to, isLong: range.upperBound > to)
     }
 
     /// Asks for the object's last `count` bytes beside the first GET, at `open()` (with
@@ -217,63 +202,19 @@ extension HTTPRangeDataSource: BlobRangeReading {
     /// any range is. Before `open()`; nothing is done after it.
     public func expectEnd(_ count: Int) {
         guard !opened, count > 0 else { return }
-        endCount = count
-        isDownload = false
-    }
-
-    /// Sends the GET of the object's last `endCount` bytes (without `If-Match`: the ETag
-    /// is not known yet).
-    func startEndFetch(client: HTTPClient) {
-        guard let count = endCount, case .success(let request) = requests.makeSuffix(url: url, count: Int64(count))
-        else { return }
-        let fetch = RangeFetch(range: 0...Int64(count) - 1)
-        let stopped = shared.lock.withLock {
-            shared.fetches[ObjectIdentifier(fetch)] = fetch
-            return shared.isStopped
-        }
-        if stopped { return fetch.cancel() }
-        endFetch = fetch
-        fetch.start(request, client: client, deadline: nil, on: blockLoop, minimumRate: options.minimumRate)
-    }
-
-    /// The block of the object's end asked for at open, when `range` lies in it: its answer
-    /// is waited for and kept when it holds exactly those bytes of the object the first
-    /// answer described (a 206, the same strong ETag); nil otherwise.
-    func endBlock(covering range: Range<Int64>, of object: RemoteObject) -> RangeBlock? {
-        if let endBlock {
-            return endBlock.start <= range.lowerBound && range.upperBound <= endBlock.end ? endBlock : nil
-        }
-        guard let fetch = endFetch, let count = endCount, let etag = object.etag, object.length > 0 else { return nil }
-        let expected = max(0, object.length - Int64(count))...object.length - 1
-        guard expected.lowerBound <= range.lowerBound, range.upperBound <= object.length else { return nil }
-        endFetch = nil
-        defer { forget(fetch) }
-        if !fetch.isDone, deadlockCheck() != nil {
-            fetch.cancel()
-            return nil
-        }
-        let answer = fetch.wait()
-        guard case .success(let got) = answer, got.head.status.code == 206,
-            got.head.headers.first(name: "ETag") == etag,
-            case .success(let block) = judge.block(answer, range: expected, of: object)
-        else { return nil }
-        endBlock = block
-        return block
+        pipeline.end.count = count
+        plan.noDownload()
     }
 
     /// The object the first answer described, once judged: its body (the first block) is
     /// not waited for. The source's error, `.notOpen` before `open()`, or the open's error.
     func judgedObject(before what: String) throws(BlobStreamError) -> RemoteObject {
-        if let object { return object }
+        if let object = answers.object { return object }
         if let error = state.error as? BlobStreamError { throw error }
         guard opened, !closed else { throw BlobStreamError(.notOpen, "\(name): open the source before \(what)") }
         let onLoop = deadlockCheck()
-        let opening = shared.lock.withLock { () -> Result<(RemoteObject, FirstAnswer), BlobStreamError>?? in
-            if shared.opening == nil, !shared.interrupted, onLoop != nil { return .none }
-            while shared.opening == nil, !shared.interrupted { shared.lock.wait() }
-            return .some(shared.opening)
-        }
-        guard let opening else {
+        let (waited, opening, _) = shared.awaitOpening(onLoop: onLoop != nil)
+        guard waited else {
             throw onLoop ?? BlobStreamError(.wouldDeadlock, "\(name): would wait on an event loop")
         }
         switch opening {

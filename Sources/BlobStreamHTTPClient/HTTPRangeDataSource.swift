@@ -73,85 +73,22 @@ public final class HTTPRangeDataSource: BlobDataSource {
     /// How it reads.
     public let options: HTTPRangeOptions
 
+    // The front: the public API and the wiring. What the reading thread owns (a source is read
+    // from one thread at a time) is in `plan`, `pipeline` and `answers`, each with the logic
+    // over its own state; what the event loops and `interrupt()` share with it is in
+    // `shared`, under its lock.
     let name: String
-    let judge: RangeJudgement
     let shared: Shared
-    let requests: RangeRequests
-    /// The retries left (all the source's requests share them).
-    let budget: RetryBudget
-    /// The memory of the blocks, used again from block to block (the blocks in flight, the
-    /// current one and one being let go).
-    let blockMemory: BlockMemory
-    /// The attempts already made of the block at the offset of the first answer, when its
-    /// body was cut before the first block was whole (that block is then asked again).
-    var firstBlockAttempts = 1
-    var client: HTTPClient?
-    /// The client's event loops (fixed at creation: `completionContext` may be asked from
-    /// any thread).
-    private var eventLoopGroup: (any EventLoopGroup)?
-    /// The event loop of this source's block GETs: their answers are collected there, and
-    /// the pool makes their connections there (kept alive from one block to the next). An
-    /// answer collected on another loop than its connection's hands every body part across
-    /// threads (about a tenth of a download's CPU).
-    var blockLoop: (any EventLoop)?
+    /// The client, its event loops, the retry budget and the blocks' memory.
+    let sender: RangeSender
+    /// What is asked for next: block sizes, read-ahead, the planned end.
+    var plan: RangePlan
+    /// The blocks: the one in hand, those read ahead, the object's end asked for at open.
+    var pipeline: BlockPipeline
+    /// The first answer and the object it pins, which every answer is judged against.
+    var answers: AnswerState
     var position: Int64 = 0
     var opened = false, closed = false
-    /// True from `open()` until the first answer is judged and taken.
-    var openStream = false
-    /// The first answer read as it arrives (no strong ETag): every byte comes from it.
-    var streamed: Streamed?
-    var object: RemoteObject?
-    var current: RangeBlock?
-    /// The GETs of the blocks after the current one, in order, contiguous.
-    var aheads: [RangeFetch] = []
-    /// The size of the next block asked for after a jump: it starts small and doubles as the
-    /// reading goes on, up to `options.blockSize` (see `HTTPRangeDataSource+Blocks`).
-    var rampSize: Int?
-    /// Where the last block handed out ended: a block asked for there is the next one, not a jump.
-    var lastBlockEnd: Int64?
-    /// The first answer's block was taken: the read-ahead starts at its first read.
-    var readsAheadOfFirstBlock = false
-    /// The size of the first answer's block when it is not `options.blockSize`: small after
-    /// `expectRandomAccess()`.
-    var firstBlockSize: Int?
-    /// The end of a range `expectRead(_:)` asked for: no block is read ahead past it.
-    var plannedEnd: Int64?
-    /// How many of the object's last bytes `expectEnd(_:)` asked for beside the first GET;
-    /// that GET while in flight; the block it brought, once judged against the first answer.
-    var endCount: Int?
-    var endFetch: RangeFetch?
-    var endBlock: RangeBlock?
-    /// True while the reading goes on from the object's start with no jump and no hint:
-    /// a download, whose blocks are `options.downloadBlockSize`.
-    var isDownload = true
-    /// The longest each of the last ranges went silent (time to first byte, or a pause in
-    /// its body), in nanoseconds (for `HTTPHedging`).
-    var recentSilences: [Int64] = []
-    /// Why no client could be made (reported by `open()`).
-    private var configurationError: BlobStreamError?
-
-    /// What the event loops and `interrupt()` share with the owner. Unchecked Sendable:
-    /// every mutable property is guarded by `lock`.
-    final class Shared: @unchecked Sendable {
-        /// Signalled when `opening` is set, and by `interrupt()`.
-        let lock = NSCondition()
-        var opening: Result<(RemoteObject, FirstAnswer), BlobStreamError>?
-        var interrupted = false
-        var fetches: [ObjectIdentifier: RangeFetch] = [:]
-        /// The first GET (cancelled with the others).
-        var stream: RangeStream?
-        var length: Int64?
-        /// Where the GETs go: the URL, or the last location a redirect of the first GET named.
-        var location: URL?
-        /// The first GET's next attempt, while it waits.
-        var retry: Scheduled<Void>?
-        /// The hedges of the first GET while it runs (`HTTPRangeDataSource+FirstHedge`).
-        var firstHedges: [RangeFetch] = []
-        /// Set by `close()` and a failure: no request is sent any more.
-        var ended = false
-        /// True once no request may be sent (interrupted, closed or failed).
-        var isStopped: Bool { interrupted || ended }
-    }
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
     /// client that cannot be configured (an unreadable CA bundle) fails the open.
@@ -165,22 +102,12 @@ public final class HTTPRangeDataSource: BlobDataSource {
         self.url = url
         self.options = options
         self.name = name ?? BlobURL.redactingPasswords(url.absoluteString)
-        self.judge = RangeJudgement(url: self.name, connection: options.connection)
+        let judge = RangeJudgement(url: self.name, connection: options.connection)
         self.shared = Shared()
-        self.requests = RangeRequests(name: self.name, prepare: options.prepare, origin: url)
-        self.budget = RetryBudget(policy: options.retry)
-        self.blockMemory = BlockMemory(keep: options.readAhead + 2)
-        if let client = options.client {
-            self.client = client
-        } else {
-            do {
-                client = try (options.pool ?? HTTPClientPool.shared(connection: options.connection)).client(for: url)
-            } catch {
-                configurationError = error
-            }
-        }
-        eventLoopGroup = client?.eventLoopGroup
-        blockLoop = client?.eventLoopGroup.next()
+        self.sender = RangeSender(url: url, options: options, name: self.name, shared: shared)
+        self.plan = RangePlan(options: options)
+        self.pipeline = BlockPipeline(sender: sender, judge: judge, hedging: options.hedging)
+        self.answers = AnswerState(judge: judge)
     }
 
     deinit {
@@ -201,12 +128,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
 
     /// The event loops of the client: the first answer is announced there.
     public var completionContext: BlobCompletionContext {
-        guard let group = eventLoopGroup else { return .caller }
-        return .custom { Self.isEventLoop(of: group) }
-    }
-
-    private static func isEventLoop(of group: any EventLoopGroup) -> Bool {
-        group.makeIterator().contains { $0.inEventLoop }
+        guard let group = sender.eventLoopGroup else { return .caller }
+        return .custom { RangeSender.isEventLoop(of: group) }
     }
 
     /// Sends the first GET; its answer (on an event loop) announces `isOpenCompleted` and
@@ -218,12 +141,12 @@ public final class HTTPRangeDataSource: BlobDataSource {
             fail(BlobStreamError(.malformedURL, "'\(name)' is not an http:// or https:// URL with a host"))
             return
         }
-        if let configurationError {
+        if let configurationError = sender.configurationError {
             fail(configurationError)
             return
         }
-        guard let client else { return }
-        openStream = true
+        guard let client = sender.client else { return }
+        answers.awaitingFirst = true
         let (offset, state, shared) = (position, self.state, self.shared)
         // Once: the first GET's answer, or its hedge's (`HTTPRangeDataSource+FirstHedge`),
         // whichever comes first; the other GET is then cancelled.
@@ -255,13 +178,12 @@ public final class HTTPRangeDataSource: BlobDataSource {
         }
         let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, nil) }
         let first = FirstRequest(
-            client: client, requests: requests, shared: shared, judge: judge, budget: budget, offset: offset,
-            blockSize: options.blockSize, held: firstBlockSize ?? options.blockSize, maxRedirects: options.maxRedirects,
+            client: client, requests: sender.requests, shared: shared, judge: answers.judge, budget: sender.budget,
+            offset: offset, blockSize: options.blockSize, held: plan.firstBlock, maxRedirects: options.maxRedirects,
             announce: announce)
         first.send(to: url)
-        hedgeFirstRequest(
-            client: client, offset: offset, held: firstBlockSize ?? options.blockSize, settle: settle)
-        startEndFetch(client: client)
+        hedgeFirstRequest(client: client, offset: offset, held: plan.firstBlock, settle: settle)
+        pipeline.end.start(sender)
     }
 
     /// Copies bytes of the current block; waits for the next block when this one is used
@@ -271,15 +193,15 @@ public final class HTTPRangeDataSource: BlobDataSource {
         guard opened, !closed, !shared.lock.withLock({ shared.interrupted }) else {
             return fail(BlobStreamError(closed || opened ? .closed : .notOpen, "\(name): the source is not open"))
         }
-        if object == nil, let error = takeOpening() { return fail(error) }
-        guard let object else { return -1 }
+        if answers.object == nil, let error = takeOpening() { return fail(error) }
+        guard let object = answers.object else { return -1 }
         if position >= object.length {
             state.isAtEnd = true
             return 0
         }
-        if streamed != nil { return readStreamed(buffer, maxLength: maxLength, of: object) }
+        if answers.streamed != nil { return readStreamed(buffer, maxLength: maxLength, of: object) }
         let block: RangeBlock
-        switch blockAtPosition(of: object) {
+        switch pipeline.block(at: position, of: object, plan: &plan) {
         case .success(let holding): block = holding
         case .failure(let error): return fail(error)
         }
@@ -301,13 +223,13 @@ public final class HTTPRangeDataSource: BlobDataSource {
         _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
     ) -> Bool {
         guard state.error == nil, opened, !closed, !shared.lock.withLock({ shared.interrupted }) else { return false }
-        if object == nil, let error = takeOpening() {
+        if answers.object == nil, let error = takeOpening() {
             fail(error)
             return false
         }
-        guard streamed == nil, let object, position < object.length else { return false }
+        guard answers.streamed == nil, let object = answers.object, position < object.length else { return false }
         let block: RangeBlock
-        switch blockAtPosition(of: object) {
+        switch pipeline.block(at: position, of: object, plan: &plan) {
         case .success(let holding): block = holding
         case .failure(let error):
             fail(error)
@@ -321,47 +243,11 @@ public final class HTTPRangeDataSource: BlobDataSource {
         return true
     }
 
-    /// The block that holds `position`: the current one, else the next one asked for and
-    /// waited for (`nextBlock(at:of:)`); the first read of the first block starts the
-    /// read-ahead after it.
-    private func blockAtPosition(of object: RemoteObject) -> Result<RangeBlock, BlobStreamError> {
-        if current.map({ !($0.start...$0.end - 1).contains(position) }) ?? true {
-            // The block read before is done with (what `getBuffer` lent it is valid until this
-            // call): its memory goes back before the next block and those read ahead of it
-            // take theirs, so a long read holds `parallelism` blocks, not one more.
-            current = nil
-            switch nextBlock(at: position, of: object) {
-            case .success(let block): current = block
-            case .failure(let error): return .failure(error)
-            }
-        }
-        let block = current!
-        if readsAheadOfFirstBlock {
-            readsAheadOfFirstBlock = false
-            // A planned range that ends in this block (a small member): nothing ahead of it
-            // until a read goes past it (then `nextBlock` asks, and reads ahead again).
-            if let planned = plannedEnd, planned <= block.end {
-                plannedEnd = nil
-            } else {
-                startAhead(after: block.end)
-            }
-        }
-        return .success(block)
-    }
-
-    func forget(_ fetch: RangeFetch) {
-        _ = shared.lock.withLock { shared.fetches.removeValue(forKey: ObjectIdentifier(fetch)) }
-    }
+    func forget(_ fetch: RangeFetch) { sender.forget(fetch) }
 
     /// `.wouldDeadlock` when the calling thread is an event loop of the client, which must
     /// deliver the answer waited for.
-    func deadlockCheck() -> BlobStreamError? {
-        guard let group = eventLoopGroup, Self.isEventLoop(of: group) else { return nil }
-        return BlobStreamError(
-            .wouldDeadlock,
-            "\(name): a read would wait on an event loop of its HTTP client for an answer that loop must deliver "
-                + "(read on another thread)")
-    }
+    func deadlockCheck() -> BlobStreamError? { sender.deadlockCheck() }
 
     @discardableResult
     func fail(_ error: BlobStreamError) -> Int {
@@ -370,19 +256,5 @@ public final class HTTPRangeDataSource: BlobDataSource {
         return -1
     }
 
-    func cancelAll() {
-        let (fetches, stream, retry) = shared.lock.withLock {
-            defer {
-                shared.fetches = [:]
-                shared.stream = nil
-                shared.retry = nil
-                shared.ended = true
-                shared.lock.broadcast()
-            }
-            return (Array(shared.fetches.values), shared.stream, shared.retry)
-        }
-        for fetch in fetches { fetch.cancel() }
-        stream?.cancel()
-        retry?.cancel()
-    }
+    func cancelAll() { shared.stopAll() }
 }

@@ -7,30 +7,28 @@ import NIOCore
 // the recent ranges ever did is asked for again (same bytes, `If-Match`), and the first answer
 // that completes is kept. A node of a store that hangs then costs a fraction of a second,
 // not the proxy's node timeout.
-extension HTTPRangeDataSource {
-    /// How many of the last ranges' longest silences the median is taken over.
-    static let silencesKept = 16
-
+extension BlockPipeline {
     /// The answer to `fetch` once one is in, and the GET that brought it: `fetch`'s, or a
     /// hedge's when `fetch` stayed silent for the hedge delay (the first 2xx answer wins; the
     /// other GETs are cancelled). When every GET fails, `fetch`'s failure (the first one in).
     /// Every GET but the one returned is forgotten.
-    func hedgedAnswer(of fetch: RangeFetch, object: RemoteObject) -> (
+    mutating func hedgedAnswer(of fetch: RangeFetch, object: RemoteObject) -> (
         Result<RangeAnswer, RangeFetch.RangeFailure>, RangeFetch
     ) {
-        guard let hedging = options.hedging, object.etag != nil, !fetch.isDone else { return (fetch.wait(), fetch) }
+        guard let hedging = hedges.hedging, object.etag != nil, !fetch.isDone else { return (fetch.wait(), fetch) }
         let signal = FetchSignal()
         fetch.observe(signal)
         var racers = [fetch]
         var all = [fetch]
         var failed: (Result<RangeAnswer, RangeFetch.RangeFailure>, RangeFetch)?
-        let delay = hedgeDelay(hedging)
+        let delay = hedges.delay(hedging)
+        let sender = self.sender
         func settle(_ result: Result<RangeAnswer, RangeFetch.RangeFailure>, _ winner: RangeFetch) -> (
             Result<RangeAnswer, RangeFetch.RangeFailure>, RangeFetch
         ) {
             for other in all where other !== winner {
                 other.cancel()
-                forget(other)
+                sender.forget(other)
             }
             return (result, winner)
         }
@@ -47,9 +45,9 @@ extension HTTPRangeDataSource {
             let hedged = all.count - 1
             // A GET not sent yet (it waits for a connection of the pool) is not silent.
             let quiet = racers.map { $0.clock.silence ?? .zero }.min() ?? .zero
-            if hedged < hedging.maxHedges, quiet >= delay, !shared.lock.withLock({ shared.isStopped }) {
+            if hedged < hedging.maxHedges, quiet >= delay, !sender.shared.lock.withLock({ sender.shared.isStopped }) {
                 let hedge = RangeFetch(range: fetch.range)
-                start(hedge, object: object)
+                sender.start(hedge, object: object)
                 hedge.observe(signal)
                 racers.append(hedge)
                 all.append(hedge)
@@ -66,20 +64,33 @@ extension HTTPRangeDataSource {
     /// When a GET the reader waits for is hedged, the blocks read ahead that have been as
     /// silent as long are likely held by the same node: each is asked again now, its GET
     /// cancelled, rather than hedged one at a time as the reader reaches it.
-    func reaskSilentAheads(after delay: TimeAmount, object: RemoteObject) {
+    mutating func reaskSilentAheads(after delay: TimeAmount, object: RemoteObject) {
         for (index, ahead) in aheads.enumerated() where !ahead.isDone {
             guard let silence = ahead.clock.silence, silence >= delay else { continue }
             ahead.cancel()
-            forget(ahead)
+            sender.forget(ahead)
             let fresh = RangeFetch(range: ahead.range)
             aheads[index] = fresh
-            start(fresh, object: object)
+            sender.start(fresh, object: object)
         }
     }
+}
+
+/// The hedge delay of one source: `max(multiple × the median of the recent ranges' longest
+/// silences, floor)`, `firstDelay` before any range completed.
+struct HedgeTiming {
+    /// How many of the last ranges' longest silences the median is taken over.
+    static let silencesKept = 16
+
+    /// The source's hedging; nil: none.
+    let hedging: HTTPHedging?
+    /// The longest each of the last ranges went silent (time to first byte, or a pause in
+    /// its body), in nanoseconds.
+    var recentSilences: [Int64] = []
 
     /// Notes the longest a completed range went silent (its time to first byte, or a pause in
     /// its body), for the hedge delay.
-    func noteLongestSilence(of fetch: RangeFetch) {
+    mutating func noteLongestSilence(of fetch: RangeFetch) {
         guard let silence = fetch.clock.longestSilence else { return }
         recentSilences.append(silence.nanoseconds)
         if recentSilences.count > Self.silencesKept { recentSilences.removeFirst() }
@@ -87,7 +98,7 @@ extension HTTPRangeDataSource {
 
     /// `max(multiple × the median of the recent ranges' longest silences, floor)`; before any
     /// range of this source completed, `firstDelay`.
-    func hedgeDelay(_ hedging: HTTPHedging) -> TimeAmount {
+    func delay(_ hedging: HTTPHedging) -> TimeAmount {
         guard !recentSilences.isEmpty else { return TimeAmount(max(hedging.firstDelay, hedging.floor)) }
         let median = recentSilences.sorted()[recentSilences.count / 2]
         return max(TimeAmount(hedging.floor), .nanoseconds(Int64(Double(median) * hedging.multiple)))
