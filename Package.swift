@@ -107,7 +107,7 @@ let package = Package(
             name: "BlobStreamSources",
             dependencies: [
                 "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
-                "BlobStreamCompression",
+                "BlobStreamCompression", "BlobStreamSystem",
             ]
         ),
         // Test-only: what several test targets share (hashes, deterministic bytes).

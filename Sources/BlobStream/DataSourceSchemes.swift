@@ -30,3 +30,13 @@ public protocol DataSourceSchemes: Sendable {
     /// Registers the schemes in `registry`, their sources read as `use` needs.
     func register(in registry: DataSourceRegistry, for use: DataSourceReadUse)
 }
+
+/// Remote schemes that can also store a small object (an index beside the object it
+/// describes): `StoreSchemes` of BlobStreamS3 stores to `s3:` URLs.
+public protocol DataSourceObjectStoring: DataSourceSchemes {
+    /// Stores `bytes` as the object at `url`, replacing one there.
+    ///
+    /// - Throws: `.unsupported` for a URL the schemes cannot store to (a web server's);
+    ///   the store's refusal, naming `url`.
+    func store(_ bytes: [UInt8], at url: String) async throws(BlobStreamError)
+}

@@ -41,18 +41,6 @@ package func writeArchiveIndex(
     return lines.joined(separator: "\n")
 }
 
-extension ArchiveIndex.Format {
-    /// How the tool names the format: `tar`, `zip`, `tar.gz`, `tar.xz`.
-    package var name: String {
-        switch self {
-        case .tar: "tar"
-        case .zip: "zip"
-        case .tarGzip: "tar.gz"
-        case .tarXz: "tar.xz"
-        }
-    }
-}
-
 /// Whether `argument` (a path or `file://…`, not a `gzip:` URL) names a gzip file that holds
 /// a tar (see `ArchiveIndex.gzipHoldsTar(atPath:)`): `blobstream index` then writes a member
 /// index with the seek points.

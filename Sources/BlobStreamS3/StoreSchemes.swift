@@ -1,6 +1,7 @@
 import BlobStream
 import BlobStreamHTTPClient
 import Foundation
+import NIOCore
 
 /// The remote schemes of BlobStream, `http`, `https` (`HTTPSources`) and `s3` (`S3Sources`),
 /// over one connection pool, each read with the block size its use needs. It is what
@@ -63,5 +64,27 @@ public struct StoreSchemes: DataSourceSchemes {
             options.readAhead = 0
         }
         return options
+    }
+}
+
+extension StoreSchemes: DataSourceObjectStoring {
+    /// Stores `bytes` as the object at the `s3:` URL `url` (one PutObject through `pool`, as
+    /// `application/octet-stream`).
+    ///
+    /// - Throws: `.unsupported` for any other URL (a web server takes no index);
+    ///   `BlobStreamError` naming `url` when the store refuses it or cannot be reached.
+    public func store(_ bytes: [UInt8], at url: String) async throws(BlobStreamError) {
+        guard BlobURL.scheme(of: url)?.lowercased() == "s3" else {
+            throw BlobStreamError(.unsupported, "\(url): only an s3:// URL or a path can take an index")
+        }
+        do {
+            let location = try S3Location(url: url)
+            let client = try S3Client(configuration: try s3(), pool: pool)
+            _ = try await client.putObject(
+                location, body: ByteBuffer(bytes: bytes), contentType: "application/octet-stream")
+        } catch {
+            let own = error as? BlobStreamError
+            throw BlobStreamError(own?.code ?? .sourceFailed, "the store did not take \(url): \(error)", cause: error)
+        }
     }
 }

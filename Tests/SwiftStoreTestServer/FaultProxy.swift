@@ -206,7 +206,13 @@ public final class FaultProxy: Sendable {
     public func log(
         waitingUpTo limit: Duration = .seconds(30), until condition: @escaping @Sendable ([Seen]) -> Bool
     ) async -> [Seen] {
-        await state.entries(waitingUpTo: limit, until: condition)
+        await state.entries(waitingUpTo: limit) { log, _ in condition(log) }
+    }
+
+    /// The log once every exchange whose request has arrived is over (or as it is after
+    /// `limit`): what a client that has its answers did, with no exchange still closing.
+    public func settledLog(waitingUpTo limit: Duration = .seconds(10)) async -> [Seen] {
+        await state.entries(waitingUpTo: limit) { _, open in open == 0 }
     }
 
     /// Forgets the requests seen so far.

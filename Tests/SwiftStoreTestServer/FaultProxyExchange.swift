@@ -35,6 +35,7 @@ struct FaultProxyExchange: Sendable {
         }
         var names: [String: String] = [:]
         for (name, value) in headers { names[name.lowercased()] = value }
+        state.began()
         let chosen = state.choose(method: method, target: target)
         var seen = FaultProxy.Seen(
             method: method, target: target, headers: names, bodyBytes: 0, action: chosen?.rule.action.name ?? "forward",

@@ -7,7 +7,8 @@ import Synchronization
 /// may wait on the log.
 final class FaultProxyState: Sendable {
     private typealias Waiter = (
-        condition: @Sendable ([FaultProxy.Seen]) -> Bool, resume: CheckedContinuation<[FaultProxy.Seen], Never>
+        condition: @Sendable ([FaultProxy.Seen], _ open: Int) -> Bool,
+        resume: CheckedContinuation<[FaultProxy.Seen], Never>
     )
 
     private struct State {
@@ -16,6 +17,8 @@ final class FaultProxyState: Sendable {
         /// When the outage each rule began ends (`Action.outage`), by rule index.
         var outageEnds: [Int: ContinuousClock.Instant] = [:]
         var log: [FaultProxy.Seen] = []
+        /// Exchanges begun and not yet logged.
+        var open = 0
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
     }
@@ -72,11 +75,15 @@ final class FaultProxyState: Sendable {
         }
     }
 
+    /// Counts an exchange whose request has arrived (logged at its end by `record`).
+    func began() { state.withLock { $0.open += 1 } }
+
     /// Logs `seen` and wakes the waiters whose condition now holds.
     func record(_ seen: FaultProxy.Seen) {
         let (woken, log) = state.withLock { s in
             s.log.append(seen)
-            let woken = s.waiters.filter { $0.value.condition(s.log) }
+            s.open -= 1
+            let woken = s.waiters.filter { $0.value.condition(s.log, s.open) }
             for id in woken.keys { s.waiters.removeValue(forKey: id) }
             return (Array(woken.values), s.log)
         }
@@ -89,11 +96,11 @@ final class FaultProxyState: Sendable {
 
     /// The log once `condition` holds for it, or when `limit` has passed.
     func entries(
-        waitingUpTo limit: Duration, until condition: @escaping @Sendable ([FaultProxy.Seen]) -> Bool
+        waitingUpTo limit: Duration, until condition: @escaping @Sendable ([FaultProxy.Seen], _ open: Int) -> Bool
     ) async -> [FaultProxy.Seen] {
         await withCheckedContinuation { continuation in
             let (id, now): (Int, [FaultProxy.Seen]?) = state.withLock { s in
-                if condition(s.log) { return (0, s.log) }
+                if condition(s.log, s.open) { return (0, s.log) }
                 s.nextWaiter += 1
                 s.waiters[s.nextWaiter] = (condition, continuation)
                 return (s.nextWaiter, nil)

@@ -279,3 +279,15 @@ public struct ArchiveIndex: Sendable, Equatable {
         return try ArchiveIndex(decodingFile: ArchiveIndexFileBytes(file: file, path: path), name: path)
     }
 }
+
+extension ArchiveIndex.Format {
+    /// How the format is named to people: `tar`, `zip`, `tar.gz`, `tar.xz`.
+    public var name: String {
+        switch self {
+        case .tar: "tar"
+        case .zip: "zip"
+        case .tarGzip: "tar.gz"
+        case .tarXz: "tar.xz"
+        }
+    }
+}
