@@ -107,7 +107,7 @@ let package = Package(
             name: "BlobStreamSources",
             dependencies: [
                 "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
-                "BlobStreamCompression", "BlobStreamSystem",
+                "BlobStreamCompression", "BlobStreamSystem", "BlobStreamUpload",
             ]
         ),
         // Test-only: what several test targets share (hashes, deterministic bytes).
