@@ -15,9 +15,10 @@ extension ArchiveMemberDataSource {
         verification: ArchiveVerification = .wholeArchive
     ) {
         let spelling = BlobURL.escapedName(memberBytes)
-        self.init(archive: upstream, member: spelling, name: name, verification: verification)
-        wanted = Self.normalized(memberBytes)
-        memberSpelling = spelling
+        let naming = ArchiveMemberNaming(
+            member: spelling, archiveName: name ?? Self.describe(upstream), wanted: Self.normalized(memberBytes),
+            spelling: spelling)
+        self.init(upstream: upstream, naming: naming, verification: verification)
     }
 
     /// A leading `./` (repeated) and a trailing `/` do not count.
@@ -44,7 +45,7 @@ extension ArchiveMemberDataSource {
     /// archive member as `archive!/member`, a path as itself, any other source by its type.
     static func describe(_ upstream: any BlobDataSource) -> String {
         switch upstream {
-        case let inner as ArchiveMemberDataSource: "\(inner.archiveName)!/\(inner.memberSpelling)"
+        case let inner as ArchiveMemberDataSource: "\(inner.archiveName)!/\(inner.naming.spelling)"
         case let path as ArchiveFileSource: path.path
         default: "\(type(of: upstream))"
         }

@@ -24,20 +24,19 @@ extension ArchiveMemberDataSource {
         guard offset >= 0 else { throw makeError(.invalidOffset, "offset \(offset) is negative") }
         lock.lock()
         defer { lock.unlock() }
-        if closed { throw makeError(.closed, "closed") }
-        if let failure { throw failure }
-        guard started, state.isOpenCompleted else {
+        if life.closed { throw makeError(.closed, "closed") }
+        if let failure = life.failure { throw failure }
+        guard life.started, state.isOpenCompleted else {
             target = offset // applied (and checked) when the open completes
             return
         }
         if let memberLength, offset > memberLength {
             throw makeError(.invalidOffset, "offset \(offset) is past the end of the member (\(memberLength) bytes)")
         }
-        if let slice {
+        if case .slice(let slice) = reading {
             // Read where the bytes are: any move is an offset (a CRC to check reads what it skips).
             target = offset
-            produced = offset
-            if offset == slice.length && (slice.expectedCRC == nil || slice.hashed == slice.length) {
+            if slice.move(to: offset) {
                 state.isAtEnd = true
             } else {
                 if state.isAtEnd { state.isAtEnd = false }
@@ -45,9 +44,9 @@ extension ArchiveMemberDataSource {
             }
             return
         }
-        if offset < produced {
+        if offset < reading?.produced ?? 0 {
             // Bytes before `offset` were already taken from libarchive: start again.
-            guard rewindUpstream() else {
+            guard reader.rewindArchive() else {
                 throw makeError(
                     .invalidOffset,
                     "offset \(offset) is before the bytes already read, and the upstream (\(type(of: upstream))) cannot go back to the start of the archive"
@@ -59,10 +58,10 @@ extension ArchiveMemberDataSource {
                 fail(error)
                 throw error
             }
-            pending = nil
+            life.pending = nil
         }
         target = offset
-        if isFinished && target == produced {
+        if case .libarchive(let libarchive) = reading, libarchive.isFinished && target == libarchive.produced {
             state.isAtEnd = true
         } else {
             if state.isAtEnd { state.isAtEnd = false }

@@ -1,5 +1,4 @@
 import BlobStream
-import BlobStreamSystem
 import Foundation
 
 // A member stored unchanged in a regular file, for a consumer that moves its bytes without
@@ -19,24 +18,9 @@ extension ArchiveMemberDataSource {
     package var storedRegion: (descriptor: Int32, offset: Int64, count: Int64)? {
         lock.lock()
         defer { lock.unlock() }
-        guard failure == nil, pending == nil, !closed, state.isOpenCompleted, let s = slice, s.inflation == nil,
-            s.decompression == nil, s.expectedCRC == nil, target < s.length, let file = storedBytesFile()
+        guard life.failure == nil, life.pending == nil, !life.closed, state.isOpenCompleted,
+            case .slice(let slice) = reading
         else { return nil }
-        return (file.descriptor, s.start + target, s.length - target)
-    }
-
-    /// The archive file opened by its path, once, when it is the file the upstream reads
-    /// (a regular file with the upstream's identity); nil otherwise.
-    private func storedBytesFile() -> PositionalFile? {
-        if storedBytesFileChecked { return storedBytes }
-        storedBytesFileChecked = true
-        // Looked at before it is opened: opening a FIFO put there since would wait for a writer.
-        guard let path = archivePath, let identity = upstream.property(forKey: .blobContentIdentityKey) as? String,
-            case .success(let before) = FileStatus.at(path), before.isRegular, before.identity == identity,
-            let file = try? PositionalFile(path: path), let status = try? file.status(), status.isRegular,
-            status.identity == identity
-        else { return nil }
-        storedBytes = file
-        return file
+        return slice.storedRegion(from: target, archivePath: options.archivePath)
     }
 }

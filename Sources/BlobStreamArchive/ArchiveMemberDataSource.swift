@@ -136,90 +136,77 @@ import Foundation
 /// (`upstream.completionContext.isCurrent` false), and fails with `.wouldDeadlock`
 /// otherwise; `close()` from another thread ends the wait.
 public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: every mutable stored property is guarded by `lock`; `state` is
-    // thread-safe itself, and so are the reader's `cancel()` and `interrupt()`, the only
-    // calls made on it without the lock; the rest is immutable.
+    // Unchecked Sendable: every mutable stored property is guarded by `lock` (and so are the
+    // readers they hold); `state` is thread-safe itself, and so are the reader's `cancel()`
+    // and `interrupt()`, the only calls made on it without the lock; the rest is immutable.
+    //
+    // This type is the front: the public API, the lock, the options, the state machine
+    // (open, read, seek, close, events, errors). The member is found and read by the readers
+    // in MemberReaders/: `IndexedMemberReader`, `ZipDirectoryMemberReader`,
+    // `TarWalkMemberReader` (which hands to libarchive what it does not walk), then read by
+    // a `MemberReader` (`LibArchiveMemberReader` or `MemberSliceReader`), each owning its state.
 
     /// The observable state.
     public let state = BlobDataSourceState()
 
     /// The source of the archive's bytes; owned (opened and closed) by this source.
-    public let upstream: any BlobDataSource
+    public var upstream: any BlobDataSource { reader.source }
 
     /// The member's name as asked for.
-    public let member: String
+    public var member: String { naming.member }
 
     /// How messages name the archive: its path, its URL, or a description of the upstream.
-    public let archiveName: String
+    public var archiveName: String { naming.archiveName }
 
-    /// The name's bytes to match, normalized; set only while initializing (see
-    /// `init(archive:memberBytes:name:verification:)`).
-    var wanted: [UInt8]
-    /// How messages name the member: `BlobURL.escapedName` of its bytes, one line, no
-    /// terminal escapes; set only while initializing.
-    var memberSpelling: String
-    /// The upstream, read through the core kit's reader (buffered, moved, waited for).
-    let reader: BlobUpstreamReader
     /// What is checked before the member's end is announced.
     public let verification: ArchiveVerification
+
+    /// The names in messages and the name's bytes to match (see `ArchiveMemberNaming`).
+    let naming: ArchiveMemberNaming
+    /// The upstream, read through the core kit's reader (buffered, moved, waited for).
+    let reader: BlobUpstreamReader
     /// Where the member is located after an asynchronous upstream announced its open.
     let openQueue = DispatchQueue(label: "BlobStreamArchive.ArchiveMemberDataSource.open")
     /// Guards the state below and serializes the libarchive calls.
     let lock = NSLock()
 
     // MARK: Guarded by `lock`
-    // (Internal, not private, only so that the type's extensions in the files beside this
-    // one reach them: +Locating, +Reading, +Errors.)
 
-    /// `open()` was called.
-    var started = false
-    var closed = false
-    /// The member is being located on `openQueue` (asynchronous upstream).
-    var locating = false
-    /// The first error; sticky.
-    var failure: BlobStreamError?
-    /// An error met after bytes were handed out in the same `read`: reported by the next.
-    var pending: BlobStreamError?
-    /// libarchive's handle, at the member once located.
-    var handle: ArchiveHandle?
-    /// The member's header: its size, whether it is sparse, the entry itself.
-    var memberLength: Int64?
-    var isSparse = false
-    var memberHeader: ArchiveEntry?
-
-    /// The current data block (its bytes are valid until the next libarchive call).
-    var block: ArchiveHandle.Block?
-    /// Member offset up to which bytes were taken from libarchive (delivered or skipped).
-    var produced: Int64 = 0
-    /// Member offset of the next byte to deliver (≥ `produced`: the gap is skipped).
+    /// Set before `open()`: the index to use, the archive's path, the inflate engine.
+    var options = ArchiveMemberOptions()
+    /// The member index way: the index in use, resolved at the first search, and its state.
+    let indexed: IndexedMemberReader
+    /// Where the source is in its life, and its errors.
+    var life = Lifecycle()
+    /// Member offset of the next byte to deliver (before open, where reading starts; for
+    /// libarchive, ≥ the reader's `produced`: the gap is skipped).
     var target: Int64 = 0
-    /// libarchive reported the end of the member's data.
-    var dataEnded = false
-    /// The member read straight from the upstream (a walked tar, an index) instead of
-    /// through libarchive; nil otherwise.
-    var slice: MemberSlice?
-    /// Which index to use, and the archive's path (for `.automatic`); set before `open()`.
-    var indexOption: ArchiveIndexOption = .automatic
-    var archivePath: String?
-    /// For an archive on a store or a web server (`BlobRangeReading`): its URL and how to
-    /// make the source of its index object beside it (`useIndex(.automatic, besideArchiveAt:makeSource:)`).
-    var indexObjects: (url: String, cache: IndexCache?, makeSource: @Sendable (String) throws -> any BlobDataSource)?
-    /// The index object beside a remote archive, asked for at `open()` so that its answer
-    /// and the archive's first answer come in parallel; taken by the first search.
-    var earlyIndexSource: (url: String, source: any BlobDataSource)?
-    /// The index in use, once resolved at the first search.
-    var activeIndex: ArchiveIndex?
-    /// How the member was found (`lookup`).
-    var foundBy: ArchiveMemberLookup?
-    /// Why an index found beside the archive was not used (see `unusedIndexReason`).
-    var unusedIndex: String?
-    /// The archive file opened by path for `storedRegion`, once checked to be the
-    /// upstream's file.
-    var storedBytes: PositionalFile?
-    var storedBytesFileChecked = false
-    var indexResolved = false
-    /// The inflate engine of a gzip layer and of members inflated here (set before `open()`).
-    var inflateEngine: InflateEngine = .automatic
+    /// The member found: its header and how it was found (kept after `close()`).
+    var found = Found()
+    /// What reads the member once found; nil before (and while searching again).
+    var reading: MemberReader?
+
+    /// Where an `ArchiveMemberDataSource` is in its life, and its errors.
+    struct Lifecycle {
+        /// `open()` was called.
+        var started = false
+        var closed = false
+        /// The member is being located on `openQueue` (asynchronous upstream).
+        var locating = false
+        /// The first error; sticky.
+        var failure: BlobStreamError?
+        /// An error met after bytes were handed out in the same `read`: reported by the next.
+        var pending: BlobStreamError?
+    }
+
+    /// The member's header once accepted, and how the member was found (`lookup`).
+    struct Found {
+        var entry: ArchiveEntry?
+        var lookup: ArchiveMemberLookup?
+    }
+
+    /// The member's size from its header.
+    var memberLength: Int64? { found.entry?.size }
 
     /// Makes a source for `member` of the archive read from `upstream`.
     ///
@@ -232,21 +219,26 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     ///     made only there (an xz or bzip2 block, a gzip CRC-32) fail the member instead of
     ///     passing unseen; `.memberOnly` announces the end at once and does not verify the
     ///     rest of the stream (see "Integrity" above).
-    public init(
+    public convenience init(
         archive upstream: any BlobDataSource, member: String, name: String? = nil,
         verification: ArchiveVerification = .wholeArchive
     ) {
+        let naming = ArchiveMemberNaming(
+            member: member, archiveName: name ?? Self.describe(upstream), wanted: Self.normalized(Array(member.utf8)),
+            spelling: BlobURL.escapedName(member.utf8))
+        self.init(upstream: upstream, naming: naming, verification: verification)
+    }
+
+    /// Makes a source for the member `naming` names of the archive read from `upstream`.
+    init(upstream: any BlobDataSource, naming: ArchiveMemberNaming, verification: ArchiveVerification) {
         self.verification = verification
-        self.upstream = upstream
-        self.member = member
-        self.archiveName = name ?? Self.describe(upstream)
-        self.wanted = Self.normalized(Array(member.utf8))
-        self.memberSpelling = BlobURL.escapedName(member.utf8)
+        self.naming = naming
         // A remote archive is read by jumps (its index or directory, then the member): its
         // first request need not bring a large block from the start.
         (upstream as? any BlobRangeReading)?.expectRandomAccess()
         let owner = WeakArchiveSource()
-        self.reader = LibArchiveInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
+        reader = LibArchiveInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
+        indexed = IndexedMemberReader(reader: reader, naming: naming)
         owner.source = self
     }
 
@@ -254,13 +246,11 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     /// skip and seek callbacks). See `ArchiveVerification` for `verification`.
     public convenience init(archive path: String, member: String, verification: ArchiveVerification = .wholeArchive) {
         self.init(archive: ArchiveFileSource(path: path), member: member, name: path, verification: verification)
-        archivePath = path
+        options.archivePath = path
     }
 
-    deinit {
-        // The reader closes the upstream (opened or not) when it goes.
-        handle?.free()
-    }
+    // The reader closes the upstream (opened or not) when it goes, and the member reader
+    // frees libarchive's state.
 
     // MARK: - BlobDataSource
 
@@ -283,7 +273,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     public var entry: ArchiveEntry? {
         lock.lock()
         defer { lock.unlock() }
-        return memberHeader
+        return found.entry
     }
 
     /// Opens the upstream, then reads headers up to the member. Completes inside this call
@@ -291,25 +281,25 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     public func open() {
         lock.lock()
         defer { lock.unlock() }
-        guard !started, !closed else { return }
-        started = true
-        if wanted.isEmpty {
+        guard !life.started, !life.closed else { return }
+        life.started = true
+        if naming.wanted.isEmpty {
             fail(makeError(.notFound, "an empty member name names nothing"))
             return
         }
-        if wanted.contains(0) {
+        if naming.wanted.contains(0) {
             fail(makeError(.malformedURL, "a member name cannot contain a NUL byte (it would be cut there)"))
             return
         }
         reader.open()
-        requestIndexEarly()
+        indexed.requestIndexEarly(options)
         if reader.isAsynchronous {
             // The member is located on `openQueue` once the upstream announces its open.
             openQueue.async { [weak self] in self?.upstreamChanged() }
             return
         }
         if let error = upstream.error {
-            fail(upstreamFailed(error, "failed to open"))
+            fail(naming.upstreamFailed(error, "failed to open"))
         } else if upstream.isOpenCompleted {
             finishOpen()
         } else {
@@ -325,20 +315,28 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
     public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         lock.lock()
         defer { lock.unlock() }
-        if let failure {
+        if let failure = life.failure {
             state.error = failure
             return -1
         }
-        guard !closed, handle != nil || slice != nil, state.isOpenCompleted else {
+        guard !life.closed, let reading, state.isOpenCompleted else {
+            let closed = life.closed
             fail(makeError(closed ? .closed : .notOpen, closed ? "read after close" : "read before the open completed"))
             return -1
         }
-        if let pending {
+        if let pending = life.pending {
             fail(pending)
             return -1
         }
         guard maxLength > 0 else { return 0 }
-        let n = slice != nil ? pumpSlice(into: buffer, capacity: maxLength) : pump(into: buffer, capacity: maxLength)
+        let result = reading.read(into: buffer, capacity: maxLength, target: &target)
+        let n: Int
+        if let problem = result.problem {
+            n = stop(problem, delivered: result.count)
+        } else {
+            n = result.count
+            if result.atEnd { state.isAtEnd = true }
+        }
         if n == 0 { state.isAtEnd = true }
         return n
     }
@@ -355,16 +353,33 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         reader.cancel() // before the lock: a read or an open may be waiting while holding it
         lock.lock()
         defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        handle?.free()
-        handle = nil
-        block = nil
-        slice = nil
-        storedBytes = nil
-        earlyIndexSource?.source.close()
-        earlyIndexSource = nil
+        guard !life.closed else { return }
+        life.closed = true
+        reading?.close()
+        indexed.close()
         reader.close()
+    }
+
+    /// Records `problem`: pending when `delivered` bytes go out with this read, at once
+    /// otherwise.
+    func stop(_ problem: BlobStreamError, delivered: Int) -> Int {
+        if delivered > 0 {
+            life.pending = problem
+            return delivered
+        }
+        fail(problem)
+        return -1
+    }
+
+    func fail(_ error: BlobStreamError) {
+        if life.failure == nil { life.failure = error }
+        if case .libarchive(let libarchive) = reading { libarchive.block = nil }
+        state.error = life.failure
+    }
+
+    /// An error this source found itself (see `ArchiveMemberNaming`).
+    func makeError(_ code: BlobStreamError.Code, _ what: String, cause: (any Error)? = nil) -> BlobStreamError {
+        naming.makeError(code, what, cause: cause)
     }
 }
 

@@ -29,7 +29,7 @@ extension ArchiveMemberDataSource {
     public var lookup: ArchiveMemberLookup? {
         lock.lock()
         defer { lock.unlock() }
-        return foundBy
+        return found.lookup
     }
 
     /// Why a member index found beside the archive was not used (stale, damaged, made for
@@ -38,6 +38,6 @@ extension ArchiveMemberDataSource {
     public var unusedIndexReason: String? {
         lock.lock()
         defer { lock.unlock() }
-        return unusedIndex
+        return indexed.unusedReason
     }
 }

@@ -4,11 +4,23 @@ import BlobStream
 // with `archive '<name>', member '<member>'`, with the underlying error as its cause (said
 // once: see `ArchiveErrors`).
 
-extension ArchiveMemberDataSource {
-    /// How every message starts: the archive and the member.
-    var messagePrefix: String { "archive '\(archiveName)', member '\(memberSpelling)'" }
+/// How an `ArchiveMemberDataSource` names its archive and its member, and the name's bytes
+/// it matches: set once, when it is made. Its readers make their errors with it.
+struct ArchiveMemberNaming: Sendable {
+    /// The member's name as asked for (`ArchiveMemberDataSource.member`).
+    let member: String
+    /// How messages name the archive: its path, its URL, or a description of the upstream.
+    let archiveName: String
+    /// The name's bytes to match, normalized (see `ArchiveMemberDataSource.normalized`).
+    let wanted: [UInt8]
+    /// How messages name the member: `BlobURL.escapedName` of its bytes, one line, no
+    /// terminal escapes.
+    let spelling: String
 
-    /// An error this source found itself.
+    /// How every message starts: the archive and the member.
+    var messagePrefix: String { "archive '\(archiveName)', member '\(spelling)'" }
+
+    /// An error the source found itself.
     func makeError(_ code: BlobStreamError.Code, _ what: String, cause: (any Error)? = nil) -> BlobStreamError {
         BlobStreamError(code, "\(messagePrefix): \(what)", cause: cause)
     }

@@ -24,12 +24,15 @@ protocol MemberDecompression: AnyObject {
     func read(_ out: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int
 }
 
-extension ArchiveMemberDataSource {
+extension MemberSliceReader {
     /// `read` for a tar.gz or tar.xz member read through the index: skips to `target` (reading and
     /// hashing what it skips, so that the end is announced only after every byte was
-    /// checked), then inflates into `out`. 0 at the confirmed end, −1 after a failure.
-    func pumpDecompressedSlice(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
-        guard var s = slice, let decompression = s.decompression else { return -1 }
+    /// checked), then decompresses into `out`.
+    func readDecompressed(into out: UnsafeMutablePointer<UInt8>, capacity: Int, target: inout Int64)
+        -> MemberReadResult
+    {
+        var s = slice
+        guard let decompression = s.decompression else { return .failed(naming.makeError(.closed, "closed")) }
         defer { slice = s }
         if target < s.hashed || decompression.position == nil {
             s.crc = 0
@@ -37,31 +40,31 @@ extension ArchiveMemberDataSource {
             do {
                 try decompression.restart(at: s.start)
             } catch {
-                return stop(decompressionFailed(error, at: s.start), delivered: 0)
+                return .failed(decompressionFailed(error, at: s.start))
             }
         }
         while s.hashed < target {
             let wanted = Int(min(Int64(MemberGzipReading.scratchSize), target - s.hashed))
             switch take(decompression, &s, into: decompression.scratch, wanted) {
-            case .failure(let problem): return stop(problem, delivered: 0)
+            case .failure(let problem): return .failed(problem)
             case .success: break
             }
         }
         if target >= s.length {
-            if let problem = checkDecompressedEnd(s) { return stop(problem, delivered: 0) }
-            return 0
+            if let problem = checkDecompressedEnd(s) { return .failed(problem) }
+            return MemberReadResult(count: 0)
         }
         let wanted = Int(min(Int64(capacity), s.length - target))
         switch take(decompression, &s, into: out, wanted) {
-        case .failure(let problem): return stop(problem, delivered: 0)
+        case .failure(let problem): return .failed(problem)
         case .success(let n):
             target += Int64(n)
             produced = target
             if target == s.length {
-                if let problem = checkDecompressedEnd(s) { return stop(problem, delivered: n) }
-                state.isAtEnd = true
+                if let problem = checkDecompressedEnd(s) { return .failed(problem, delivered: n) }
+                return MemberReadResult(count: n, atEnd: true)
             }
-            return n
+            return MemberReadResult(count: n)
         }
     }
 
@@ -80,7 +83,7 @@ extension ArchiveMemberDataSource {
         }
         if n == 0 {
             return .failure(
-                makeError(
+                naming.makeError(
                     .corrupt,
                     "the inflated archive ends at offset \(s.start + s.hashed), inside the member (\(s.hashed) of its \(s.length) bytes), where its index says it goes on"
                 ))
@@ -94,7 +97,7 @@ extension ArchiveMemberDataSource {
     /// At the member's end: its CRC-32 against the index's.
     private func checkDecompressedEnd(_ s: MemberSlice) -> BlobStreamError? {
         guard let expected = s.expectedCRC, s.hashed == s.length, s.crc != expected else { return nil }
-        return makeError(
+        return naming.makeError(
             .corrupt,
             "the member's bytes fail their CRC-32 check (\(String(format: "%08x", s.crc)), the index says \(String(format: "%08x", expected))): the archive is damaged, or changed since it was indexed"
         )
@@ -106,7 +109,7 @@ extension ArchiveMemberDataSource {
         let own = error as? BlobStreamError
         var code = own?.code ?? .sourceFailed
         if code == .changed { code = .corrupt }
-        return makeError(
+        return naming.makeError(
             code,
             "decompressing the archive through its index failed at decompressed offset \(offset): \(own?.message ?? "\(error)")",
             cause: error)

@@ -21,14 +21,16 @@ import Foundation
 //   descriptor right after the stored bytes must give them.
 // Hard links followed through the index have their own headers checked the same way.
 
-extension ArchiveMemberDataSource {
+extension IndexedMemberReader {
     /// Checks each member of `chain` (hard links, then the member read) against the
-    /// archive's own header for it. For a tar.gz or a tar.xz the decompression of the slice
-    /// (already set) is used, and is left at the member's data (its offset 0).
+    /// archive's own header for it. For a tar.gz or a tar.xz `decompression` (the slice's)
+    /// is used, and is left at the member's data (its offset 0).
     ///
     /// - Throws: `.corrupt` naming the archive, the member and the offset when a header
     ///   disagrees with the index; the upstream's or the decompression's own errors.
-    func checkHeaders(of chain: [ArchiveIndex.Member], format: ArchiveIndex.Format) throws(BlobStreamError) {
+    func checkHeaders(
+        of chain: [ArchiveIndex.Member], format: ArchiveIndex.Format, decompression: (any MemberDecompression)?
+    ) throws(BlobStreamError) {
         for member in chain {
             switch format {
             case .zip: try checkZipHeader(of: member)
@@ -37,13 +39,13 @@ extension ArchiveMemberDataSource {
                     reader: reader, length: upstream.length ?? Int64.max, offset: member.headerOffset)
                 try checkTarHeader(of: member, walking: &walker)
             case .tarGzip, .tarXz:
-                guard let decompression = slice?.decompression else {
-                    throw makeError(.corrupt, "the compressed tar's index gives no way to decompress it")
+                guard let decompression else {
+                    throw naming.makeError(.corrupt, "the compressed tar's index gives no way to decompress it")
                 }
                 do {
                     try decompression.restart(at: member.headerOffset)
                 } catch {
-                    throw makeError(
+                    throw naming.makeError(
                         error.code,
                         "decompressing the archive at decompressed offset \(member.headerOffset) (the member's header) failed: \(error.message)",
                         cause: error)
@@ -60,7 +62,7 @@ extension ArchiveMemberDataSource {
 
     /// The disagreement as an error: it names the archive, the member and the offset.
     private func indexDisagrees(_ what: String, at offset: Int64) -> BlobStreamError {
-        makeError(
+        naming.makeError(
             .corrupt,
             "the archive index disagrees with the archive at offset \(offset): \(what); the index does not describe this archive (build a new one, or read without it)"
         )
@@ -79,7 +81,7 @@ extension ArchiveMemberDataSource {
             if error.cause == nil, error.code == .corrupt || error.code == .truncated {
                 throw indexDisagrees("no tar header the index describes is there (\(error.message))", at: at)
             }
-            throw makeError(
+            throw naming.makeError(
                 error.code, "reading the member's header at offset \(at): \(error.message)", cause: error.cause)
         }
         let entry: TarWalkEntry
@@ -124,7 +126,7 @@ extension ArchiveMemberDataSource {
     private func checkZipHeader(of member: ArchiveIndex.Member) throws(BlobStreamError) {
         let at = member.headerOffset
         let access = ArchiveOffsetReader(
-            reader: reader, length: upstream.length ?? Int64.max, name: archiveName, member: memberSpelling)
+            reader: reader, length: upstream.length ?? Int64.max, name: naming.archiveName, member: naming.spelling)
         func bytes(_ offset: Int64, _ count: Int, _ what: String) throws(BlobStreamError) -> [UInt8] {
             do {
                 return Array(try access.bytes(at: offset, count: count, what: what))
@@ -272,7 +274,7 @@ final class DecompressedTarBytes: SequentialTarBytes {
         }
         let failure = decompression.failure
         // A mismatch against the index's chunk CRC-32s is damage: the archive matched the
-        // index's identity (as for the member's bytes, see `pumpDecompressedSlice`).
+        // index's identity (as for the member's bytes, see `readDecompressed`).
         var code = (failure as? BlobStreamError)?.code ?? .sourceFailed
         if code == .changed { code = .corrupt }
         throw TarWalkError(

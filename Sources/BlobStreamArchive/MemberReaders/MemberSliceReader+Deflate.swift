@@ -107,12 +107,12 @@ final class MemberInflation {
     }
 }
 
-extension ArchiveMemberDataSource {
+extension MemberSliceReader {
     /// `read` for a deflate member (see `MemberInflation`): skips to `target` by inflating,
-    /// then inflates into `out`; checks the end with the last bytes. 0 at the confirmed
-    /// end, −1 after recording a failure.
-    func pumpDeflate(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
-        guard var s = slice, let inflation = s.inflation else { return -1 }
+    /// then inflates into `out`; checks the end with the last bytes.
+    func readDeflate(into out: UnsafeMutablePointer<UInt8>, capacity: Int, target: inout Int64) -> MemberReadResult {
+        var s = slice
+        guard let inflation = s.inflation else { return .failed(naming.makeError(.closed, "closed")) }
         defer { slice = s }
         if target < inflation.produced { inflation.restart() }
         do throws(MemberInflation.Problem) {
@@ -123,25 +123,25 @@ extension ArchiveMemberDataSource {
                 }
             }
             if inflation.produced >= s.length {
-                if let problem = try confirmDeflateEnd(&s, inflation) { return stop(problem, delivered: 0) }
+                if let problem = try confirmDeflateEnd(&s, inflation) { return .failed(problem) }
                 if target > s.length {
-                    return stop(
-                        makeError(.invalidOffset, "offset \(target) is past the end of the member (\(s.length) bytes)"),
-                        delivered: 0)
+                    return .failed(
+                        naming.makeError(
+                            .invalidOffset, "offset \(target) is past the end of the member (\(s.length) bytes)"))
                 }
-                return 0
+                return MemberReadResult(count: 0)
             }
             let wanted = Int(min(Int64(capacity), s.length - inflation.produced))
             let n = try inflation.step(reader, start: s.start, into: out, capacity: wanted)
             target = inflation.produced
             produced = target
             if n == 0 || inflation.produced >= s.length {
-                if let problem = try confirmDeflateEnd(&s, inflation) { return stop(problem, delivered: n) }
-                state.isAtEnd = true
+                if let problem = try confirmDeflateEnd(&s, inflation) { return .failed(problem, delivered: n) }
+                return MemberReadResult(count: n, atEnd: true)
             }
-            return n
+            return MemberReadResult(count: n)
         } catch {
-            return stop(makeError(error.code, error.message, cause: error.cause), delivered: 0)
+            return .failed(naming.makeError(error.code, error.message, cause: error.cause))
         }
     }
 
@@ -151,18 +151,18 @@ extension ArchiveMemberDataSource {
         throws(MemberInflation.Problem) -> BlobStreamError?
     {
         if inflation.produced < s.length {
-            return makeError(
+            return naming.makeError(
                 .corrupt,
                 "the member's deflate data holds \(inflation.produced) bytes; the archive says \(s.length)")
         }
         while !inflation.ended {
             if try inflation.step(reader, start: s.start, into: inflation.scratch, capacity: 1) > 0 {
-                return makeError(
+                return naming.makeError(
                     .corrupt, "the member's deflate data holds more than the \(s.length) bytes the archive says")
             }
         }
         if let expected = s.expectedCRC, inflation.crc != expected {
-            return makeError(
+            return naming.makeError(
                 .corrupt,
                 "a CRC check failed on the member's bytes inflated from offset \(s.start) (CRC-32 \(String(format: "%08x", inflation.crc)), the archive says \(String(format: "%08x", expected)))"
             )
