@@ -68,6 +68,15 @@ package struct UploadArguments: ParsableArguments {
             } else if sourceGiven == nil {
                 throw UsageError(description: "name the SOURCE to upload (a path, a URL, or - for standard input)")
             }
+            if s3.indexOutput != nil, !s3.buildIndex {
+                throw UsageError(description: "--index-output names where --build-index writes: give --build-index")
+            }
+            if s3.buildIndex, s3.resume || s3.uploadId != nil, source == "-" {
+                throw UsageError(
+                    description:
+                        "--build-index cannot rebuild the index of a resumed upload from standard input (the parts already stored are not read again); upload it whole, or index it after (blobstream index \(to))"
+                )
+            }
             guard client == .asynchttpclient else {
                 throw UsageError(
                     description: "--to s3://… uploads with AsyncHTTPClient only; drop --client \(client.rawValue)")

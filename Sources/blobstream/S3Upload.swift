@@ -2,6 +2,7 @@ import BlobStream
 import BlobStreamCLI
 import BlobStreamHTTPClient
 import BlobStreamS3
+import BlobStreamSources
 import Foundation
 import Synchronization
 
@@ -45,6 +46,9 @@ enum S3UploadCommand {
             guard let offset, offset > 0 else { return source }
             return BlobSliceDataSource(upstream: source, offset: offset, length: nil, name: name)
         }
+        // --build-index: the index is built from the bytes as they go out (a pipe's as the
+        // upload reads them, a file's by a reading of its own beside the upload).
+        let indexing = s3.buildIndex ? UploadIndexing(body: body, name: arguments.to) : nil
         var options = S3UploadOptions(
             partSize: s3.partSizeBytes, parallelism: s3.parallel, contentType: s3.contentType,
             metadata: s3.metadataPairs, abortsOnFailure: !s3.keepParts)
@@ -83,7 +87,7 @@ enum S3UploadCommand {
         let client = try Self.client(configuration, arguments: arguments)
         let outcome: Result<Void, any Error>
         do {
-            outcome = .success(try await run(body, to: location, options: options, client: client))
+            outcome = .success(try await run(indexing?.body ?? body, to: location, options: options, client: client))
         } catch is Interrupted {
             // Ctrl-C: the upload was cancelled, and aborted unless that failed (or --keep-parts).
             let started = uploadID.value.withLock { $0 }
@@ -113,7 +117,35 @@ enum S3UploadCommand {
         } catch {
             outcome = .failure(error)
         }
+        if case .failure = outcome { indexing?.cancel() }
         try outcome.get()
+        if let indexing {
+            try await keepIndex(indexing, arguments: arguments)
+        }
+    }
+
+    /// Binds the index built during the upload to the stored object and writes it; prints
+    /// where (as `index` does), or warns why there is none.
+    private static func keepIndex(_ indexing: UploadIndexing, arguments: UploadArguments) async throws {
+        let s3 = arguments.s3
+        let sources = BlobSources(
+            remote: RunConnections.remote(
+                caBundle: arguments.options.caBundle,
+                s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile)))
+        do {
+            switch try await indexing.finish(objectAt: arguments.to, sources: sources, at: s3.indexOutput) {
+            case .kept(let kept):
+                let lines = kept.map { "\($0.location)\t\($0.contents)\t\($0.byteCount) bytes\n" }.joined()
+                try Array(lines.utf8).withUnsafeBytes { try Console.writeOut($0) }
+            case .notIndexed(let reason):
+                Console.writeError("blobstream: warning: \(reason)\n")
+            }
+        } catch {
+            throw ToolFailure(
+                message:
+                    "\(arguments.to) was uploaded whole, but its index was not written: \((error as? BlobStreamError)?.message ?? "\(error)")"
+            )
+        }
     }
 
     /// The S3 client of the upload: the store `configuration` names, over the run's pool.

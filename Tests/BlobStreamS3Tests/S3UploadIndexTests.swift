@@ -1,0 +1,175 @@
+import BlobStreamArchive
+import BlobStreamCompression
+import BlobStreamS3
+import Foundation
+import SwiftStoreTestServer
+import Testing
+
+/// `blobstream upload … --build-index`: the index built from the bytes as they go out, kept
+/// beside the object once it is whole, the same index `index s3://…` builds; a killed upload
+/// leaves none.
+@Suite("upload --build-index: write once, read any member", .serialized)
+struct S3UploadIndexTests {
+    /// A tar.gz of a few members (random bytes: about 3 parts of 5 MiB), made by tar and gzip.
+    static func tarGzip(in fixture: StoreFixture) throws -> (path: String, members: [String: Data]) {
+        let tree = fixture.folder.appendingPathComponent("tree")
+        try FileManager.default.createDirectory(at: tree.appendingPathComponent("d"), withIntermediateDirectories: true)
+        var members: [String: Data] = [:]
+        for (i, size) in [6 << 20, 123, 5 << 20 | 77, 4_000].enumerated() {
+            let name = "d/m\(i).bin"
+            let data = StoreFixture.bytes(size, seed: UInt64(40 + i))
+            try data.write(to: tree.appendingPathComponent(name))
+            members[name] = data
+        }
+        let path = fixture.folder.appendingPathComponent("a.tar.gz").path
+        let made = try S3Tool.runShell(
+            "cd '\(tree.path)' && tar cf - d | gzip -1 > '\(path)'", environment: ProcessInfo.processInfo.environment)
+        try #require(made.status == 0, "\(made.stderr)")
+        return (path, members)
+    }
+
+    @Test(
+        "a tar.gz from a pipe and from a file: KEY.blobidx and KEY.gzidx beside it, equal to what index s3:// builds; members read through them",
+        arguments: [true, false])
+    func tarGzipIndexed(fromPipe: Bool) async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, members) = try Self.tarGzip(in: fixture)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        let key = "up/a.tar.gz"
+        let upload = try S3Tool.run(
+            [
+                "upload", fromPipe ? "-" : path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url",
+                fixture.store.endpoint, "--part-size", "5MiB", "--build-index",
+            ], environment: environment, stdin: fromPipe ? bytes : nil)
+        #expect(upload.status == 0, "\(upload.stderr)")
+        #expect(try await fixture.stored(key) == bytes)
+        let built = try ArchiveIndex(decoding: try await fixture.stored(key + ".blobidx"), name: "built")
+        #expect(built.format == .tarGzip)
+        let gzidx = try await fixture.stored(key + ".gzidx")
+        #expect(!gzidx.isEmpty)
+
+        // The second pass it replaces, on a copy: the same members and seek points.
+        let copy = "up/copy.tar.gz"
+        let plain = try S3Tool.run(
+            ["upload", path, "--to", "s3://\(fixture.bucket)/\(copy)", "--endpoint-url", fixture.store.endpoint],
+            environment: environment)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let readEnvironment = S3ReadToolTests.environment(fixture)
+        let indexed = try await S3ReadToolTests.run(
+            ["index", "s3://\(fixture.bucket)/\(copy)"], environment: readEnvironment)
+        #expect(indexed.status == 0, "\(indexed.stderr)")
+        let reference = try ArchiveIndex(decoding: try await fixture.stored(copy + ".blobidx"), name: "reference")
+        #expect(built.members.map(\.nameBytes) == reference.members.map(\.nameBytes))
+        #expect(built.members.map(\.crc32) == reference.members.map(\.crc32))
+        #expect(built.members.map(\.dataOffset) == reference.members.map(\.dataOffset))
+        #expect(built.identity.size == Int64(bytes.count) && built.identity.entityTag != nil)
+
+        // Another process reads members through the index beside the object.
+        for (name, data) in members {
+            let read = try await S3ReadToolTests.run(
+                ["cat", "--verbose", "archive:s3://\(fixture.bucket)/\(key)!/\(name)"], environment: readEnvironment)
+            #expect(read.status == 0 && read.stdout == data, "\(name): \(read.stderr)")
+            #expect(!read.stderr.contains("not used"), "\(name): \(read.stderr)")
+        }
+    }
+
+    @Test("a gzip that holds no tar, from a file: KEY.gzidx beside it; reads at an offset through it")
+    func gzipIndexed() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (plainPath, data) = try fixture.file("plain", count: 9 << 20, seed: 7)
+        let path = plainPath + ".gz"
+        let made = try S3Tool.runShell(
+            "gzip -1 -c '\(plainPath)' > '\(path)'", environment: ProcessInfo.processInfo.environment)
+        try #require(made.status == 0)
+        let key = "g/big.gz"
+        let upload = try S3Tool.run(
+            [
+                "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", fixture.store.endpoint,
+                "--part-size", "5MiB", "--build-index",
+            ], environment: S3Tool.environment(fixture.store, home: fixture.folder))
+        #expect(upload.status == 0, "\(upload.stderr)")
+        let index = try GzipIndex(serialized: [UInt8](try await fixture.stored(key + ".gzidx")), name: "gzidx")
+        #expect(index.identity?.entityTag != nil && index.uncompressedSize == Int64(data.count))
+        let read = try await S3ReadToolTests.run(
+            ["cat", "--offset", "8000000", "--length", "500000", "gzip:s3://\(fixture.bucket)/\(key)"],
+            environment: S3ReadToolTests.environment(fixture))
+        #expect(read.status == 0 && read.stdout == data.subdata(in: 8_000_000..<8_500_000), "\(read.stderr)")
+    }
+
+    @Test("bytes no builder takes: the upload succeeds, a warning says why, no index object")
+    func notIndexable() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let data = StoreFixture.bytes(1 << 20, seed: 3)
+        let upload = try S3Tool.run(
+            [
+                "upload", "-", "--to", "s3://\(fixture.bucket)/r.bin", "--endpoint-url", fixture.store.endpoint,
+                "--build-index",
+            ], environment: S3Tool.environment(fixture.store, home: fixture.folder), stdin: data)
+        #expect(upload.status == 0, "\(upload.stderr)")
+        #expect(upload.stderr.contains("warning") && upload.stderr.contains("no index"), "\(upload.stderr)")
+        #expect(try await fixture.stored("r.bin") == data)
+        for sidecar in ["r.bin.blobidx", "r.bin.gzidx"] {
+            await #expect(throws: (any Error).self) { try await fixture.stored(sidecar) }
+        }
+    }
+
+    @Test("a process killed mid-upload with --build-index leaves no index object, and no object")
+    func killed() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let proxy = try await FaultProxy.start(upstream: fixture.store.endpoint)
+        defer { proxy.stop() }
+        try await proxy.setRules([.delay(0.5, method: "PUT", path: "partNumber=", nth: 2, times: 0)])
+        let (path, _) = try Self.tarGzip(in: fixture)
+        let key = "k/a.tar.gz"
+        let (process, _) = try S3Tool.start(
+            [
+                "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--part-size", "5MiB", "--parallel", "1",
+                "--build-index", "--endpoint-url", proxy.endpoint,
+            ], environment: S3Tool.environment(fixture.store, home: fixture.folder))
+        let location = fixture.location(key)
+        var stored = 0
+        _ = try await SwiftStoreTestServer.poll(upTo: .seconds(60)) {
+            if let upload = try await fixture.client.listMultipartUploads(location).first {
+                stored = try await fixture.client.listParts(location, uploadID: upload.uploadID).count
+            }
+            return stored > 0 || !process.isRunning
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try #require(stored > 0, "the tool finished before a part was seen")
+        for object in [key, key + ".blobidx", key + ".gzidx"] {
+            await #expect(throws: (any Error).self, "\(object)") { try await fixture.stored(object) }
+        }
+    }
+
+    @Test("--index-output PATH writes the index there and nothing beside the object; usage errors exit 2")
+    func indexOutput() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, members) = try Self.tarGzip(in: fixture)
+        let output = fixture.folder.appendingPathComponent("named.blobidx").path
+        let environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        let upload = try S3Tool.run(
+            [
+                "upload", path, "--to", "s3://\(fixture.bucket)/n.tar.gz", "--endpoint-url", fixture.store.endpoint,
+                "--build-index", "--index-output", output,
+            ], environment: environment)
+        #expect(upload.status == 0, "\(upload.stderr)")
+        let index = try ArchiveIndex.read(from: output)
+        #expect(index.members.filter { $0.type == .file }.count == members.count)
+        await #expect(throws: (any Error).self) { try await fixture.stored("n.tar.gz.blobidx") }
+        for arguments in [
+            ["upload", path, "--to", "s3://\(fixture.bucket)/x", "--index-output", output],
+            ["upload", "-", "--to", "s3://\(fixture.bucket)/x", "--build-index", "--resume"],
+            ["upload", path, "--to", "http://127.0.0.1:1/x", "--build-index"],
+        ] {
+            let refused = try S3Tool.run(arguments, environment: environment)
+            #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
+        }
+    }
+}
