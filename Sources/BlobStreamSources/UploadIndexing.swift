@@ -85,11 +85,13 @@ public final class UploadIndexing: Sendable {
         let (identity, origin) = try await RemoteContent.offThread { () throws(BlobStreamError) in
             try RemoteContent.identity(of: url, registry: sources.makeRegistry())
         }
+        let built: BlobSources.BuiltIndex
         switch try sink.finish(identity: identity) {
         case .none(let reason): return .notIndexed(reason: reason)
-        case .archive(let index): return .kept(try await sources.keep(.archive(index), of: url, serverOrigin: origin, at: destination))
-        case .gzip(let index): return .kept(try await sources.keep(.gzip(index), of: url, serverOrigin: origin, at: destination))
+        case .archive(let index): built = .archive(index)
+        case .gzip(let index): built = .gzip(index)
         }
+        return .kept(try await sources.keep(built, of: url, serverOrigin: origin, at: destination))
     }
 
     /// The upload failed or was cancelled: the index is dropped, nothing is written.
@@ -149,7 +151,8 @@ enum SideReading {
                 sink.consume(UnsafeRawBufferPointer(start: buffer, count: n))
             } else {
                 if n < 0 {
-                    observer.lostOrder("the body could not be read for its index: \(String(describing: stream.streamError))")
+                    let why = String(describing: stream.streamError)
+                    observer.lostOrder("the body could not be read for its index: \(why)")
                 }
                 return
             }
