@@ -178,7 +178,7 @@ public final class HTTPRangeDataSource: BlobDataSource {
         }
         let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, nil) }
         let first = FirstRequest(
-            client: client, requests: sender.requests, shared: shared, judge: answers.judge, budget: sender.budget,
+            client: client, sender: sender, judge: answers.judge,
             offset: offset, blockSize: options.blockSize, held: plan.firstBlock, maxRedirects: options.maxRedirects,
             announce: announce)
         first.send(to: url)

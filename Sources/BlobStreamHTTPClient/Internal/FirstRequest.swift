@@ -12,10 +12,9 @@ import NIOHTTP1
 /// followed by a HEAD. `announce` gets the judged answer once.
 struct FirstRequest: Sendable {
     let client: HTTPClient
-    let requests: RangeRequests
-    let shared: HTTPRangeDataSource.Shared
+    /// The source's sender: its requests, its shared state, its retry budget.
+    let sender: RangeSender
     let judge: RangeJudgement
-    let budget: RetryBudget
     let offset: Int64
     let blockSize: Int
     /// The body bytes held before the server is made to wait: the first block's size (a
@@ -23,6 +22,10 @@ struct FirstRequest: Sendable {
     let held: Int
     let maxRedirects: Int
     let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void
+
+    var requests: RangeRequests { sender.requests }
+    var shared: HTTPRangeDataSource.Shared { sender.shared }
+    var budget: RetryBudget { sender.budget }
 
     /// The statuses of a redirect that a read follows.
     static let redirects: Set<UInt> = [301, 302, 303, 307, 308]
