@@ -123,7 +123,9 @@ struct S3UploadIndexTests {
         defer { fixture.cleanUp() }
         let proxy = try await FaultProxy.start(upstream: fixture.store.endpoint)
         defer { proxy.stop() }
-        try await proxy.setRules([.delay(0.5, method: "PUT", path: "partNumber=", nth: 2, times: 0)])
+        // Every part after the first is held 30 s at the proxy: the tool is still uploading
+        // (however slow the machine) when the store shows the first part, and is killed then.
+        try await proxy.setRules([.delay(30, method: "PUT", path: "partNumber=", nth: 2, times: 0)])
         let (path, _) = try Self.tarGzip(in: fixture)
         let key = "k/a.tar.gz"
         let (process, _) = try S3Tool.start(

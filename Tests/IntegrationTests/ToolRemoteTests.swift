@@ -162,8 +162,18 @@ final class ToolRemoteTests {
             let result = try Tool.run(blobstream, arguments + [url], environment: plain)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             let expected = arguments.count == 1 ? a : a.suffix(from: 5_000_000)
-            #expect(Tool.sha256(result.stdout) == Tool.sha256(expected), "\(arguments)")
-            #expect(server.recorded("requests").count == 1, "\(server.recorded("requests"))")
+            // One GET's bytes. On a slow machine the first GET may be hedged (asked again
+            // after `HTTPHedging.firstDelay` with no answer): the same request, whose answer,
+            // if it comes first, is version B whole; never a second range, never a mix.
+            let requests = server.recorded("requests")
+            let hedged = requests.count > 1
+            let other = arguments.count == 1 ? b : b.suffix(from: 5_000_000)
+            #expect(
+                Tool.sha256(result.stdout) == Tool.sha256(expected)
+                    || (hedged && Tool.sha256(result.stdout) == Tool.sha256(other)), "\(arguments)")
+            // The first GET and at most 4 hedges of it (`HTTPHedging.maxHedges`).
+            #expect(
+                !requests.isEmpty && requests.count <= 5 && requests.allSatisfy { $0 == requests[0] }, "\(requests)")
         }
         let server = try peer(a, b)
         defer { server.stop() }
