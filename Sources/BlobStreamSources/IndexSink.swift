@@ -64,6 +64,7 @@ public final class IndexSink: @unchecked Sendable {
     /// A sink for the bytes of `name` (how errors name them).
     ///
     /// - Parameters:
+    ///   - name: how errors name the bytes (the object's URL).
     ///   - spacing: the least uncompressed distance between gzip seek points.
     ///   - engine: the inflater of a gzip layer (ISA-L when it loads, by default).
     public init(name: String, spacing: Int = GzipIndex.defaultSpacing, engine: InflateEngine = .automatic) {

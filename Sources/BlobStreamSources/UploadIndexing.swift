@@ -42,6 +42,8 @@ public final class UploadIndexing: Sendable {
     /// Indexes the bytes of `body` as it is uploaded; `name` names them in messages.
     ///
     /// - Parameters:
+    ///   - body: the body the upload would have sent.
+    ///   - name: how errors name the bytes (the object's URL).
     ///   - spacing: the least uncompressed distance between gzip seek points.
     ///   - engine: the inflater of a gzip layer.
     public init(
