@@ -6,12 +6,27 @@ import Testing
 /// util-linux's `script`), never into a pipe, never with `--quiet`.
 @Suite("cat: progress and summary on a terminal only")
 struct ProgressLineTests {
-    /// Two bytes from a pipe with a pause of 1.2 s between them: long enough to draw.
-    static let slowInput = "(printf a; sleep 1.2; printf b)"
+    /// Two bytes from a pipe: the second only once the tool has read the first and then 1.2 s
+    /// later, long enough to draw. Waiting for the first byte to be read (the pipe empty, by
+    /// `FIONREAD`) keeps a slow start of the tool (ThreadSanitizer, a loaded machine) out of
+    /// the pause; after a minute it is written anyway, and the test fails on what it sees.
+    static func slowInput(pause: Double = 1.2) -> String {
+        """
+        python3 -c "
+        import fcntl, os, struct, termios, time
+        os.write(1, b\\"a\\")
+        waited = time.monotonic()
+        while time.monotonic() - waited < 60 and struct.unpack(\\"i\\", fcntl.ioctl(1, termios.FIONREAD, b\\"0000\\"))[0]:
+            time.sleep(0.02)
+        time.sleep(\(pause))
+        os.write(1, b\\"b\\")
+        "
+        """
+    }
 
     @Test("stderr a pipe: nothing but the bytes")
     func notATerminal() throws {
-        let r = try Tool.shell("\(Self.slowInput) | \"$BLOBSTREAM\" cat")
+        let r = try Tool.shell("\(Self.slowInput()) | \"$BLOBSTREAM\" cat")
         #expect(r.status == 0 && r.text == "ab")
         #expect(r.stderr.isEmpty, "\(r.stderr)")
     }
@@ -20,7 +35,7 @@ struct ProgressLineTests {
     func onATerminal() throws {
         func underScript(_ flags: String) throws -> Tool.Result {
             try Tool.shell(
-                "script -q -e -c '\(Self.slowInput) | \"$BLOBSTREAM\" cat \(flags) > /dev/null' /dev/null < /dev/null")
+                "script -q -e -c '\(Self.slowInput()) | \"$BLOBSTREAM\" cat \(flags) > /dev/null' /dev/null < /dev/null")
         }
         let shown = try underScript("")
         #expect(shown.status == 0, "\(shown.stderr)")
@@ -40,10 +55,8 @@ struct ProgressLineTests {
         let server = try NginxTestServer()
         defer { server.stop() }
         func send(_ name: String, _ flags: String, terminal: Bool) throws -> Tool.Result {
-            // A longer pause than cat's: the tool's start-up (slow under ThreadSanitizer) and
-            // the connection come out of it before the upload's clock starts.
             let command =
-                "(printf a; sleep 3; printf b) | \"$BLOBSTREAM\" upload \(flags) - --to \(server.baseURL)/files/\(name)"
+                "\(Self.slowInput()) | \"$BLOBSTREAM\" upload \(flags) - --to \(server.baseURL)/files/\(name)"
             return try Tool.shell(terminal ? "script -q -e -c '\(command)' /dev/null < /dev/null" : command)
         }
         let shown = try send("shown.txt", "", terminal: true)
