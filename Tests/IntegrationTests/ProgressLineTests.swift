@@ -35,7 +35,8 @@ struct ProgressLineTests {
     func onATerminal() throws {
         func underScript(_ flags: String) throws -> Tool.Result {
             try Tool.shell(
-                "script -q -e -c '\(Self.slowInput()) | \"$BLOBSTREAM\" cat \(flags) > /dev/null' /dev/null < /dev/null")
+                "script -q -e -c '\(Self.slowInput()) | \"$BLOBSTREAM\" cat \(flags) > /dev/null' /dev/null < /dev/null"
+            )
         }
         let shown = try underScript("")
         #expect(shown.status == 0, "\(shown.stderr)")
