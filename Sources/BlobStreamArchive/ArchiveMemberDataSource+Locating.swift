@@ -64,26 +64,27 @@ extension ArchiveMemberDataSource {
     /// is at offset 0 when it is called.
     func locate() throws(BlobStreamError) {
         reading = nil
+        let archive = MemberInArchive(reader: reader, naming: naming)
         if let slice = try indexed.locate(options: options, accept: accept) {
-            reading = .slice(MemberSliceReader(reader: reader, naming: naming, slice: slice))
+            reading = .slice(MemberSliceReader(archive: archive, slice: slice))
             found.lookup = .memberIndex
             return
         }
         if indexed.index == nil {
             let directory = ZipDirectoryMemberReader(
-                reader: reader, naming: naming, indexOption: options.index, inflateEngine: options.inflateEngine)
+                archive: archive, indexOption: options.index, inflateEngine: options.inflateEngine)
             if let slice = try directory.locate(accept: accept) {
-                reading = .slice(MemberSliceReader(reader: reader, naming: naming, slice: slice))
+                reading = .slice(MemberSliceReader(archive: archive, slice: slice))
                 found.lookup = .zipCentralDirectory
                 return
             }
         }
         let walk = TarWalkMemberReader(
-            reader: reader, naming: naming, inflateEngine: options.inflateEngine, verification: verification)
+            archive: archive, inflateEngine: options.inflateEngine, verification: verification)
         switch try walk.locate(accept: accept) {
         case .walked(let slice):
             found.lookup = .tarHeaderWalk
-            reading = .slice(MemberSliceReader(reader: reader, naming: naming, slice: slice))
+            reading = .slice(MemberSliceReader(archive: archive, slice: slice))
         case .libarchive(let libarchive):
             found.lookup = .libarchive
             reading = .libarchive(libarchive)

@@ -238,7 +238,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
         (upstream as? any BlobRangeReading)?.expectRandomAccess()
         let owner = WeakArchiveSource()
         reader = LibArchiveInput.makeReader(upstream) { owner.source?.upstreamAnnounced() }
-        indexed = IndexedMemberReader(reader: reader, naming: naming)
+        indexed = IndexedMemberReader(archive: MemberInArchive(reader: reader, naming: naming))
         owner.source = self
     }
 

@@ -36,16 +36,16 @@ extension IndexedMemberReader {
             case .zip: try checkZipHeader(of: member)
             case .tar:
                 var walker = TarHeaderWalker(
-                    reader: reader, length: upstream.length ?? Int64.max, offset: member.headerOffset)
+                    reader: archive.reader, length: archive.upstream.length ?? Int64.max, offset: member.headerOffset)
                 try checkTarHeader(of: member, walking: &walker)
             case .tarGzip, .tarXz:
                 guard let decompression else {
-                    throw naming.makeError(.corrupt, "the compressed tar's index gives no way to decompress it")
+                    throw archive.naming.makeError(.corrupt, "the compressed tar's index gives no way to decompress it")
                 }
                 do {
                     try decompression.restart(at: member.headerOffset)
                 } catch {
-                    throw naming.makeError(
+                    throw archive.naming.makeError(
                         error.code,
                         "decompressing the archive at decompressed offset \(member.headerOffset) (the member's header) failed: \(error.message)",
                         cause: error)
@@ -62,7 +62,7 @@ extension IndexedMemberReader {
 
     /// The disagreement as an error: it names the archive, the member and the offset.
     private func indexDisagrees(_ what: String, at offset: Int64) -> BlobStreamError {
-        naming.makeError(
+        archive.naming.makeError(
             .corrupt,
             "the archive index disagrees with the archive at offset \(offset): \(what); the index does not describe this archive (build a new one, or read without it)"
         )
@@ -81,7 +81,7 @@ extension IndexedMemberReader {
             if error.cause == nil, error.code == .corrupt || error.code == .truncated {
                 throw indexDisagrees("no tar header the index describes is there (\(error.message))", at: at)
             }
-            throw naming.makeError(
+            throw archive.naming.makeError(
                 error.code, "reading the member's header at offset \(at): \(error.message)", cause: error.cause)
         }
         let entry: TarWalkEntry
@@ -126,7 +126,8 @@ extension IndexedMemberReader {
     private func checkZipHeader(of member: ArchiveIndex.Member) throws(BlobStreamError) {
         let at = member.headerOffset
         let access = ArchiveOffsetReader(
-            reader: reader, length: upstream.length ?? Int64.max, name: naming.archiveName, member: naming.spelling)
+            reader: archive.reader, length: archive.upstream.length ?? Int64.max, name: archive.naming.archiveName,
+            member: archive.naming.spelling)
         func bytes(_ offset: Int64, _ count: Int, _ what: String) throws(BlobStreamError) -> [UInt8] {
             do {
                 return Array(try access.bytes(at: offset, count: count, what: what))
@@ -199,7 +200,7 @@ extension IndexedMemberReader {
         // A data descriptor follows the stored bytes: an optional signature, the CRC-32, then
         // the sizes in 4 bytes each (8 with zip64).
         let descriptorAt = member.dataOffset + compressed
-        let available = Int(min(24, max(0, (upstream.length ?? Int64.max) - descriptorAt)))
+        let available = Int(min(24, max(0, (archive.upstream.length ?? Int64.max) - descriptorAt)))
         let d = try bytes(descriptorAt, available, "the member's data descriptor")
         var matches = false
         for start in u32(d + [0, 0, 0, 0], 0) == 0x0807_4b50 ? [4, 0] : [0] {

@@ -12,8 +12,8 @@ import Foundation
 /// request for the one beside a remote archive, and why one found was not used. Not
 /// thread-safe: used under the source's lock.
 final class IndexedMemberReader {
-    let reader: BlobUpstreamReader
-    let naming: ArchiveMemberNaming
+    /// The archive read and the member asked for.
+    let archive: MemberInArchive
     /// The index object beside a remote archive, asked for at `open()` so that its answer
     /// and the archive's first answer come in parallel; taken by the first search.
     private var earlyIndexSource: (url: String, source: any BlobDataSource)?
@@ -23,11 +23,8 @@ final class IndexedMemberReader {
     /// Why an index found beside the archive was not used (`unusedIndexReason`).
     private(set) var unusedReason: String?
 
-    var upstream: any BlobDataSource { reader.source }
-
-    init(reader: BlobUpstreamReader, naming: ArchiveMemberNaming) {
-        self.reader = reader
-        self.naming = naming
+    init(archive: MemberInArchive) {
+        self.archive = archive
     }
 
     /// The source closed: an index object asked for early is closed.
@@ -60,7 +57,7 @@ final class IndexedMemberReader {
         // have no strong one, and then no request but the archive's one GET is made at all.
         guard case .automatic = options.index, options.archivePath == nil, let indexObjects = options.indexObjects,
             indexObjects.cache == nil,
-            upstream is any BlobRangeReading, BlobURL.scheme(of: indexObjects.url)?.lowercased() == "s3"
+            archive.upstream is any BlobRangeReading, BlobURL.scheme(of: indexObjects.url)?.lowercased() == "s3"
         else { return }
         let url = ArchiveIndex.sidecar(of: indexObjects.url)
         // One that cannot be made is made again at the search, which keeps its error.
@@ -79,11 +76,11 @@ final class IndexedMemberReader {
         case .none: return nil
         case .automatic:
             if options.archivePath == nil, let indexObjects = options.indexObjects,
-                let object = upstream as? any BlobRangeReading
+                let object = archive.upstream as? any BlobRangeReading
             {
                 let early = earlyIndexSource
                 earlyIndexSource = nil
-                guard LibArchiveInput.canSeek(upstream) else {
+                guard LibArchiveInput.canSeek(archive.upstream) else {
                     early?.source.close()
                     return nil
                 }
@@ -104,7 +101,7 @@ final class IndexedMemberReader {
                         for: object, at: indexObjects.url, cache: indexObjects.cache, makeSource: makeSource)
                 }
             }
-            guard let archivePath = options.archivePath, LibArchiveInput.canSeek(upstream) else { return nil }
+            guard let archivePath = options.archivePath, LibArchiveInput.canSeek(archive.upstream) else { return nil }
             return use { () throws(BlobStreamError) in try ArchiveIndex.lookUp(forFileAtPath: archivePath) }
         case .index(let index):
             try requireMatch(index, "the index given", options)
@@ -115,7 +112,7 @@ final class IndexedMemberReader {
                 index = try ArchiveIndex.read(from: path)
             } catch {
                 let own = error as? BlobStreamError
-                throw naming.makeError(own?.code ?? .sourceFailed, "cannot use the index named", cause: error)
+                throw archive.naming.makeError(own?.code ?? .sourceFailed, "cannot use the index named", cause: error)
             }
             try requireMatch(index, "index '\(path)'", options)
             return index
@@ -140,12 +137,12 @@ final class IndexedMemberReader {
     private func requireMatch(_ index: ArchiveIndex, _ what: String, _ options: ArchiveMemberOptions)
         throws(BlobStreamError)
     {
-        guard LibArchiveInput.canSeek(upstream) else {
-            let limit = (upstream.property(forKey: .blobOffsetLimitKey) as? String).map { ": " + $0 } ?? ""
-            throw naming.makeError(.unsupported, "\(what) cannot be used: the upstream cannot seek\(limit)")
+        guard LibArchiveInput.canSeek(archive.upstream) else {
+            let limit = (archive.upstream.property(forKey: .blobOffsetLimitKey) as? String).map { ": " + $0 } ?? ""
+            throw archive.naming.makeError(.unsupported, "\(what) cannot be used: the upstream cannot seek\(limit)")
         }
         if let mismatch = try indexMismatch(index, archivePath: options.archivePath) {
-            throw naming.makeError(.changed, "\(what) does not match the archive: \(mismatch)")
+            throw archive.naming.makeError(.changed, "\(what) does not match the archive: \(mismatch)")
         }
     }
 
@@ -153,7 +150,7 @@ final class IndexedMemberReader {
     private func indexMismatch(_ index: ArchiveIndex, archivePath: String?) throws(BlobStreamError) -> String? {
         // An index of an object: its size and ETag against the object's, no sampled reads.
         if let tag = index.identity.entityTag {
-            guard let object = upstream as? any BlobRangeReading, let now = try object.contentIdentity(),
+            guard let object = archive.upstream as? any BlobRangeReading, let now = try object.contentIdentity(),
                 let nowTag = now.entityTag
             else { return "it was made for an object with ETag \(tag); the archive has no strong ETag" }
             if now.size != index.identity.size {
@@ -162,10 +159,11 @@ final class IndexedMemberReader {
             return nowTag == tag ? nil : "it was made for ETag \(tag), the archive's is \(nowTag)"
         }
         let modified =
-            (upstream as? ArchiveFileSource)?.modified
+            (archive.upstream as? ArchiveFileSource)?.modified
             ?? archivePath.flatMap { try? FileStatus(path: $0) }?.modified
-        let access = ArchiveOffsetReader(reader: reader, length: upstream.length ?? -1, name: naming.archiveName)
-        defer { _ = try? reader.seek(to: 0) }
+        let access = ArchiveOffsetReader(
+            reader: archive.reader, length: archive.upstream.length ?? -1, name: archive.naming.archiveName)
+        defer { _ = try? archive.reader.seek(to: 0) }
         return try access.mismatch(with: index.identity, modified: modified)
     }
 
@@ -177,15 +175,16 @@ final class IndexedMemberReader {
         in index: ArchiveIndex, options: ArchiveMemberOptions,
         accept: (ArchiveHandle.Header) throws(BlobStreamError) -> String?
     ) throws(BlobStreamError) -> MemberSlice? {
-        var wanted = naming.wanted
+        var wanted = archive.naming.wanted
         var links: [String] = []
         var chain: [ArchiveIndex.Member] = []
         while true {
             guard let member = index.member(named: wanted) else {
                 if let link = links.last {
-                    throw naming.makeError(.notFound, "it is a hard link to '\(link)', which is not in the archive")
+                    throw archive.naming.makeError(
+                        .notFound, "it is a hard link to '\(link)', which is not in the archive")
                 }
-                throw naming.makeError(.notFound, "no such member in the archive (as its index lists it)")
+                throw archive.naming.makeError(.notFound, "no such member in the archive (as its index lists it)")
             }
             let deflated = index.format == .zip && member.compressionMethod == 8
             if index.format == .zip, (member.compressionMethod != 0 && !deflated) || member.isEncrypted { return nil }
@@ -197,32 +196,35 @@ final class IndexedMemberReader {
                     mismatchCode: index.format == .tar ? .changed : .corrupt)
                 if deflated {
                     slice.inflation = try MemberInflation(
-                        compressedLength: member.compressedSize ?? 0, name: naming.messagePrefix,
+                        compressedLength: member.compressedSize ?? 0, name: archive.naming.messagePrefix,
                         engine: options.inflateEngine)
                 }
                 if index.format == .tarGzip {
                     guard let gzipIndex = index.gzipIndex else {
-                        throw naming.makeError(.corrupt, "the tar.gz index holds no gzip seek points")
+                        throw archive.naming.makeError(.corrupt, "the tar.gz index holds no gzip seek points")
                     }
                     slice.mismatchCode = .corrupt
                     slice.decompression = MemberGzipReading(
-                        reader: reader, index: gzipIndex, name: naming.archiveName, engine: options.inflateEngine,
+                        reader: archive.reader, index: gzipIndex, name: archive.naming.archiveName,
+                        engine: options.inflateEngine,
                         size: member.size)
                 }
                 if index.format == .tar || index.format == .zip {
                     // The member's headers and bytes in one request, and nothing read ahead
                     // past them.
-                    reader.expectRead(member.headerOffset..<member.dataOffset + (member.compressedSize ?? member.size))
+                    archive.reader.expectRead(
+                        member.headerOffset..<member.dataOffset + (member.compressedSize ?? member.size))
                 }
                 if index.format == .tarXz {
-                    guard let path = options.archivePath ?? (upstream as? ArchiveFileSource)?.path else {
-                        throw naming.makeError(.unsupported, "a tar.xz read through its index needs the archive's path")
+                    guard let path = options.archivePath ?? (archive.upstream as? ArchiveFileSource)?.path else {
+                        throw archive.naming.makeError(
+                            .unsupported, "a tar.xz read through its index needs the archive's path")
                     }
                     slice.mismatchCode = .corrupt
                     do {
                         slice.decompression = try MemberXzReading(path: path)
                     } catch {
-                        throw naming.makeError(
+                        throw archive.naming.makeError(
                             error.code, "cannot read the blocks of the tar.xz: \(error.message)", cause: error)
                     }
                 }
@@ -233,7 +235,7 @@ final class IndexedMemberReader {
             }
             links.append(target)
             guard links.count <= 16 else {
-                throw naming.makeError(
+                throw archive.naming.makeError(
                     .corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
             }
             wanted = ArchiveMemberDataSource.normalized(Array(target.utf8))

@@ -32,7 +32,7 @@ extension MemberSliceReader {
         -> MemberReadResult
     {
         var s = slice
-        guard let decompression = s.decompression else { return .failed(naming.makeError(.closed, "closed")) }
+        guard let decompression = s.decompression else { return .failed(archive.naming.makeError(.closed, "closed")) }
         defer { slice = s }
         if target < s.hashed || decompression.position == nil {
             s.crc = 0
@@ -83,7 +83,7 @@ extension MemberSliceReader {
         }
         if n == 0 {
             return .failure(
-                naming.makeError(
+                archive.naming.makeError(
                     .corrupt,
                     "the inflated archive ends at offset \(s.start + s.hashed), inside the member (\(s.hashed) of its \(s.length) bytes), where its index says it goes on"
                 ))
@@ -97,7 +97,7 @@ extension MemberSliceReader {
     /// At the member's end: its CRC-32 against the index's.
     private func checkDecompressedEnd(_ s: MemberSlice) -> BlobStreamError? {
         guard let expected = s.expectedCRC, s.hashed == s.length, s.crc != expected else { return nil }
-        return naming.makeError(
+        return archive.naming.makeError(
             .corrupt,
             "the member's bytes fail their CRC-32 check (\(String(format: "%08x", s.crc)), the index says \(String(format: "%08x", expected))): the archive is damaged, or changed since it was indexed"
         )
@@ -109,7 +109,7 @@ extension MemberSliceReader {
         let own = error as? BlobStreamError
         var code = own?.code ?? .sourceFailed
         if code == .changed { code = .corrupt }
-        return naming.makeError(
+        return archive.naming.makeError(
             code,
             "decompressing the archive through its index failed at decompressed offset \(offset): \(own?.message ?? "\(error)")",
             cause: error)

@@ -112,13 +112,13 @@ extension MemberSliceReader {
     /// then inflates into `out`; checks the end with the last bytes.
     func readDeflate(into out: UnsafeMutablePointer<UInt8>, capacity: Int, target: inout Int64) -> MemberReadResult {
         var s = slice
-        guard let inflation = s.inflation else { return .failed(naming.makeError(.closed, "closed")) }
+        guard let inflation = s.inflation else { return .failed(archive.naming.makeError(.closed, "closed")) }
         defer { slice = s }
         if target < inflation.produced { inflation.restart() }
         do throws(MemberInflation.Problem) {
             while inflation.produced < target {
                 let wanted = Int(min(Int64(MemberInflation.scratchSize), target - inflation.produced))
-                if try inflation.step(reader, start: s.start, into: inflation.scratch, capacity: wanted) == 0 {
+                if try inflation.step(archive.reader, start: s.start, into: inflation.scratch, capacity: wanted) == 0 {
                     break
                 }
             }
@@ -126,13 +126,13 @@ extension MemberSliceReader {
                 if let problem = try confirmDeflateEnd(&s, inflation) { return .failed(problem) }
                 if target > s.length {
                     return .failed(
-                        naming.makeError(
+                        archive.naming.makeError(
                             .invalidOffset, "offset \(target) is past the end of the member (\(s.length) bytes)"))
                 }
                 return MemberReadResult(count: 0)
             }
             let wanted = Int(min(Int64(capacity), s.length - inflation.produced))
-            let n = try inflation.step(reader, start: s.start, into: out, capacity: wanted)
+            let n = try inflation.step(archive.reader, start: s.start, into: out, capacity: wanted)
             target = inflation.produced
             produced = target
             if n == 0 || inflation.produced >= s.length {
@@ -141,7 +141,7 @@ extension MemberSliceReader {
             }
             return MemberReadResult(count: n)
         } catch {
-            return .failed(naming.makeError(error.code, error.message, cause: error.cause))
+            return .failed(archive.naming.makeError(error.code, error.message, cause: error.cause))
         }
     }
 
@@ -151,18 +151,18 @@ extension MemberSliceReader {
         throws(MemberInflation.Problem) -> BlobStreamError?
     {
         if inflation.produced < s.length {
-            return naming.makeError(
+            return archive.naming.makeError(
                 .corrupt,
                 "the member's deflate data holds \(inflation.produced) bytes; the archive says \(s.length)")
         }
         while !inflation.ended {
-            if try inflation.step(reader, start: s.start, into: inflation.scratch, capacity: 1) > 0 {
-                return naming.makeError(
+            if try inflation.step(archive.reader, start: s.start, into: inflation.scratch, capacity: 1) > 0 {
+                return archive.naming.makeError(
                     .corrupt, "the member's deflate data holds more than the \(s.length) bytes the archive says")
             }
         }
         if let expected = s.expectedCRC, inflation.crc != expected {
-            return naming.makeError(
+            return archive.naming.makeError(
                 .corrupt,
                 "a CRC check failed on the member's bytes inflated from offset \(s.start) (CRC-32 \(String(format: "%08x", inflation.crc)), the archive says \(String(format: "%08x", expected)))"
             )

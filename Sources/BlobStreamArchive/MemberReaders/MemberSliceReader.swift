@@ -34,8 +34,8 @@ struct MemberSlice {
 /// tar's member decompressed. Owns the slice, the running checks and the archive file of
 /// `storedRegion`. Not thread-safe: used under the source's lock.
 final class MemberSliceReader {
-    let reader: BlobUpstreamReader
-    let naming: ArchiveMemberNaming
+    /// The archive read and the member asked for.
+    let archive: MemberInArchive
     /// Where the member is, and the running check of what was read.
     var slice: MemberSlice
     /// Member offset up to which bytes were taken (the source's offset after a read or a move).
@@ -45,11 +45,8 @@ final class MemberSliceReader {
     private var storedBytes: PositionalFile?
     private var storedBytesFileChecked = false
 
-    var upstream: any BlobDataSource { reader.source }
-
-    init(reader: BlobUpstreamReader, naming: ArchiveMemberNaming, slice: MemberSlice) {
-        self.reader = reader
-        self.naming = naming
+    init(archive: MemberInArchive, slice: MemberSlice) {
+        self.archive = archive
         self.slice = slice
     }
 
@@ -73,12 +70,12 @@ final class MemberSliceReader {
         }
         let position = s.start + target
         do {
-            try reader.seek(to: position)
+            try archive.reader.seek(to: position)
         } catch {
-            return .failed(naming.upstreamFailed(error, "refused to move to offset \(position)"))
+            return .failed(archive.naming.upstreamFailed(error, "refused to move to offset \(position)"))
         }
         let wanted = Int(min(Int64(capacity), s.length - target))
-        switch reader.read(into: out, maxLength: wanted, waiting: true) {
+        switch archive.reader.read(into: out, maxLength: wanted, waiting: true) {
         case .bytes(let n):
             if s.expectedCRC != nil, s.hashed == target {
                 s.crc = ZlibCRC32.update(s.crc, UnsafeRawBufferPointer(start: out, count: n))
@@ -95,7 +92,8 @@ final class MemberSliceReader {
         case .end, .starved:
             return .failed(truncatedInSlice(at: position))
         case .failed(let error):
-            return .failed(naming.upstreamFailed(reader.source.error ?? error, "failed at offset \(position)"))
+            return .failed(
+                archive.naming.upstreamFailed(archive.reader.source.error ?? error, "failed at offset \(position)"))
         }
     }
 
@@ -109,8 +107,8 @@ final class MemberSliceReader {
         if catchUpHashing(to: target) != nil { return false }
         var s = slice
         guard target < s.length else { return false }
-        guard (try? reader.seek(to: s.start + target)) != nil,
-            case .bytes(let bytes) = reader.fill(atLeast: 1, waiting: true)
+        guard (try? archive.reader.seek(to: s.start + target)) != nil,
+            case .bytes(let bytes) = archive.reader.fill(atLeast: 1, waiting: true)
         else { return false }
         let n = Int(min(Int64(bytes.count), s.length - target))
         let lent = UnsafeRawBufferPointer(rebasing: bytes[0..<n])
@@ -118,7 +116,7 @@ final class MemberSliceReader {
             s.crc = ZlibCRC32.update(s.crc, lent)
             s.hashed += Int64(n)
         }
-        reader.consume(n)
+        archive.reader.consume(n)
         slice = s
         target += Int64(n)
         produced = target
@@ -138,7 +136,8 @@ final class MemberSliceReader {
     /// offset asked for is 0).
     func confirmEmpty(target: Int64) throws(BlobStreamError) -> Bool {
         if let expected = slice.expectedCRC, expected != 0 {
-            throw naming.makeError(slice.mismatchCode, "the member is empty, but its CRC-32 should be \(expected)")
+            throw archive.naming.makeError(
+                slice.mismatchCode, "the member is empty, but its CRC-32 should be \(expected)")
         }
         return target == 0
     }
@@ -150,7 +149,7 @@ final class MemberSliceReader {
     var verifiedPrefix: BlobVerifiedPrefix {
         let checked = slice.expectedCRC != nil || slice.inflation != nil || slice.decompression != nil
         if checked { return .checked(upTo: 0) }
-        guard case .checked(let upTo) = reader.source.verifiedPrefix else { return .nothingToCheck }
+        guard case .checked(let upTo) = archive.reader.source.verifiedPrefix else { return .nothingToCheck }
         return .checked(upTo: max(0, min(slice.length, upTo - slice.start)))
     }
 
@@ -168,19 +167,20 @@ final class MemberSliceReader {
         while s.hashed < target {
             let position = s.start + s.hashed
             do {
-                try reader.seek(to: position)
+                try archive.reader.seek(to: position)
             } catch {
-                return naming.upstreamFailed(error, "refused to move to offset \(position)")
+                return archive.naming.upstreamFailed(error, "refused to move to offset \(position)")
             }
-            switch reader.fill(atLeast: 1, waiting: true) {
+            switch archive.reader.fill(atLeast: 1, waiting: true) {
             case .bytes(let bytes):
                 let n = Int(min(Int64(bytes.count), target - s.hashed))
                 s.crc = ZlibCRC32.update(s.crc, UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
                 s.hashed += Int64(n)
-                reader.consume(n)
+                archive.reader.consume(n)
             case .end, .starved: return truncatedInSlice(at: position)
             case .failed(let error):
-                return naming.upstreamFailed(reader.source.error ?? error, "failed at offset \(position)")
+                return archive.naming.upstreamFailed(
+                    archive.reader.source.error ?? error, "failed at offset \(position)")
             }
         }
         return nil
@@ -195,7 +195,7 @@ final class MemberSliceReader {
             s.mismatchCode == .changed
             ? "the member's bytes changed since the archive was indexed (CRC-32 \(hex(s.crc)), the index says \(hex(expected)))"
             : "a CRC check failed on the member's bytes at offset \(s.start) (CRC-32 \(hex(s.crc)), the archive says \(hex(expected)))"
-        return naming.makeError(s.mismatchCode, what)
+        return archive.naming.makeError(s.mismatchCode, what)
     }
 
     /// A member walked in an uncompressed tar over an upstream with checks of its own (a
@@ -206,25 +206,25 @@ final class MemberSliceReader {
         let s = slice
         guard s.expectedCRC == nil, s.inflation == nil, s.decompression == nil else { return nil }
         let end = s.start + s.length
-        if reader.source.verifiedPrefix.covers(end) { return nil }
+        if archive.reader.source.verifiedPrefix.covers(end) { return nil }
         do {
-            try reader.seek(to: end)
+            try archive.reader.seek(to: end)
         } catch {
-            return naming.upstreamFailed(error, "refused to move to offset \(end) to read on to its next check")
+            return archive.naming.upstreamFailed(error, "refused to move to offset \(end) to read on to its next check")
         }
         let size = 64 * 1024
         let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
         defer { scratch.deallocate() }
-        while !reader.source.verifiedPrefix.covers(end) {
-            switch reader.read(into: scratch, maxLength: size, waiting: true) {
+        while !archive.reader.source.verifiedPrefix.covers(end) {
+            switch archive.reader.read(into: scratch, maxLength: size, waiting: true) {
             case .bytes: continue
             case .end: return nil // a clean end: every check passed
             case .starved:
-                return naming.makeError(
+                return archive.naming.makeError(
                     .sourceFailed, "the upstream had nothing past offset \(end), where the member's bytes are checked")
             case .failed(let error):
-                return naming.upstreamFailed(
-                    reader.source.error ?? error,
+                return archive.naming.upstreamFailed(
+                    archive.reader.source.error ?? error,
                     "failed while being read on past the member to the check of its bytes (the member's bytes may be wrong)"
                 )
             }
@@ -235,8 +235,8 @@ final class MemberSliceReader {
     private func hex(_ value: UInt32) -> String { String(format: "%08x", value) }
 
     private func truncatedInSlice(at position: Int64) -> BlobStreamError {
-        let have = max(0, min((upstream.length ?? position) - slice.start, slice.length))
-        return naming.makeError(
+        let have = max(0, min((archive.upstream.length ?? position) - slice.start, slice.length))
+        return archive.naming.makeError(
             .truncated,
             "the archive is truncated: it ends at offset \(position), inside the member: \(have) of its \(slice.length) bytes are there"
         )
@@ -261,7 +261,8 @@ extension MemberSliceReader {
         if storedBytesFileChecked { return storedBytes }
         storedBytesFileChecked = true
         // Looked at before it is opened: opening a FIFO put there since would wait for a writer.
-        guard let path = archivePath, let identity = upstream.property(forKey: .blobContentIdentityKey) as? String,
+        guard let path = archivePath,
+            let identity = archive.upstream.property(forKey: .blobContentIdentityKey) as? String,
             case .success(let before) = FileStatus.at(path), before.isRegular, before.identity == identity,
             let file = try? PositionalFile(path: path), let status = try? file.status(), status.isRegular,
             status.identity == identity

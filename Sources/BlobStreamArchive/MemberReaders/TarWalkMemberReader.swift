@@ -12,14 +12,12 @@ import Foundation
 /// archive, or from where `TarHeaderCache` says. One search per open (and per move back); its
 /// state is the search's own. Runs under the source's lock.
 struct TarWalkMemberReader {
-    let reader: BlobUpstreamReader
-    let naming: ArchiveMemberNaming
+    /// The archive read and the member asked for.
+    let archive: MemberInArchive
     /// The inflate engine of libarchive's gzip layer.
     let inflateEngine: InflateEngine
     /// What libarchive checks before the member's end is announced.
     let verification: ArchiveVerification
-
-    var upstream: any BlobDataSource { reader.source }
 
     /// Where the member was found, and what reads it.
     enum Found {
@@ -53,17 +51,19 @@ struct TarWalkMemberReader {
     /// (see `TarHeaderCache`), at the member's header or where the last search stopped. The
     /// upstream is at offset 0 when it is called.
     func locate(accept: (ArchiveHandle.Header) throws(BlobStreamError) -> String?) throws(BlobStreamError) -> Found {
-        var wanted = naming.wanted
+        var wanted = archive.naming.wanted
         var links: [String] = []
         var atStart = true
         let identity =
-            LibArchiveInput.canSeek(upstream) ? upstream.property(forKey: .blobContentIdentityKey) as? String : nil
+            LibArchiveInput.canSeek(archive.upstream)
+            ? archive.upstream.property(forKey: .blobContentIdentityKey) as? String : nil
         var useIndex = identity != nil
         // An uncompressed tar over a seekable upstream: its headers are walked here and the
         // member read where it is; libarchive reads what the walk leaves to it.
         var walkable =
-            LibArchiveInput.canSeek(upstream) && TarHeaderWalker.startsWithTarHeader(reader, length: upstream.length!)
-        if walkable { _ = try? reader.seek(to: 0) }
+            LibArchiveInput.canSeek(archive.upstream)
+            && TarHeaderWalker.startsWithTarHeader(archive.reader, length: archive.upstream.length!)
+        if walkable { _ = try? archive.reader.seek(to: 0) }
         while true {
             let plan: TarHeaderCache.Plan
             var recorded: TarHeaderCache.Snapshot?
@@ -94,7 +94,7 @@ struct TarWalkMemberReader {
                     if start != 0 {
                         try moveUpstream(to: start, followingLinks: links)
                     } else {
-                        _ = reader.rewindArchive()
+                        _ = archive.reader.rewindArchive()
                     }
                     scan = try scanHeaders(for: wanted, plan: plan, start: start, recording: &recorded)
                 }
@@ -109,9 +109,10 @@ struct TarWalkMemberReader {
             case .missing:
                 if let recorded { TarHeaderCache.store(recorded, identity: identity!) }
                 if let target = links.last {
-                    throw naming.makeError(.notFound, "it is a hard link to '\(target)', which is not in the archive")
+                    throw archive.naming.makeError(
+                        .notFound, "it is a hard link to '\(target)', which is not in the archive")
                 }
-                throw naming.makeError(.notFound, "no such member in the archive")
+                throw archive.naming.makeError(.notFound, "no such member in the archive")
             case .found(let header, let place):
                 if let recorded { TarHeaderCache.store(recorded, identity: identity!) }
                 guard let target = try accept(header) else {
@@ -123,13 +124,13 @@ struct TarWalkMemberReader {
                     case .libarchive(let handle):
                         return .libarchive(
                             LibArchiveMemberReader(
-                                handle: handle, header: header, naming: naming, verification: verification))
+                                handle: handle, header: header, naming: archive.naming, verification: verification))
                     }
                 }
                 // A hard link without data of its own: read its target, stored earlier.
                 links.append(target)
                 guard links.count <= 16 else {
-                    throw naming.makeError(
+                    throw archive.naming.makeError(
                         .corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
                 }
                 wanted = ArchiveMemberDataSource.normalized(Array(target.utf8))
@@ -145,7 +146,7 @@ struct TarWalkMemberReader {
     private func walkHeaders(
         for wanted: [UInt8], plan: TarHeaderCache.Plan, start: Int64, recording recorded: inout TarHeaderCache.Snapshot?
     ) -> HeaderScan? {
-        var walker = TarHeaderWalker(reader: reader, length: upstream.length!, offset: start)
+        var walker = TarHeaderWalker(reader: archive.reader, length: archive.upstream.length!, offset: start)
         var first = true
         while true {
             let step: TarHeaderWalker.Step
@@ -180,7 +181,7 @@ struct TarWalkMemberReader {
     private func scanHeaders(
         for wanted: [UInt8], plan: TarHeaderCache.Plan, start: Int64, recording recorded: inout TarHeaderCache.Snapshot?
     ) throws(BlobStreamError) -> HeaderScan {
-        let input = LibArchiveInput(reader: reader, inflatingGzip: true, engine: inflateEngine)
+        let input = LibArchiveInput(reader: archive.reader, inflatingGzip: true, engine: inflateEngine)
         var first = true
         var opened = false
         do {
@@ -206,7 +207,7 @@ struct TarWalkMemberReader {
         } catch {
             // No archive, or no header, where one was remembered.
             if first, start != 0, input.failure == nil { return .stale }
-            throw naming.translate(
+            throw archive.naming.translate(
                 error, input: input, while: first && !opened ? "opening the archive" : "reading the headers")
         }
     }
@@ -214,15 +215,16 @@ struct TarWalkMemberReader {
     /// Moves the upstream to `start` (0: back to the start of the archive, to follow a hard
     /// link to a member stored earlier).
     private func moveUpstream(to start: Int64, followingLinks links: [String]) throws(BlobStreamError) {
-        let moved = start != 0 ? (try? reader.seek(to: start)) != nil : reader.rewindArchive()
+        let moved = start != 0 ? (try? archive.reader.seek(to: start)) != nil : archive.reader.rewindArchive()
         if moved { return }
         if let link = links.last {
-            throw naming.makeError(
+            throw archive.naming.makeError(
                 .unsupported,
-                "it is a hard link to '\(link)', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: upstream))) cannot do"
+                "it is a hard link to '\(link)', stored earlier in the archive; reading it means going back to the start of the archive, which the upstream (\(type(of: archive.upstream))) cannot do"
             )
         }
-        throw naming.makeError(.sourceFailed, "the upstream (\(type(of: upstream))) refused to move to offset \(start)")
+        throw archive.naming.makeError(
+            .sourceFailed, "the upstream (\(type(of: archive.upstream))) refused to move to offset \(start)")
     }
 }
 

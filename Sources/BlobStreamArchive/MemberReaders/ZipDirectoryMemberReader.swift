@@ -10,14 +10,12 @@ import Foundation
 /// the member is then read where it is (`MemberSliceReader`). Holds no state of its own
 /// between opens. Runs under the source's lock.
 struct ZipDirectoryMemberReader {
-    let reader: BlobUpstreamReader
-    let naming: ArchiveMemberNaming
+    /// The archive read and the member asked for.
+    let archive: MemberInArchive
     /// Which index to use (`.none`: not even the central directory).
     let indexOption: ArchiveIndexOption
     /// The inflate engine of a deflate member.
     let inflateEngine: InflateEngine
-
-    var upstream: any BlobDataSource { reader.source }
 
     /// Over an upstream that can seek, a zip (its bytes start with a local header or an
     /// empty zip's end record, and end with an end-of-central-directory record) has its
@@ -35,17 +33,19 @@ struct ZipDirectoryMemberReader {
         -> MemberSlice?
     {
         if case .none = indexOption { return nil }
-        guard LibArchiveInput.canSeek(upstream), let length = upstream.length, length >= 22 else { return nil }
-        defer { _ = try? reader.seek(to: 0) }
+        guard LibArchiveInput.canSeek(archive.upstream), let length = archive.upstream.length, length >= 22 else {
+            return nil
+        }
+        defer { _ = try? archive.reader.seek(to: 0) }
         let access = ArchiveOffsetReader(
-            reader: reader, length: length, name: naming.archiveName, member: naming.spelling)
+            reader: archive.reader, length: length, name: archive.naming.archiveName, member: archive.naming.spelling)
         guard let head = try? access.bytes(at: 0, count: 4, what: "the signature") else { return nil }
         let signature = Array(head)
         guard signature == [0x50, 0x4B, 0x03, 0x04] || signature == [0x50, 0x4B, 0x05, 0x06] else { return nil }
         // A zip cut before its end record has no directory: libarchive reads its local headers.
         guard let directory = try access.zipCentralDirectory() else { return nil }
-        guard let member = try access.zipMember(named: naming.wanted, in: directory) else {
-            throw naming.makeError(
+        guard let member = try access.zipMember(named: archive.naming.wanted, in: directory) else {
+            throw archive.naming.makeError(
                 .notFound, "no such member in the archive (its central directory lists none by that name)")
         }
         let deflated = member.compressionMethod == 8
@@ -56,10 +56,10 @@ struct ZipDirectoryMemberReader {
             start: member.dataOffset, length: member.size, expectedCRC: member.crc32, mismatchCode: .corrupt)
         if deflated {
             found.inflation = try MemberInflation(
-                compressedLength: member.compressedSize ?? 0, name: naming.messagePrefix, engine: inflateEngine)
+                compressedLength: member.compressedSize ?? 0, name: archive.naming.messagePrefix, engine: inflateEngine)
         }
         // The member's bytes in one request, and nothing read ahead past them.
-        reader.expectRead(member.dataOffset..<member.dataOffset + (member.compressedSize ?? member.size))
+        archive.reader.expectRead(member.dataOffset..<member.dataOffset + (member.compressedSize ?? member.size))
         return found
     }
 }
