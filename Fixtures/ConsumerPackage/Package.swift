@@ -2,7 +2,8 @@
 // A package that uses BlobStream the way a user's package would: it depends on it by path,
 // registers a data source of its own under its own scheme, and streams a photo out of a tar
 // archive through BlobInputStream (PhotoExport); reads through the composition root alone
-// (ComposedRead); and walks the documentation's newcomer path (NewcomerPath). `make test`
+// (ComposedRead, which also reads the object store as `blobstream cat` does: `ComposedRead cat
+// [--offset N] [--length M] URL`, the store found as awscli finds it); and walks the documentation's newcomer path (NewcomerPath). `make test`
 // builds and runs all three.
 import PackageDescription
 
@@ -24,6 +25,7 @@ let package = Package(
             dependencies: [
                 .product(name: "BlobStream", package: "BlobStream"),
                 .product(name: "BlobStreamSources", package: "BlobStream"),
+                .product(name: "BlobStreamS3", package: "BlobStream"),
             ]
         ),
         // The newcomer's path of the documentation (register a source, stream a member out of

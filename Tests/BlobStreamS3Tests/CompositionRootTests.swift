@@ -11,7 +11,10 @@ import Testing
 /// `BlobSources` with `StoreSchemes`, the library's composition root, reads what `blobstream`
 /// reads with the same requests: a `gzip:s3://…` object at an offset through the index object
 /// beside it, and an `archive:s3://…!/member` through the member index beside the archive.
-/// A fault proxy in front of the store logs every request of each.
+/// A fault proxy in front of the store logs every request of each. Three readers: the library
+/// in this process, the tool, and `ComposedRead` of Fixtures/ConsumerPackage, a package that
+/// depends on BlobStream by path and reads through `BlobSources(remote: StoreSchemes())`
+/// alone, the store found in the environment as the tool finds it.
 @Suite("The composition root: the library's requests are the tool's", .serialized)
 struct CompositionRootTests {
     /// What was asked of the store, as "METHOD target range", hedges aside: a hedge repeats a
@@ -59,10 +62,19 @@ struct CompositionRootTests {
         }
     }
 
+    /// Fixtures/ConsumerPackage's `ComposedRead`, built by `make test` and `make tsan` before
+    /// the tests (`swift build --product ComposedRead` in that folder).
+    static let composedRead = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/ConsumerPackage/.build/debug/ComposedRead").path
+
     @Test(
-        "gzip:s3:// at an offset through KEY.gzidx, and archive:s3://…!/member through KEY.blobidx: same bytes, same requests (hedges aside)"
+        "gzip:s3:// at an offset through KEY.gzidx, and archive:s3://…!/member through KEY.blobidx: same bytes, same requests (hedges aside) from the library, the tool and a package using it by path"
     )
     func sameRequestsAsTheTool() async throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.composedRead),
+            "no \(Self.composedRead): build it first (cd Fixtures/ConsumerPackage && swift build --product ComposedRead)"
+        )
         let store = try await SwiftStoreTestServer.shared()
         let proxy = try await FaultProxy.start(upstream: store.endpoint)
         defer { proxy.stop() }
@@ -109,6 +121,13 @@ struct CompositionRootTests {
             // The tool's process has ended: every exchange it had is over, and logged.
             let toolRequests = Self.requests(await proxy.settledLog())
             #expect(library == toolRequests, "\(read.url): the library's requests, then the tool's")
+            // The package that depends on BlobStream by path, with the tool's arguments.
+            try await proxy.clearLog()
+            let consumer = try await S3ReadToolTests.run(
+                arguments, environment: environment, executable: Self.composedRead)
+            #expect(consumer.status == 0 && consumer.stdout == read.expected, "\(read.url): \(consumer.stderr)")
+            let consumerRequests = Self.requests(await proxy.settledLog())
+            #expect(consumerRequests == toolRequests, "\(read.url): the consumer package's requests, then the tool's")
             if read.url.hasPrefix("archive:") {
                 // A small member inside the first answer's block: nothing read ahead past it.
                 #expect(library.filter { $0.contains("photos.tar bytes=") }.count == 1, "\(library)")

@@ -16,10 +16,12 @@ struct S3ReadToolTests {
     }
 
     /// Runs `blobstream ARGS` to its end, off the cooperative pool; stdout and stderr collected.
-    static func run(_ arguments: [String], environment: [String: String]) async throws -> Output {
+    static func run(
+        _ arguments: [String], environment: [String: String], executable: String = S3Tool.binary
+    ) async throws -> Output {
         try await offThePool {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: S3Tool.binary)
+            process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             process.environment = environment
             let out = Pipe()
