@@ -83,6 +83,7 @@ bench: deps
 	$(SWIFT) build -c release --product blobstream-urlsession
 	$(SWIFT) build -c release --product blobstream-bench
 	$(SWIFT) build -c release --product blobstream-bench-urlsession
+	$(SWIFT) build -c release --product blobstream-bench-asynchttpclient
 	scripts/bench
 
 ## fixtures: regenerate Fixtures/ (deterministic).

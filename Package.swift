@@ -196,6 +196,15 @@ let package = Package(
         .executableTarget(
             name: "blobstream-bench", dependencies: ["BlobStream", "BlobStreamAssets", "BlobStreamFiles"]),
         .executableTarget(name: "blobstream-bench-urlsession"),
+        // AsyncHTTPClient alone downloading by ranges: the floor of S3D's client CPU.
+        .executableTarget(
+            name: "blobstream-bench-asynchttpclient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // The sample photo library of Fixtures/library and the tests (no product: not shipped).
         .target(
             name: "SampleAssetLibrary",
