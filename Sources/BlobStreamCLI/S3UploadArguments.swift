@@ -39,15 +39,6 @@ package struct S3UploadArguments: ParsableArguments {
     )
     package var abort = false
 
-    @Flag(
-        help:
-            "Build the object's index from the bytes as they go out (a tar, a tar.gz or any gzip: told from the bytes) and store it beside the object once it is whole (KEY.blobidx, KEY.gzidx), as `index s3://…` would."
-    )
-    package var buildIndex = false
-
-    @Option(help: "With --build-index: write the index here (a path or an s3:// URL) instead of beside the object.")
-    package var indexOutput: String?
-
     @Option(help: "The object's Content-Type.")
     package var contentType: String?
 
@@ -164,8 +155,7 @@ package struct S3UploadArguments: ParsableArguments {
         let given =
             endpointURL != nil || region != nil || profile != nil || partSize != Self.defaultPartSize || parallel != 4
             || resume
-            || uploadId != nil || keepParts || abort || !metadata.isEmpty || bodyCheck != "auto" || buildIndex
-            || indexOutput != nil
+            || uploadId != nil || keepParts || abort || !metadata.isEmpty || bodyCheck != "auto"
             || objectSettings.contains { $0.1 != nil }
         if given { throw UsageError(description: "the S3 options need --to s3://bucket/key") }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobStream
+import BlobStreamSources
 import BlobStreamUpload
 import Foundation
 import Glibc
@@ -44,6 +45,15 @@ package struct UploadArguments: ParsableArguments {
         help: "Give up when no byte is sent or received for this many seconds (the wait for the answer included).")
     package var idleTimeout: Double = UploadOptions().idleTimeout.seconds
 
+    @Flag(
+        help:
+            "Build the object's index from the bytes as they go out (a tar, a tar.gz or any gzip: told from the bytes) and write it once the object is whole, bound to it as `index URL` binds it: beside an s3:// object (KEY.blobidx, KEY.gzidx), or where --index-output says (needed for an http(s):// target)."
+    )
+    package var buildIndex = false
+
+    @Option(help: "With --build-index: write the index here (a path or an s3:// URL) instead of beside the object.")
+    package var indexOutput: String?
+
     @OptionGroup(title: "S3 (with --to s3://bucket/key)") package var s3: S3UploadArguments
 
     package init() {}
@@ -68,10 +78,7 @@ package struct UploadArguments: ParsableArguments {
             } else if sourceGiven == nil {
                 throw UsageError(description: "name the SOURCE to upload (a path, a URL, or - for standard input)")
             }
-            if s3.indexOutput != nil, !s3.buildIndex {
-                throw UsageError(description: "--index-output names where --build-index writes: give --build-index")
-            }
-            if s3.buildIndex, s3.resume || s3.uploadId != nil, source == "-" {
+            if buildIndex, s3.resume || s3.uploadId != nil, source == "-" {
                 throw UsageError(
                     description:
                         "--build-index cannot rebuild the index of a resumed upload from standard input (the parts already stored are not read again); upload it whole, or index it after (blobstream index \(to))"
@@ -92,6 +99,29 @@ package struct UploadArguments: ParsableArguments {
             guard sourceGiven != nil else {
                 throw UsageError(description: "name the SOURCE to upload (a path, a URL, or - for standard input)")
             }
+            if buildIndex {
+                // The index is bound to the object read back at --to: a PUT puts it there.
+                guard method.uppercased() == "PUT", multipart == nil else {
+                    throw UsageError(
+                        description:
+                            "--build-index indexes the object a PUT stores at --to: drop --method POST and --multipart")
+                }
+                guard indexOutput != nil else {
+                    throw UsageError(
+                        description:
+                            "--build-index to a web server needs --index-output PATH or s3://… (a web server takes no index beside \(to))"
+                    )
+                }
+                guard client == .asynchttpclient else {
+                    throw UsageError(
+                        description:
+                            "--build-index reads the stored object's identity back with AsyncHTTPClient; drop --client \(client.rawValue)"
+                    )
+                }
+            }
+        }
+        if indexOutput != nil, !buildIndex {
+            throw UsageError(description: "--index-output names where --build-index writes: give --build-index")
         }
         for (name, value) in [("--connect-timeout", connectTimeout), ("--idle-timeout", idleTimeout)]
         where !(value.isFinite && value > 0 && value <= 1e9) {
@@ -132,9 +162,13 @@ package struct UploadArguments: ParsableArguments {
             form.addFile(name: field, filename: filename.isEmpty ? "upload" : filename, body: body)
             body = form.uploadBody
         }
+        // --build-index: the index is built from the bytes as they go out (a file's by a
+        // reading of its own beside the upload).
+        let indexing = buildIndex ? UploadIndexing(body: body, name: to) : nil
         let bar = ProgressLine(label: "upload \(source)", total: body.length)
         let started = Date()
-        let upload = uploader.upload(body, to: to, method: method.uppercased(), options: uploadOptions)
+        let upload = uploader.upload(
+            indexing?.body ?? body, to: to, method: method.uppercased(), options: uploadOptions)
         // The progress line is drawn here, from the upload's progress stream, which ends
         // with the upload.
         var sent: Int64 = 0
@@ -144,14 +178,36 @@ package struct UploadArguments: ParsableArguments {
         }
         do {
             _ = try await upload.result
-        } catch let error as BlobStreamError {
+        } catch {
+            indexing?.cancel()
             bar.finish()
-            throw ToolFailure(message: error.description)
+            throw (error as? BlobStreamError).map { ToolFailure(message: $0.description) } ?? error
         }
         bar.finish()
         if Console.showsProgress {
             let seconds = Date().timeIntervalSince(started)
             Console.writeError("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n")
+        }
+        if let indexing { try await keepIndex(indexing, sources: BlobSources(remote: remote)) }
+    }
+
+    /// Binds the index built during the upload to the object stored at `--to` (read back
+    /// through `sources`) and writes it beside it or at `--index-output`; prints where on
+    /// stdout (as `index` does), or warns why there is none.
+    package func keepIndex(_ indexing: UploadIndexing, sources: BlobSources) async throws {
+        do {
+            switch try await indexing.finish(objectAt: to, sources: sources, at: indexOutput) {
+            case .kept(let kept):
+                let lines = kept.map { "\($0.location)\t\($0.contents)\t\($0.byteCount) bytes\n" }.joined()
+                try Array(lines.utf8).withUnsafeBytes { try Console.writeOut($0) }
+            case .notIndexed(let reason):
+                Console.writeError("blobstream: warning: \(reason)\n")
+            }
+        } catch {
+            throw ToolFailure(
+                message:
+                    "\(to) was uploaded whole, but its index was not written: \((error as? BlobStreamError)?.message ?? "\(error)")"
+            )
         }
     }
 

@@ -48,7 +48,7 @@ enum S3UploadCommand {
         }
         // --build-index: the index is built from the bytes as they go out (a pipe's as the
         // upload reads them, a file's by a reading of its own beside the upload).
-        let indexing = s3.buildIndex ? UploadIndexing(body: body, name: arguments.to) : nil
+        let indexing = arguments.buildIndex ? UploadIndexing(body: body, name: arguments.to) : nil
         var options = S3UploadOptions(
             partSize: s3.partSizeBytes, parallelism: s3.parallel, contentType: s3.contentType,
             metadata: s3.metadataPairs, abortsOnFailure: !s3.keepParts)
@@ -124,28 +124,14 @@ enum S3UploadCommand {
         }
     }
 
-    /// Binds the index built during the upload to the stored object and writes it; prints
-    /// where (as `index` does), or warns why there is none.
+    /// Binds the index built during the upload to the stored object and writes it (see
+    /// `UploadArguments.keepIndex`), reading the object back through the run's schemes.
     private static func keepIndex(_ indexing: UploadIndexing, arguments: UploadArguments) async throws {
         let s3 = arguments.s3
-        let sources = BlobSources(
-            remote: RunConnections.remote(
-                caBundle: arguments.options.caBundle,
-                s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile)))
-        do {
-            switch try await indexing.finish(objectAt: arguments.to, sources: sources, at: s3.indexOutput) {
-            case .kept(let kept):
-                let lines = kept.map { "\($0.location)\t\($0.contents)\t\($0.byteCount) bytes\n" }.joined()
-                try Array(lines.utf8).withUnsafeBytes { try Console.writeOut($0) }
-            case .notIndexed(let reason):
-                Console.writeError("blobstream: warning: \(reason)\n")
-            }
-        } catch {
-            throw ToolFailure(
-                message:
-                    "\(arguments.to) was uploaded whole, but its index was not written: \((error as? BlobStreamError)?.message ?? "\(error)")"
-            )
-        }
+        let remote = RunConnections.remote(
+            caBundle: arguments.options.caBundle,
+            s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
+        try await arguments.keepIndex(indexing, sources: BlobSources(remote: remote))
     }
 
     /// The S3 client of the upload: the store `configuration` names, over the run's pool.
