@@ -231,13 +231,27 @@ enum S3UploadCommand {
         )
     }
 
-    /// `, CRC64NVME <base64>` for the checksum the store keeps; for one asked for that the
-    /// store took without keeping, the value computed here and that the store keeps none.
+    /// `, CRC64NVME <base64> (hex <hex>)` for the checksum the store keeps; for one asked
+    /// for that the store took without keeping, the value computed here and that the store
+    /// keeps none. The hex form (of a whole-object CRC) is what `blobstream checksum -a
+    /// crc64nvme` (or `crc32`, `crc32c`) prints for the same bytes.
     private static func checksumNote(_ result: UploadResult, asked: S3ChecksumAlgorithm?) -> String {
         guard let algorithm = result.checksumAlgorithm, let value = result.checksum else { return "" }
-        if result.checksumStored { return ", \(algorithm) \(value)" }
+        let hex = hexOfCRC(value, algorithm: algorithm).map { "hex \($0)" }
+        if result.checksumStored { return ", \(algorithm) \(value)" + (hex.map { " (\($0))" } ?? "") }
         guard asked != nil else { return "" }
-        return ", \(algorithm) \(value) (computed here: the store keeps no S3 checksum)"
+        let notes = (hex.map { [$0] } ?? []) + ["computed here: the store keeps no S3 checksum"]
+        return ", \(algorithm) \(value) (\(notes.joined(separator: "; ")))"
+    }
+
+    /// The hex digits of a whole-object CRC given in base64 (big-endian, as S3 shows it);
+    /// nil for a composite value (`…-N`) or another algorithm.
+    static func hexOfCRC(_ base64: String, algorithm: String) -> String? {
+        let width = ["CRC32": 4, "CRC32C": 4, "CRC64NVME": 8][algorithm]
+        guard let width, !base64.contains("-"), let bytes = Data(base64Encoded: base64), bytes.count == width else {
+            return nil
+        }
+        return bytes.map { String(format: "%02x", $0) }.joined()
     }
 }
 
