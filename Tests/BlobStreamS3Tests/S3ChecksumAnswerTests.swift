@@ -26,7 +26,7 @@ struct S3ChecksumAnswerTests {
         let environment = S3Tool.environment(fixture.store, home: fixture.folder)
 
         try await proxy.setRules([.rewrite(headers: ["x-amz-checksum-crc64nvme": "AAAAAAAAAAA="], method: "PUT")])
-        let lying = try S3Tool.run(arguments, environment: environment)
+        let lying = try await S3Tool.run(arguments, environment: environment)
         #expect(lying.status == 1, "\(lying.stderr)")
         #expect(lying.stderr.split(separator: "\n").count == 1, "\(lying.stderr)")
         #expect(lying.stderr.contains("s3://\(fixture.bucket)/check.txt"), "\(lying.stderr)")
@@ -36,7 +36,7 @@ struct S3ChecksumAnswerTests {
 
         // The value computed here, echoed: the store keeps it, and the final line says so.
         try await proxy.setRules([.rewrite(headers: ["x-amz-checksum-crc64nvme": "rosUhgp5mIg="], method: "PUT")])
-        let honest = try S3Tool.run(arguments, environment: environment)
+        let honest = try await S3Tool.run(arguments, environment: environment)
         #expect(honest.status == 0, "\(honest.stderr)")
         // In base64 as S3 shows it, and in hex as `blobstream checksum -a crc64nvme` prints it.
         #expect(honest.stderr.contains(", CRC64NVME rosUhgp5mIg= (hex ae8b14860a799888)\n"), "\(honest.stderr)")
@@ -66,7 +66,7 @@ struct S3ChecksumAnswerTests {
             .answer(
                 200, headers: ["Content-Type": "application/xml"], body: completion, method: "POST", path: "uploadId="),
         ])
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/parts.bin", "--endpoint-url", proxy.endpoint,
                 "--part-size", "5MiB", "--checksum-algorithm", "CRC32C",

@@ -72,12 +72,12 @@ struct S3CredentialOriginTests {
             ["cat", "--offset", "100", "gzip:s3://elsewhere/PORT/object.bin.gz"],
             ["index", "s3://elsewhere/PORT/photos.tar.gz"],
         ])
-    func tool(arguments: [String]) throws {
+    func tool(arguments: [String]) async throws {
         defer { (endpoint.stop(), elsewhere.stop()) }
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("s3-origin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: home) }
-        let run = try S3Tool.run(
+        let run = try await S3Tool.run(
             arguments.map { $0.replacingOccurrences(of: "PORT", with: String(elsewhere.port)) },
             environment: environment(home: home))
         #expect(run.status == 1, "\(run.stderr)")

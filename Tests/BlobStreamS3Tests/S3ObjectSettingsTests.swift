@@ -59,7 +59,7 @@ struct S3ObjectSettingsTests {
         var types: [String?] = []
         for (name, count) in [("single.txt", 1000), ("multipart.txt", 11 << 20)] {
             let (path, data) = try fixture.file(name, count: count, seed: 43)
-            let result = try S3Tool.run(
+            let result = try await S3Tool.run(
                 [
                     "upload", path, "--to", "s3://\(fixture.bucket)/\(name)", "--endpoint-url",
                     fixture.store.endpoint, "--part-size", "5MiB",

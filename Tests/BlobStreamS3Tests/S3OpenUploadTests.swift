@@ -39,7 +39,7 @@ struct S3OpenUploadTests {
     ) {
         let (path, data) = try fixture.file(key, count: 11 << 20 | 5, seed: 51)
         try await proxy.setRules(storeGone)
-        let failed = try S3Tool.run(
+        let failed = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", proxy.endpoint,
                 "--part-size", "5MiB", "--parallel", "1",
@@ -73,7 +73,8 @@ struct S3OpenUploadTests {
 
         // The store is back: the printed command, as printed, ends the upload.
         try await proxy.setRules([])
-        let aborted = try S3Tool.runShell(abort, environment: S3Tool.environment(fixture.store, home: fixture.folder))
+        let aborted = try await S3Tool.runShell(
+            abort, environment: S3Tool.environment(fixture.store, home: fixture.folder))
         #expect(aborted.status == 0, "\(aborted.stderr)")
         #expect(aborted.stderr == "aborted multipart upload \(id) of \(to): its parts are gone\n")
         #expect(try await Self.awaitListing(fixture, location, id: id, listed: false), "the upload is still listed")
@@ -89,7 +90,8 @@ struct S3OpenUploadTests {
         let line = try #require(stderr.split(separator: "\n").last.map(String.init))
         let resume = try Self.command(after: "resume it with ", in: line)
         try await proxy.setRules([])
-        let resumed = try S3Tool.runShell(resume, environment: S3Tool.environment(fixture.store, home: fixture.folder))
+        let resumed = try await S3Tool.runShell(
+            resume, environment: S3Tool.environment(fixture.store, home: fixture.folder))
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(resumed.stderr.contains("continuing multipart upload \(id) of s3://\(fixture.bucket)/resumed"))
         #expect(resumed.stderr.contains("in 3 parts"), "\(resumed.stderr)")
@@ -101,7 +103,7 @@ struct S3OpenUploadTests {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
         let to = "s3://\(fixture.bucket)/nothing"
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", "--abort", "--upload-id", "no-such-upload", "--to", to, "--endpoint-url",
                 fixture.store.endpoint,
@@ -123,12 +125,12 @@ struct S3OpenUploadTests {
             (["--abort", "--upload-id", "x", "--to", "http://127.0.0.1:1/x"], "the S3 options need --to s3://"),
             (["--to", "s3://b/k"], "name the SOURCE to upload"),
         ])
-    func abortUsage(_ arguments: [String], _ rule: String) throws {
+    func abortUsage(_ arguments: [String], _ rule: String) async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["AWS_ACCESS_KEY_ID"] = "k"
         environment["AWS_SECRET_ACCESS_KEY"] = "s"
         environment["HOME"] = FileManager.default.temporaryDirectory.path
-        let result = try S3Tool.run(["upload"] + arguments, environment: environment)
+        let result = try await S3Tool.run(["upload"] + arguments, environment: environment)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         #expect(result.stderr.contains(rule), "\(result.stderr)")

@@ -22,7 +22,7 @@ struct S3OutageTests {
             .delay(0.3, method: "PUT", path: "partNumber=", times: 0),
         ])
         let (path, data) = try fixture.file("big", count: 30 << 20 | 17, seed: 71)
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/outage.bin", "--endpoint-url", proxy.endpoint,
                 "--part-size", "5MiB", "--parallel", "2",

@@ -1,6 +1,7 @@
 import BlobStreamS3
 import Foundation
 import NIOCore
+import NginxTestServer
 import SwiftStoreTestServer
 import Synchronization
 import Testing
@@ -15,11 +16,12 @@ struct S3ReadToolTests {
         var stderr: String
     }
 
-    /// Runs `blobstream ARGS` to its end, off the cooperative pool; stdout and stderr collected.
+    /// Runs `blobstream ARGS` to its end, off the cooperative pool (`ProgramRuns`); stdout and
+    /// stderr collected.
     static func run(
         _ arguments: [String], environment: [String: String], executable: String = S3Tool.binary
     ) async throws -> Output {
-        try await offThePool {
+        try await ProgramRuns.run {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments

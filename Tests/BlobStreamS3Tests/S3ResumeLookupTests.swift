@@ -82,7 +82,7 @@ struct S3ResumeLookupTests {
         defer { fixture.cleanUp() }
         let (older, newer) = try await twoUploads(fixture, "tool-two")
         let (path, _) = try fixture.file("f", count: 11 << 20, seed: 41)
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/tool-two", "--endpoint-url", fixture.store.endpoint,
                 "--part-size", "5MiB", "--resume",
@@ -109,7 +109,7 @@ struct S3ResumeLookupTests {
         let environment = S3Tool.environment(fixture.store, home: fixture.folder)
         let arguments = ["upload", path, "--to", to, "--part-size", "5MiB", "--parallel", "1"]
         try await proxy.setRules([.status(500, method: "PUT", path: "partNumber=3&", times: 0)])
-        let failed = try S3Tool.run(
+        let failed = try await S3Tool.run(
             arguments + ["--endpoint-url", proxy.endpoint, "--keep-parts"], environment: environment)
         #expect(failed.status == 1)
         let started = try #require(
@@ -124,7 +124,7 @@ struct S3ResumeLookupTests {
             "\(failed.stderr)")
         #expect(failed.stderr.contains("or abort it with `blobstream upload --abort --upload-id \(id) --to \(to) "))
 
-        let resumed = try S3Tool.run(
+        let resumed = try await S3Tool.run(
             arguments + ["--endpoint-url", store.endpoint, "--upload-id", id], environment: environment)
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(resumed.stderr.contains("continuing multipart upload \(id) of \(to)"), "\(resumed.stderr)")

@@ -149,14 +149,14 @@ struct S3TLSTests {
         let to = "s3://\(fixture.bucket)/tool/big"
         let base = ["upload", path, "--to", to, "--endpoint-url", setup.tls.endpoint, "--part-size", "5MiB"]
 
-        let flag = try S3Tool.run(base + ["--ca-bundle", setup.caBundle], environment: environment)
+        let flag = try await S3Tool.run(base + ["--ca-bundle", setup.caBundle], environment: environment)
         #expect(flag.status == 0, "\(flag.stderr)")
         #expect(flag.stderr.contains("in 2 parts"), "\(flag.stderr)")
         #expect(sha256Hex(try await fixture.stored("tool/big")) == sha256Hex(data))
 
         var withBundle = environment
         withBundle["AWS_CA_BUNDLE"] = setup.caBundle
-        let variable = try S3Tool.run(base, environment: withBundle)
+        let variable = try await S3Tool.run(base, environment: withBundle)
         #expect(variable.status == 0, "\(variable.stderr)")
 
         let cat = try await S3ReadToolTests.run(
@@ -167,7 +167,7 @@ struct S3TLSTests {
         var bare = environment
         bare["SSL_CERT_FILE"] = nil
         bare["AWS_CA_BUNDLE"] = nil
-        let refused = try S3Tool.run(base, environment: bare)
+        let refused = try await S3Tool.run(base, environment: bare)
         #expect(refused.status == 1)
         #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
         #expect(refused.stderr.contains("TLS") && refused.stderr.contains(setup.tls.endpoint), "\(refused.stderr)")

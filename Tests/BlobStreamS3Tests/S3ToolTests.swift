@@ -1,5 +1,6 @@
 import BlobStreamS3
 import Foundation
+import NginxTestServer
 import SwiftStoreTestServer
 import Testing
 
@@ -9,7 +10,7 @@ enum S3Tool {
     static let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("blobstream").path
 
-    struct Result {
+    struct Result: Sendable {
         var status: Int32
         var stderr: String
     }
@@ -49,16 +50,24 @@ enum S3Tool {
         return (process, err)
     }
 
-    static func run(_ arguments: [String], environment: [String: String], stdin: Data? = nil) throws -> Result {
-        let (process, err) = try start(arguments, environment: environment, stdin: stdin)
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stderr: String(decoding: stderr, as: UTF8.self))
+    /// Runs `blobstream ARGS` to its end, off the cooperative pool (`ProgramRuns`); stderr
+    /// collected.
+    static func run(_ arguments: [String], environment: [String: String], stdin: Data? = nil) async throws -> Result {
+        try await ProgramRuns.run {
+            let (process, err) = try start(arguments, environment: environment, stdin: stdin)
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Result(status: process.terminationStatus, stderr: String(decoding: stderr, as: UTF8.self))
+        }
     }
 
     /// Runs `command` as a user would paste it: `/bin/sh -c`, with the built `blobstream`
-    /// first on the `PATH`.
-    static func runShell(_ command: String, environment: [String: String]) throws -> Result {
+    /// first on the `PATH`; off the cooperative pool.
+    static func runShell(_ command: String, environment: [String: String]) async throws -> Result {
+        try await ProgramRuns.run { try runShellBlocking(command, environment: environment) }
+    }
+
+    private static func runShellBlocking(_ command: String, environment: [String: String]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
@@ -84,7 +93,7 @@ struct S3ToolTests {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
         let (path, data) = try fixture.file("big", count: 11 << 20 | 99)
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/a/big.bin", "--endpoint-url", fixture.store.endpoint,
                 "--part-size", "5MiB", "--parallel", "2", "--content-type", "application/x-big", "--metadata",
@@ -103,7 +112,7 @@ struct S3ToolTests {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
         let data = StoreFixture.bytes(6 << 20, seed: 5)
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", "-", "--to", "s3://\(fixture.bucket)/stdin", "--endpoint-url", fixture.store.endpoint,
                 "--part-size", "5MiB",
@@ -119,7 +128,7 @@ struct S3ToolTests {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
         let (path, _) = try fixture.file("f", count: 1000)
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             ["upload", path, "--to", "s3://\(fixture.bucket)/k", "--endpoint-url", fixture.store.endpoint],
             environment: S3Tool.environment(fixture.store, secret: "wrong", home: fixture.folder))
         #expect(result.status == 1)
@@ -135,8 +144,8 @@ struct S3ToolTests {
             ["--to", "s3://b/k", "--parallel", "0"],
             ["--to", "s3://b/k", "--metadata", "novalue"], ["--to", "http://127.0.0.1:1/x", "--resume"],
         ])
-    func usage(_ arguments: [String]) throws {
-        let result = try S3Tool.run(["upload", "/dev/null"] + arguments, environment: Self.offlineEnvironment)
+    func usage(_ arguments: [String]) async throws {
+        let result = try await S3Tool.run(["upload", "/dev/null"] + arguments, environment: Self.offlineEnvironment)
         #expect(result.status == 2, "\(result.stderr)")
     }
 
@@ -152,8 +161,8 @@ struct S3ToolTests {
     @Test(
         "--part-size outside S3's 5 MiB to 5 GiB: exit 2, one line naming the limits",
         arguments: ["4MiB", "5368709121", "6GiB"])
-    func partSizeOutsideS3Limits(_ size: String) throws {
-        let result = try S3Tool.run(
+    func partSizeOutsideS3Limits(_ size: String) async throws {
+        let result = try await S3Tool.run(
             ["upload", "/dev/null", "--to", "s3://b/k", "--endpoint-url", "http://127.0.0.1:1", "--part-size", size],
             environment: Self.offlineEnvironment)
         #expect(result.status == 2, "\(result.stderr)")
@@ -165,9 +174,9 @@ struct S3ToolTests {
     @Test(
         "standard input with a part larger than one buffer holds: exit 2 naming the limit, nothing sent",
         arguments: ["5GiB", "4GiB"])
-    func pipePartOverMemoryLimit(_ size: String) throws {
+    func pipePartOverMemoryLimit(_ size: String) async throws {
         // The endpoint refuses connections: a request would fail with exit 1, not 2.
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             ["upload", "-", "--to", "s3://b/k", "--endpoint-url", "http://127.0.0.1:1", "--part-size", size],
             environment: Self.offlineEnvironment, stdin: Data("a few bytes".utf8))
         #expect(result.status == 2, "\(result.stderr)")
@@ -184,7 +193,7 @@ struct S3ToolTests {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
         let (path, data) = try fixture.file("small", count: 3 << 20 | 1, seed: 7)
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/largest", "--endpoint-url", fixture.store.endpoint,
                 "--part-size", "5GiB",
@@ -226,7 +235,7 @@ struct S3ToolTests {
         try #require(stored > 0, "the tool finished before a part was seen")
         // By id: Swift updates container listings (ListMultipartUploads, ListParts) in the
         // background, so on a busy machine a listing may lag; a part it misses is sent again.
-        let result = try S3Tool.run(
+        let result = try await S3Tool.run(
             arguments + ["--endpoint-url", fixture.store.endpoint, "--upload-id", uploadID], environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("in 8 parts"))

@@ -11,7 +11,7 @@ import Testing
 @Suite("upload --build-index: write once, read any member", .serialized)
 struct S3UploadIndexTests {
     /// A tar.gz of a few members (random bytes: about 3 parts of 5 MiB), made by tar and gzip.
-    static func tarGzip(in fixture: StoreFixture) throws -> (path: String, members: [String: Data]) {
+    static func tarGzip(in fixture: StoreFixture) async throws -> (path: String, members: [String: Data]) {
         let tree = fixture.folder.appendingPathComponent("tree")
         try FileManager.default.createDirectory(at: tree.appendingPathComponent("d"), withIntermediateDirectories: true)
         var members: [String: Data] = [:]
@@ -22,7 +22,7 @@ struct S3UploadIndexTests {
             members[name] = data
         }
         let path = fixture.folder.appendingPathComponent("a.tar.gz").path
-        let made = try S3Tool.runShell(
+        let made = try await S3Tool.runShell(
             "cd '\(tree.path)' && tar cf - d | gzip -1 > '\(path)'", environment: ProcessInfo.processInfo.environment)
         try #require(made.status == 0, "\(made.stderr)")
         return (path, members)
@@ -34,11 +34,11 @@ struct S3UploadIndexTests {
     func tarGzipIndexed(fromPipe: Bool) async throws {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
-        let (path, members) = try Self.tarGzip(in: fixture)
+        let (path, members) = try await Self.tarGzip(in: fixture)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         let environment = S3Tool.environment(fixture.store, home: fixture.folder)
         let key = "up/a.tar.gz"
-        let upload = try S3Tool.run(
+        let upload = try await S3Tool.run(
             [
                 "upload", fromPipe ? "-" : path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url",
                 fixture.store.endpoint, "--part-size", "5MiB", "--build-index",
@@ -52,7 +52,7 @@ struct S3UploadIndexTests {
 
         // The second pass it replaces, on a copy: the same members and seek points.
         let copy = "up/copy.tar.gz"
-        let plain = try S3Tool.run(
+        let plain = try await S3Tool.run(
             ["upload", path, "--to", "s3://\(fixture.bucket)/\(copy)", "--endpoint-url", fixture.store.endpoint],
             environment: environment)
         #expect(plain.status == 0, "\(plain.stderr)")
@@ -81,11 +81,11 @@ struct S3UploadIndexTests {
         defer { fixture.cleanUp() }
         let (plainPath, data) = try fixture.file("plain", count: 9 << 20, seed: 7)
         let path = plainPath + ".gz"
-        let made = try S3Tool.runShell(
+        let made = try await S3Tool.runShell(
             "gzip -1 -c '\(plainPath)' > '\(path)'", environment: ProcessInfo.processInfo.environment)
         try #require(made.status == 0)
         let key = "g/big.gz"
-        let upload = try S3Tool.run(
+        let upload = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", fixture.store.endpoint,
                 "--part-size", "5MiB", "--build-index",
@@ -104,7 +104,7 @@ struct S3UploadIndexTests {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
         let data = StoreFixture.bytes(1 << 20, seed: 3)
-        let upload = try S3Tool.run(
+        let upload = try await S3Tool.run(
             [
                 "upload", "-", "--to", "s3://\(fixture.bucket)/r.bin", "--endpoint-url", fixture.store.endpoint,
                 "--build-index",
@@ -126,7 +126,7 @@ struct S3UploadIndexTests {
         // Every part after the first is held 30 s at the proxy: the tool is still uploading
         // (however slow the machine) when the store shows the first part, and is killed then.
         try await proxy.setRules([.delay(30, method: "PUT", path: "partNumber=", nth: 2, times: 0)])
-        let (path, _) = try Self.tarGzip(in: fixture)
+        let (path, _) = try await Self.tarGzip(in: fixture)
         let key = "k/a.tar.gz"
         let (process, _) = try S3Tool.start(
             [
@@ -153,10 +153,10 @@ struct S3UploadIndexTests {
     func indexOutput() async throws {
         let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
-        let (path, members) = try Self.tarGzip(in: fixture)
+        let (path, members) = try await Self.tarGzip(in: fixture)
         let output = fixture.folder.appendingPathComponent("named.blobidx").path
         let environment = S3Tool.environment(fixture.store, home: fixture.folder)
-        let upload = try S3Tool.run(
+        let upload = try await S3Tool.run(
             [
                 "upload", path, "--to", "s3://\(fixture.bucket)/n.tar.gz", "--endpoint-url", fixture.store.endpoint,
                 "--build-index", "--index-output", output,
@@ -170,7 +170,7 @@ struct S3UploadIndexTests {
             ["upload", "-", "--to", "s3://\(fixture.bucket)/x", "--build-index", "--resume"],
             ["upload", path, "--to", "http://127.0.0.1:1/x", "--build-index"],
         ] {
-            let refused = try S3Tool.run(arguments, environment: environment)
+            let refused = try await S3Tool.run(arguments, environment: environment)
             #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
         }
     }

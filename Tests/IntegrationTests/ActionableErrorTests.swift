@@ -103,8 +103,8 @@ struct ActionableErrorTests {
     }
 
     @Test("--help documents the exit statuses")
-    func helpSaysStatuses() throws {
-        let help = try Tool.blobstream(["--help"])
+    func helpSaysStatuses() async throws {
+        let help = try await Tool.blobstream(["--help"])
         #expect(help.status == 0)
         for words in ["Exit status", "0 on success", "1 when the work failed", "2 for a usage error"] {
             #expect(help.text.contains(words), "\(words)")

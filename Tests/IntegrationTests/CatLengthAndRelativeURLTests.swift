@@ -9,10 +9,10 @@ struct CatLengthAndRelativeURLTests {
     @Test(
         "cat --offset N --length M gives what tail -c +N+1 | head -c M gives",
         arguments: [(0, 0), (0, 1), (0, 65_536), (1000, 5000), (65_000, 10_000), (65_536, 10), (3, 200_000)])
-    func lengthLikeHead(offset: Int, length: Int) throws {
+    func lengthLikeHead(offset: Int, length: Int) async throws {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path
-        let ours = try Tool.blobstream(["cat", "--offset", String(offset), "--length", String(length), path])
-        let reference = try Tool.shell("tail -c +\(offset + 1) '\(path)' | head -c \(length)")
+        let ours = try await Tool.blobstream(["cat", "--offset", String(offset), "--length", String(length), path])
+        let reference = try await Tool.shell("tail -c +\(offset + 1) '\(path)' | head -c \(length)")
         #expect(ours.status == 0, "\(ours.stderr)")
         #expect(ours.stdout == reference.stdout)
         #expect(ours.stdout.count == min(length, 65_536 - offset), "fewer only at the end")

@@ -25,20 +25,20 @@ struct ProgressLineTests {
     }
 
     @Test("stderr a pipe: nothing but the bytes")
-    func notATerminal() throws {
-        let r = try Tool.shell("\(Self.slowInput()) | \"$BLOBSTREAM\" cat")
+    func notATerminal() async throws {
+        let r = try await Tool.shell("\(Self.slowInput()) | \"$BLOBSTREAM\" cat")
         #expect(r.status == 0 && r.text == "ab")
         #expect(r.stderr.isEmpty, "\(r.stderr)")
     }
 
     @Test("stderr a terminal: a progress line, erased, then a summary; --quiet: nothing")
-    func onATerminal() throws {
-        func underScript(_ flags: String) throws -> Tool.Result {
-            try Tool.shell(
+    func onATerminal() async throws {
+        func underScript(_ flags: String) async throws -> Tool.Result {
+            try await Tool.shell(
                 "script -q -e -c '\(Self.slowInput()) | \"$BLOBSTREAM\" cat \(flags) > /dev/null' /dev/null < /dev/null"
             )
         }
-        let shown = try underScript("")
+        let shown = try await underScript("")
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.text.contains("\r\u{1B}[K-  2 B"), "the progress line: \(shown.text.debugDescription)")
         // The time is checked for its form only: the tool's clock starts when it is running,
@@ -46,27 +46,27 @@ struct ProgressLineTests {
         #expect(
             shown.text.contains(#/-: 2 B in [0-9]+\.[0-9]{2} s \([0-9.]+ B/s\)/#),
             "the summary: \(shown.text.debugDescription)")
-        let quiet = try underScript("--quiet")
+        let quiet = try await underScript("--quiet")
         #expect(quiet.status == 0)
         #expect(quiet.text.isEmpty, "\(quiet.text.debugDescription)")
     }
 
     @Test("upload: a progress line and a summary on a terminal; into a pipe or with --quiet, nothing on stderr")
-    func upload() throws {
+    func upload() async throws {
         let server = try NginxTestServer()
         defer { server.stop() }
-        func send(_ name: String, _ flags: String, terminal: Bool) throws -> Tool.Result {
+        func send(_ name: String, _ flags: String, terminal: Bool) async throws -> Tool.Result {
             let command =
                 "\(Self.slowInput()) | \"$BLOBSTREAM\" upload \(flags) - --to \(server.baseURL)/files/\(name)"
-            return try Tool.shell(terminal ? "script -q -e -c '\(command)' /dev/null < /dev/null" : command)
+            return try await Tool.shell(terminal ? "script -q -e -c '\(command)' /dev/null < /dev/null" : command)
         }
-        let shown = try send("shown.txt", "", terminal: true)
+        let shown = try await send("shown.txt", "", terminal: true)
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.text.contains("\r\u{1B}[Kupload -  2 B"), "the progress line: \(shown.text.debugDescription)")
         #expect(shown.text.contains("uploaded 2 B in "), "the summary: \(shown.text.debugDescription)")
-        let piped = try send("piped.txt", "", terminal: false)
+        let piped = try await send("piped.txt", "", terminal: false)
         #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
-        let quiet = try send("quiet.txt", "--quiet", terminal: true)
+        let quiet = try await send("quiet.txt", "--quiet", terminal: true)
         #expect(quiet.status == 0)
         #expect(quiet.text.isEmpty, "\(quiet.text.debugDescription)")
         for name in ["shown.txt", "piped.txt", "quiet.txt"] {

@@ -6,8 +6,8 @@ import Testing
 @Suite("--version, CHANGELOG, LICENSE, completion scripts")
 struct ReleaseFilesTests {
     @Test("--version prints MAJOR.MINOR.PATCH, and CHANGELOG.md has a section for it")
-    func version() throws {
-        let r = try Tool.blobstream(["--version"])
+    func version() async throws {
+        let r = try await Tool.blobstream(["--version"])
         #expect(r.status == 0 && r.stderr.isEmpty)
         let version = r.text.trimmingCharacters(in: .whitespacesAndNewlines)
         let parts = version.split(separator: ".")
@@ -26,8 +26,8 @@ struct ReleaseFilesTests {
     }
 
     @Test("--generate-completion-script writes a bash script that bash parses and that knows every command")
-    func bashCompletion() throws {
-        let r = try Tool.blobstream(["--generate-completion-script", "bash"])
+    func bashCompletion() async throws {
+        let r = try await Tool.blobstream(["--generate-completion-script", "bash"])
         #expect(r.status == 0, "\(r.stderr)")
         for command in ["cat", "checksum", "info", "ls", "index", "upload", "demo", "--algorithm", "--length"] {
             #expect(r.text.contains(command), "\(command)")
@@ -38,10 +38,10 @@ struct ReleaseFilesTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let script = dir.appendingPathComponent("blobstream.bash")
         try r.stdout.write(to: script)
-        let syntax = try Tool.run("/bin/bash", ["-n", script.path])
+        let syntax = try await Tool.run("/bin/bash", ["-n", script.path])
         #expect(syntax.status == 0, "\(syntax.stderr)")
         // Loaded, it completes the command names.
-        let complete = try Tool.run(
+        let complete = try await Tool.run(
             "/bin/bash",
             [
                 "-c",
@@ -50,7 +50,7 @@ struct ReleaseFilesTests {
             ])
         #expect(complete.text.contains("checksum"), "\(complete.text) \(complete.stderr)")
         for shell in ["zsh", "fish"] {
-            let other = try Tool.blobstream(["--generate-completion-script", shell])
+            let other = try await Tool.blobstream(["--generate-completion-script", shell])
             #expect(other.status == 0 && other.text.contains("checksum"), "\(shell)")
         }
     }

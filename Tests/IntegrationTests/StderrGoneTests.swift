@@ -22,11 +22,11 @@ struct StderrGoneTests {
     }
 
     @Test("{error 1, usage error 2, good read with --verbose 0} x {stderr closed, reader gone}: the normal status")
-    func table() throws {
+    func table() async throws {
         let folder = try Folder()
         let data = folder.path("data")
         let gz = folder.path("data.gz")
-        let made = try Tool.shell("set -e; seq 1 200000 > \(data); gzip -c \(data) > \(gz)")
+        let made = try await Tool.shell("set -e; seq 1 200000 > \(data); gzip -c \(data) > \(gz)")
         try #require(made.status == 0, "\(made.stderr)")
         let plain = try Data(contentsOf: URL(fileURLWithPath: data))
         let tool = Tool.binDirectory.appendingPathComponent("blobstream").path

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NginxTestServer
 
 /// Runs the built `blobstream` tool and the system's reference tools for the tests.
 enum Tool {
@@ -22,20 +23,27 @@ enum Tool {
         var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    /// Runs `blobstream ARGS` (through bash when `shell` is given, for pipes and `<(…)`).
-    static func blobstream(_ arguments: [String], stdin: Data? = nil) throws -> Result {
-        try run(binDirectory.appendingPathComponent("blobstream").path, arguments, stdin: stdin)
+    /// Runs `blobstream ARGS` to its end.
+    static func blobstream(_ arguments: [String], stdin: Data? = nil) async throws -> Result {
+        try await run(binDirectory.appendingPathComponent("blobstream").path, arguments, stdin: stdin)
     }
 
     /// Runs a bash command line with `$BLOBSTREAM` set to the tool.
-    static func shell(_ command: String) throws -> Result {
-        try run(
+    static func shell(_ command: String) async throws -> Result {
+        try await run(
             "/bin/bash", ["-c", command],
             environment: ["BLOBSTREAM": binDirectory.appendingPathComponent("blobstream").path])
     }
 
+    /// Runs `executable ARGS` to its end, off the cooperative pool (`ProgramRuns`).
     static func run(
         _ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]
+    ) async throws -> Result {
+        try await ProgramRuns.run { try runBlocking(executable, arguments, stdin: stdin, environment: environment) }
+    }
+
+    private static func runBlocking(
+        _ executable: String, _ arguments: [String], stdin: Data?, environment: [String: String]
     ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)

@@ -21,7 +21,7 @@ struct ToolArchiveVerificationTests {
     }
 
     @Test("a member of a garbled .tar.xz fails cat and checksum; --skip-archive-verification does not verify")
-    func garbledXZ() throws {
+    func garbledXZ() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "blobstream-verify-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -33,21 +33,21 @@ struct ToolArchiveVerificationTests {
         try Data(String(repeating: "archive member block offset\n", count: 90_000).utf8).write(
             to: tree.appendingPathComponent("second.txt"))
         let archive = folder.appendingPathComponent("a.tar.xz").path
-        let made = try Tool.run("/usr/bin/bsdtar", ["-cJf", archive, "-C", tree.path, "first.bin", "second.txt"])
+        let made = try await Tool.run("/usr/bin/bsdtar", ["-cJf", archive, "-C", tree.path, "first.bin", "second.txt"])
         #expect(made.status == 0, "\(made.stderr)")
         var data = try Data(contentsOf: URL(fileURLWithPath: archive))
         data[300_000] ^= 0x10 // inside first.bin's bytes (stored as LZMA2 uncompressed chunks)
         try data.write(to: URL(fileURLWithPath: archive))
 
-        let cat = try Tool.blobstream(["cat", archive + "!/first.bin"])
+        let cat = try await Tool.blobstream(["cat", archive + "!/first.bin"])
         #expect(cat.status == 1, "cat ended with \(cat.status), \(cat.stdout.count) bytes")
         #expect(cat.stderr.contains("a.tar.xz") && cat.stderr.contains("first.bin"), "\(cat.stderr)")
-        let checksum = try Tool.blobstream(["checksum", archive + "!/first.bin"])
+        let checksum = try await Tool.blobstream(["checksum", archive + "!/first.bin"])
         #expect(
             checksum.status == 1 && checksum.stdout.isEmpty, "checksum ended with \(checksum.status): \(checksum.text)")
 
         // The fast mode says it does not verify, and indeed does not: wrong bytes, exit 0.
-        let fast = try Tool.blobstream(["cat", "--skip-archive-verification", archive + "!/first.bin"])
+        let fast = try await Tool.blobstream(["cat", "--skip-archive-verification", archive + "!/first.bin"])
         #expect(
             fast.status == 0 && fast.stdout.count == first.count && fast.stdout != first,
             "fast cat ended with \(fast.status)")

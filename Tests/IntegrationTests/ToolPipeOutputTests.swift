@@ -15,26 +15,26 @@ struct ToolPipeOutputTests {
     }
 
     @Test("a plain file into a pipe: the right bytes, whole, from an offset, with a length, twice in one run")
-    func plainFile() throws {
+    func plainFile() async throws {
         let folder = try Folder()
         let path = folder.path("r.bin")
-        let made = try Tool.shell("head -c 5000000 /dev/urandom > \(path)")
+        let made = try await Tool.shell("head -c 5000000 /dev/urandom > \(path)")
         try #require(made.status == 0, "\(made.stderr)")
         let r = try Data(contentsOf: URL(fileURLWithPath: path))
-        let whole = try Tool.blobstream(["cat", path, path])
+        let whole = try await Tool.blobstream(["cat", path, path])
         #expect(whole.status == 0, "\(whole.stderr)")
         #expect(Tool.sha256(whole.stdout) == Tool.sha256(r + r))
-        let part = try Tool.blobstream(["cat", "--offset", "12345", "--length", "3000000", path])
+        let part = try await Tool.blobstream(["cat", "--offset", "12345", "--length", "3000000", path])
         #expect(part.status == 0, "\(part.stderr)")
         #expect(Tool.sha256(part.stdout) == Tool.sha256(r[12345..<3_012_345]))
-        let tail = try Tool.blobstream(["cat", "--offset", "4999999", path])
+        let tail = try await Tool.blobstream(["cat", "--offset", "4999999", path])
         #expect(tail.stdout == r.suffix(1))
     }
 
     @Test("tar members into a pipe: the right bytes, whole, in part and one after another; a cut archive fails")
-    func tarMembers() throws {
+    func tarMembers() async throws {
         let folder = try Folder()
-        let made = try Tool.shell(
+        let made = try await Tool.shell(
             "set -e; cd \(folder.path("")); mkdir t; seq 1 200000 > t/a.txt; head -c 3000000 /dev/urandom > t/r.bin; echo small > t/s.txt; tar -cf a.tar -C t a.txt r.bin s.txt"
         )
         try #require(made.status == 0, "\(made.stderr)")
@@ -42,15 +42,15 @@ struct ToolPipeOutputTests {
         let r = try Data(contentsOf: URL(fileURLWithPath: folder.path("t/r.bin")))
         let a = try Data(contentsOf: URL(fileURLWithPath: folder.path("t/a.txt")))
 
-        let whole = try Tool.blobstream(["cat", tar + "!/r.bin"])
+        let whole = try await Tool.blobstream(["cat", tar + "!/r.bin"])
         #expect(whole.status == 0, "\(whole.stderr)")
         #expect(Tool.sha256(whole.stdout) == Tool.sha256(r))
 
-        let part = try Tool.blobstream(["cat", "--offset", "1000", "--length", "1500000", tar + "!/r.bin"])
+        let part = try await Tool.blobstream(["cat", "--offset", "1000", "--length", "1500000", tar + "!/r.bin"])
         #expect(part.status == 0, "\(part.stderr)")
         #expect(Tool.sha256(part.stdout) == Tool.sha256(r[1000..<1_501_000]))
 
-        let both = try Tool.blobstream(["cat", tar + "!/r.bin", tar + "!/a.txt", tar + "!/s.txt"])
+        let both = try await Tool.blobstream(["cat", tar + "!/r.bin", tar + "!/a.txt", tar + "!/s.txt"])
         #expect(both.status == 0, "\(both.stderr)")
         #expect(Tool.sha256(both.stdout) == Tool.sha256(r + a + Data("small\n".utf8)))
 
@@ -59,7 +59,7 @@ struct ToolPipeOutputTests {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: tar))
         let start = try #require(bytes.range(of: r.prefix(4096))).lowerBound
         try bytes.prefix(start + 2_000_000).write(to: URL(fileURLWithPath: cut))
-        let truncated = try Tool.blobstream(["cat", cut + "!/r.bin"])
+        let truncated = try await Tool.blobstream(["cat", cut + "!/r.bin"])
         #expect(truncated.status == 1)
         #expect(truncated.stderr.contains("r.bin") && truncated.stderr.contains("truncated"), "\(truncated.stderr)")
         #expect(truncated.stdout == r.prefix(truncated.stdout.count))

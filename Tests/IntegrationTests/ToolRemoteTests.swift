@@ -24,21 +24,21 @@ final class ToolRemoteTests {
     deinit { server.stop() }
 
     @Test("checksum http://, cat gzip:http:// with an offset, cat archive:http://…!/member")
-    func remoteSources() throws {
+    func remoteSources() async throws {
         let base = server.baseURL + "/files"
         let tar = try Data(contentsOf: archives.appendingPathComponent("photos.tar"))
-        let sum = try Tool.run(blobstream, ["checksum", base + "/photos.tar"], environment: plain)
+        let sum = try await Tool.run(blobstream, ["checksum", base + "/photos.tar"], environment: plain)
         #expect(sum.status == 0, "\(sum.stderr)")
         #expect(sum.text == "\(Tool.sha256(tar))  \(base)/photos.tar\n")
-        let text = try Tool.run("/usr/bin/gzip", ["-dc", archives.appendingPathComponent("sample.txt.gz").path])
-        let gzip = try Tool.run(
+        let text = try await Tool.run("/usr/bin/gzip", ["-dc", archives.appendingPathComponent("sample.txt.gz").path])
+        let gzip = try await Tool.run(
             blobstream, ["cat", "--offset", "1000", "gzip:" + base + "/sample.txt.gz"], environment: plain)
         #expect(gzip.status == 0, "\(gzip.stderr)")
         #expect(gzip.stdout == text.stdout.suffix(from: 1000))
         let member = "DCIM/100TEST/IMG_0001.JPG"
-        let reference = try Tool.run(
+        let reference = try await Tool.run(
             "/usr/bin/tar", ["-xOf", archives.appendingPathComponent("photos.tar").path, member])
-        let remote = try Tool.run(
+        let remote = try await Tool.run(
             blobstream, ["cat", "archive:" + base + "/photos.tar!/" + member], environment: plain)
         #expect(remote.status == 0, "\(remote.stderr)")
         #expect(Tool.sha256(remote.stdout) == Tool.sha256(reference.stdout))
@@ -47,45 +47,45 @@ final class ToolRemoteTests {
     @Test(
         "where cat overlaps with curl, the same bytes: a whole file, a range (--offset/--length as curl -r), a missing file fails both"
     )
-    func sameAsCurl() throws {
+    func sameAsCurl() async throws {
         let url = server.baseURL + "/files/photos.tar"
-        let whole = try Tool.run(blobstream, ["cat", url], environment: plain)
-        let curlWhole = try Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", url])
+        let whole = try await Tool.run(blobstream, ["cat", url], environment: plain)
+        let curlWhole = try await Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", url])
         #expect(whole.status == 0 && curlWhole.status == 0, "\(whole.stderr) \(curlWhole.stderr)")
         #expect(!whole.stdout.isEmpty && whole.stdout == curlWhole.stdout)
-        let range = try Tool.run(
+        let range = try await Tool.run(
             blobstream, ["cat", "--offset", "1000", "--length", "5000", url], environment: plain)
-        let curlRange = try Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", "-r", "1000-5999", url])
+        let curlRange = try await Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", "-r", "1000-5999", url])
         #expect(range.status == 0 && curlRange.status == 0, "\(range.stderr) \(curlRange.stderr)")
         #expect(range.stdout.count == 5000 && range.stdout == curlRange.stdout)
         let missing = server.baseURL + "/files/nope.bin"
-        let ours = try Tool.run(blobstream, ["cat", missing], environment: plain)
-        let curlMissing = try Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", missing])
+        let ours = try await Tool.run(blobstream, ["cat", missing], environment: plain)
+        let curlMissing = try await Tool.run("/usr/bin/curl", ["-sSf", "--noproxy", "*", missing])
         #expect(ours.status == 1 && curlMissing.status != 0)
         #expect(ours.stdout.isEmpty && curlMissing.stdout.isEmpty)
     }
 
     @Test("a remote zip's backslash name: ls prints it as stored, and cat of it reads the member")
-    func remoteZipName() throws {
+    func remoteZipName() async throws {
         let dir = try ZipBackslashNameTests.makeZip()
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = try server.serve(
             Array(try Data(contentsOf: dir.appendingPathComponent("A.zip"))), as: "names/A.zip")
-        let listed = try Tool.run(blobstream, ["ls", url], environment: plain)
+        let listed = try await Tool.run(blobstream, ["ls", url], environment: plain)
         #expect(listed.status == 0, "\(listed.stderr)")
         let names = listed.text.split(separator: "\n").dropFirst()
             .map { String($0.split(separator: "\t", omittingEmptySubsequences: false)[0]) }
         #expect(names == ZipBackslashNameTests.members.map(\.name))
         for (name, member) in zip(names, ZipBackslashNameTests.members) {
-            let r = try Tool.run(blobstream, ["cat", "archive:\(url)!/\(name)"], environment: plain)
+            let r = try await Tool.run(blobstream, ["cat", "archive:\(url)!/\(name)"], environment: plain)
             #expect(r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content), "\(name): \(r.stderr)")
         }
     }
 
     @Test("a missing remote file: status 1, one line naming the URL and the status")
-    func missing() throws {
+    func missing() async throws {
         let url = server.baseURL + "/files/nope.bin"
-        let result = try Tool.run(blobstream, ["cat", url], environment: plain)
+        let result = try await Tool.run(blobstream, ["cat", url], environment: plain)
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains(url))
@@ -93,34 +93,35 @@ final class ToolRemoteTests {
     }
 
     @Test("https:// with the test's CA: refused without it, read with --ca-bundle or AWS_CA_BUNDLE")
-    func https() throws {
+    func https() async throws {
         let url = server.tlsBaseURL + "/files/photos.tar"
         let tar = try Data(contentsOf: archives.appendingPathComponent("photos.tar"))
         let ca = server.certificates.caCertificate.path
-        let refused = try Tool.run(blobstream, ["cat", url], environment: plain)
+        let refused = try await Tool.run(blobstream, ["cat", url], environment: plain)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("TLS"), "\(refused.stderr)")
-        let flag = try Tool.run(blobstream, ["cat", "--ca-bundle", ca, url], environment: plain)
+        let flag = try await Tool.run(blobstream, ["cat", "--ca-bundle", ca, url], environment: plain)
         #expect(flag.status == 0, "\(flag.stderr)")
         #expect(flag.stdout == tar)
-        let variable = try Tool.run(
+        let variable = try await Tool.run(
             blobstream, ["checksum", url], environment: plain.merging(["AWS_CA_BUNDLE": ca]) { $1 })
         #expect(variable.status == 0, "\(variable.stderr)")
         #expect(variable.text.hasPrefix(Tool.sha256(tar)))
     }
 
     @Test("upload to https:// with the test's CA: refused without it, stored whole with --ca-bundle")
-    func httpsUpload() throws {
+    func httpsUpload() async throws {
         let source = archives.appendingPathComponent("photos.tar").path
         let target = server.tlsBaseURL + "/files/uploaded/photos.tar"
-        let refused = try Tool.run(blobstream, ["upload", source, "--to", target], environment: plain)
+        let refused = try await Tool.run(blobstream, ["upload", source, "--to", target], environment: plain)
         #expect(refused.status == 1)
         #expect(
             refused.stderr.contains(target) && refused.stderr.contains("CERTIFICATE_VERIFY_FAILED"), "\(refused.stderr)"
         )
         #expect(FileManager.default.contents(atPath: server.root.path + "/uploaded/photos.tar") == nil)
         let ca = server.certificates.caCertificate.path
-        let sent = try Tool.run(blobstream, ["upload", source, "--to", target, "--ca-bundle", ca], environment: plain)
+        let sent = try await Tool.run(
+            blobstream, ["upload", source, "--to", target, "--ca-bundle", ca], environment: plain)
         #expect(sent.status == 0, "\(sent.stderr)")
         let stored = FileManager.default.contents(atPath: server.root.path + "/uploaded/photos.tar")
         #expect(stored == (try Data(contentsOf: URL(fileURLWithPath: source))))
@@ -133,7 +134,7 @@ final class ToolRemoteTests {
     @Test(
         "a remote file that changes, served without a strong ETag: version A from one GET, or an error naming the validator",
         arguments: [SocketPeer.Validator.weakETag, .lastModifiedOnly, .none])
-    func unvalidatedChange(validator: SocketPeer.Validator) throws {
+    func unvalidatedChange(validator: SocketPeer.Validator) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("changing-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -159,7 +160,7 @@ final class ToolRemoteTests {
             let server = try peer(a, b)
             defer { server.stop() }
             let url = server.baseURL + "/big.bin"
-            let result = try Tool.run(blobstream, arguments + [url], environment: plain)
+            let result = try await Tool.run(blobstream, arguments + [url], environment: plain)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             let expected = arguments.count == 1 ? a : a.suffix(from: 5_000_000)
             // One GET's bytes. On a slow machine the first GET may be hedged (asked again
@@ -178,7 +179,7 @@ final class ToolRemoteTests {
         let server = try peer(a, b)
         defer { server.stop() }
         let url = server.baseURL + "/big.bin"
-        let sum = try Tool.run(blobstream, ["checksum", url], environment: plain)
+        let sum = try await Tool.run(blobstream, ["checksum", url], environment: plain)
         #expect(sum.status == 0, "\(sum.stderr)")
         #expect(sum.text == "\(Tool.sha256(a))  \(url)\n")
         // A zip member: from the local headers, in one pass (a zip's central directory, at the
@@ -189,7 +190,7 @@ final class ToolRemoteTests {
         for (zip, member) in [(zipA, memberA), (zipB, memberB)] {
             let input = folder.appendingPathComponent("member.bin")
             try member.write(to: input)
-            let made = try Tool.run(
+            let made = try await Tool.run(
                 "/usr/bin/python3",
                 [
                     "-c",
@@ -201,7 +202,7 @@ final class ToolRemoteTests {
         let zips = try peer(try Data(contentsOf: zipA), try Data(contentsOf: zipB))
         defer { zips.stop() }
         let zipURL = zips.baseURL + "/photos.zip"
-        let member = try Tool.run(blobstream, ["cat", "archive:" + zipURL + "!/member.bin"], environment: plain)
+        let member = try await Tool.run(blobstream, ["cat", "archive:" + zipURL + "!/member.bin"], environment: plain)
         if member.status == 0 {
             #expect(Tool.sha256(member.stdout) == Tool.sha256(memberA), "the member as in version A")
         } else {
@@ -215,7 +216,7 @@ final class ToolRemoteTests {
     /// peaks within 32 MiB of the memory `checksum` of a tiny file takes (the whole file
     /// held would be 64 MiB more), from one request.
     @Test("a file without a strong ETag streams from its one GET: memory bounded, not the file's size")
-    func unvalidatedStreamsBounded() throws {
+    func unvalidatedStreamsBounded() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("streamed-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -235,8 +236,8 @@ final class ToolRemoteTests {
         let server = try SocketPeer.changingServer(versionA: fileA, versionB: fileB, validator: .weakETag)
         defer { server.stop() }
         /// The checksum line and the peak resident size (KiB) of `blobstream checksum URL`.
-        func checksum(_ url: String) throws -> (line: String, peak: Int) {
-            let result = try Tool.run(
+        func checksum(_ url: String) async throws -> (line: String, peak: Int) {
+            let result = try await Tool.run(
                 "/usr/bin/time", ["-f", "peak %M", blobstream, "checksum", url], environment: plain)
             #expect(result.status == 0, "\(result.stderr)")
             let peak = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap {
@@ -244,16 +245,16 @@ final class ToolRemoteTests {
             }
             return (result.text, peak ?? .max)
         }
-        let small = try checksum(tiny.path)
+        let small = try await checksum(tiny.path)
         let url = server.baseURL + "/big.bin"
-        let streamed = try checksum(url)
+        let streamed = try await checksum(url)
         #expect(streamed.line == "\(Tool.sha256(big))  \(url)\n")
         #expect(streamed.peak < small.peak + 32 * 1024, "peak \(streamed.peak) KiB against \(small.peak) KiB")
         #expect(server.recorded("requests") == ["bytes=0-|-|-"])
     }
 
     @Test("a FIFO at the index cache entry's name: the read passes it by (no wait for a writer), with the right bytes")
-    func fifoInIndexCache() throws {
+    func fifoInIndexCache() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-cache-fifo-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -268,7 +269,7 @@ final class ToolRemoteTests {
         // The entry replaced by a FIFO nobody writes to.
         try FileManager.default.removeItem(atPath: entry)
         try #require(mkfifo(entry, 0o600) == 0, "mkfifo: errno \(errno)")
-        let text = try Tool.run("/usr/bin/gzip", ["-dc", archives.appendingPathComponent("sample.txt.gz").path])
+        let text = try await Tool.run("/usr/bin/gzip", ["-dc", archives.appendingPathComponent("sample.txt.gz").path])
         let read = BoundedRun.run(blobstream, ["cat", "gzip:" + url], limit: 20, prefix: environment)
         #expect(!read.timedOut, "the read waited on the FIFO")
         #expect(read.status == 0, "\(read.stderrText)")

@@ -6,31 +6,31 @@ struct ToolTests {
     static let samples = ["files/sample.txt", "files/sample.bin", "files/empty.bin", "files/photo.jpg"]
 
     @Test("checksum prints what sha256sum prints", arguments: samples)
-    func checksumMatchesSha256sum(sample: String) throws {
+    func checksumMatchesSha256sum(sample: String) async throws {
         let path = Tool.fixtures.appendingPathComponent(sample).path
-        let ours = try Tool.blobstream(["checksum", path])
-        let reference = try Tool.run("/usr/bin/sha256sum", [path])
+        let ours = try await Tool.blobstream(["checksum", path])
+        let reference = try await Tool.run("/usr/bin/sha256sum", [path])
         #expect(ours.status == 0, "\(ours.stderr)")
         #expect(ours.text == reference.text)
         #expect(ours.stderr.isEmpty, "nothing on stderr when piped")
     }
 
     @Test("cat --offset N equals tail -c +N+1", arguments: [0, 1, 1000, 65_535, 65_536])
-    func catOffset(offset: Int) throws {
+    func catOffset(offset: Int) async throws {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path
-        let ours = try Tool.blobstream(["cat", "--offset", String(offset), path])
-        let reference = try Tool.run("/usr/bin/tail", ["-c", "+\(offset + 1)", path])
+        let ours = try await Tool.blobstream(["cat", "--offset", String(offset), path])
+        let reference = try await Tool.run("/usr/bin/tail", ["-c", "+\(offset + 1)", path])
         #expect(ours.status == 0, "\(ours.stderr)")
         #expect(Tool.sha256(ours.stdout) == Tool.sha256(reference.stdout))
         #expect(ours.stdout.count == 65_536 - offset)
     }
 
     @Test("cat writes several sources one after another, from paths, file URLs and stdin")
-    func catSeveral() throws {
+    func catSeveral() async throws {
         let txt = Tool.fixtures.appendingPathComponent("files/sample.txt").path
         let bin = Tool.fixtures.appendingPathComponent("files/sample.bin").path
         let stdin = Data("from stdin\n".utf8)
-        let ours = try Tool.blobstream(["cat", txt, "file://" + bin, "-"], stdin: stdin)
+        let ours = try await Tool.blobstream(["cat", txt, "file://" + bin, "-"], stdin: stdin)
         let expected =
             try Data(contentsOf: URL(fileURLWithPath: txt)) + Data(contentsOf: URL(fileURLWithPath: bin)) + stdin
         #expect(ours.status == 0, "\(ours.stderr)")
@@ -38,18 +38,18 @@ struct ToolTests {
     }
 
     @Test("a FIFO from process substitution is read sequentially, with an offset")
-    func processSubstitution() throws {
-        let result = try Tool.shell(#""$BLOBSTREAM" cat --offset 3 <(printf 'abcdefgh') <(printf 'xyz')"#)
+    func processSubstitution() async throws {
+        let result = try await Tool.shell(#""$BLOBSTREAM" cat --offset 3 <(printf 'abcdefgh') <(printf 'xyz')"#)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.text == "defgh")
-        let info = try Tool.shell(#""$BLOBSTREAM" info <(printf 'abc')"#)
+        let info = try await Tool.shell(#""$BLOBSTREAM" info <(printf 'abc')"#)
         #expect(info.text.contains("\tunknown\tread-and-discard"), "\(info.text)")
     }
 
     @Test("info prints a header and tab-separated fields")
-    func info() throws {
+    func info() async throws {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path
-        let result = try Tool.blobstream(["info", path])
+        let result = try await Tool.blobstream(["info", path])
         #expect(result.status == 0)
         let lines = result.text.split(separator: "\n").map {
             $0.split(separator: "\t", omittingEmptySubsequences: false)
@@ -61,39 +61,39 @@ struct ToolTests {
     }
 
     @Test("failures: one line on stderr naming what failed, exit status 1")
-    func failures() throws {
-        let missing = try Tool.blobstream(["cat", "/no/such/file.jpg"])
+    func failures() async throws {
+        let missing = try await Tool.blobstream(["cat", "/no/such/file.jpg"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("/no/such/file.jpg"))
         #expect(missing.stderr.split(separator: "\n").count == 1)
         #expect(missing.stdout.isEmpty)
 
-        let directory = try Tool.blobstream(["checksum", Tool.fixtures.path])
+        let directory = try await Tool.blobstream(["checksum", Tool.fixtures.path])
         #expect(directory.status == 1)
         #expect(directory.stderr.contains(Tool.fixtures.path))
 
         let sample = Tool.fixtures.appendingPathComponent("files/sample.txt").path
-        let pastEnd = try Tool.blobstream(["cat", "--offset", "19293", sample])
+        let pastEnd = try await Tool.blobstream(["cat", "--offset", "19293", sample])
         #expect(pastEnd.status == 1)
         #expect(pastEnd.stderr.contains("19293"))
         #expect(pastEnd.stdout.isEmpty)
 
-        let scheme = try Tool.blobstream(["cat", "nope://x"])
+        let scheme = try await Tool.blobstream(["cat", "nope://x"])
         #expect(scheme.status == 1)
         #expect(scheme.stderr.contains("'nope'"))
 
         // The other sources still come out, as with cat.
-        let mixed = try Tool.blobstream(["checksum", "/no/such/a", sample])
+        let mixed = try await Tool.blobstream(["checksum", "/no/such/a", sample])
         #expect(mixed.status == 1)
         #expect(mixed.text.hasSuffix("  \(sample)\n"))
     }
 
     @Test("usage errors exit with status 2")
-    func usage() throws {
-        #expect(try Tool.blobstream(["frobnicate"]).status == 2)
-        #expect(try Tool.blobstream(["cat", "--offset", "-5", "x"]).status == 2)
-        #expect(try Tool.blobstream(["cat", "--offset", "many", "x"]).status == 2)
-        let help = try Tool.blobstream(["--help"])
+    func usage() async throws {
+        #expect(try await Tool.blobstream(["frobnicate"]).status == 2)
+        #expect(try await Tool.blobstream(["cat", "--offset", "-5", "x"]).status == 2)
+        #expect(try await Tool.blobstream(["cat", "--offset", "many", "x"]).status == 2)
+        let help = try await Tool.blobstream(["--help"])
         #expect(help.status == 0)
         #expect(help.text.contains("checksum"))
     }
@@ -101,12 +101,12 @@ struct ToolTests {
     @Test(
         "upload runs in blobstream; --client urlsession hands over to blobstream-urlsession: its usage, its exit statuses; a clear error without it"
     )
-    func handOver() throws {
-        let help = try Tool.blobstream(["help", "upload"])
+    func handOver() async throws {
+        let help = try await Tool.blobstream(["help", "upload"])
         #expect(help.status == 0 && help.text.contains("--client"), "\(help.text)\(help.stderr)")
-        let missing = try Tool.blobstream(["upload", "x"])
+        let missing = try await Tool.blobstream(["upload", "x"])
         #expect(missing.status == 2 && missing.stderr.contains("--to"), "\(missing.stderr)")
-        let missingURLSession = try Tool.blobstream(["upload", "--client", "urlsession", "x"])
+        let missingURLSession = try await Tool.blobstream(["upload", "--client", "urlsession", "x"])
         #expect(
             missingURLSession.status == 2 && missingURLSession.stderr.contains("--to"), "\(missingURLSession.stderr)")
         // A copy of blobstream alone in a folder: the AsyncHTTPClient upload runs in it (and
@@ -116,18 +116,18 @@ struct ToolTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let alone = folder.appendingPathComponent("blobstream")
         try FileManager.default.copyItem(at: Tool.binDirectory.appendingPathComponent("blobstream"), to: alone)
-        let inProcess = try Tool.run(alone.path, ["upload", "/nonexistent/x", "--to", "http://127.0.0.1:9/"])
+        let inProcess = try await Tool.run(alone.path, ["upload", "/nonexistent/x", "--to", "http://127.0.0.1:9/"])
         #expect(inProcess.status == 1)
         #expect(
             inProcess.stderr.contains("/nonexistent/x") && !inProcess.stderr.contains("blobstream-urlsession"),
             "\(inProcess.stderr)")
-        let result = try Tool.run(
+        let result = try await Tool.run(
             alone.path, ["upload", "--client", "urlsession", "x", "--to", "http://127.0.0.1:9/"])
         #expect(result.status == 1)
         #expect(
             result.stderr.contains("blobstream-urlsession") && result.stderr.contains(folder.path), "\(result.stderr)")
         // The reading commands need no second program.
-        let checksum = try Tool.run(
+        let checksum = try await Tool.run(
             alone.path, ["checksum", Tool.fixtures.appendingPathComponent("files/empty.bin").path])
         #expect(checksum.status == 0)
         #expect(
@@ -136,9 +136,9 @@ struct ToolTests {
     }
 
     @Test("a closed stdout ends quietly")
-    func closedStdout() throws {
+    func closedStdout() async throws {
         let path = Tool.fixtures.appendingPathComponent("files/sample.bin").path
-        let result = try Tool.shell(
+        let result = try await Tool.shell(
             #"for i in $(seq 50); do echo "\#(path)"; done | xargs "$BLOBSTREAM" cat | head -c 10 >/dev/null; echo "${PIPESTATUS[2]}""#
         )
         #expect(result.text == "0\n")
@@ -146,8 +146,8 @@ struct ToolTests {
     }
 
     @Test("the demo streams every sample in both modes with the same bytes")
-    func demo() throws {
-        let result = try Tool.blobstream(["demo", "--fixtures", Tool.fixtures.path])
+    func demo() async throws {
+        let result = try await Tool.blobstream(["demo", "--fixtures", Tool.fixtures.path])
         #expect(result.status == 0, "\(result.stderr)")
         for sample in Self.samples {
             let data = try Data(contentsOf: Tool.fixtures.appendingPathComponent(sample))
@@ -204,10 +204,11 @@ struct FixtureTests {
     }
 
     @Test("the generator makes the same bytes again")
-    func generatorIsDeterministic() throws {
+    func generatorIsDeterministic() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fixtures-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let result = try Tool.run(Tool.binDirectory.appendingPathComponent("blobstream-fixtures").path, [folder.path])
+        let result = try await Tool.run(
+            Tool.binDirectory.appendingPathComponent("blobstream-fixtures").path, [folder.path])
         #expect(result.status == 0, "\(result.stderr)")
         let committed = try String(contentsOf: Tool.fixtures.appendingPathComponent("README.md"), encoding: .utf8)
         let made = try String(contentsOf: folder.appendingPathComponent("README.md"), encoding: .utf8)

@@ -9,7 +9,7 @@ import Testing
 @Suite("upload --build-index to a web server (nginx)")
 struct UploadBuildIndexWebTests {
     /// A tar.gz of three members (random bytes), made by tar and gzip in `folder`.
-    static func tarGzip(in folder: URL) throws -> (path: String, members: [String: Data]) {
+    static func tarGzip(in folder: URL) async throws -> (path: String, members: [String: Data]) {
         let tree = folder.appendingPathComponent("tree")
         try FileManager.default.createDirectory(at: tree.appendingPathComponent("d"), withIntermediateDirectories: true)
         var members: [String: Data] = [:]
@@ -21,7 +21,7 @@ struct UploadBuildIndexWebTests {
             members[name] = data
         }
         let path = folder.appendingPathComponent("a.tar.gz").path
-        let made = try Tool.shell("cd '\(tree.path)' && tar cf - d | gzip -1 > '\(path)'")
+        let made = try await Tool.shell("cd '\(tree.path)' && tar cf - d | gzip -1 > '\(path)'")
         try #require(made.status == 0, "\(made.stderr)")
         return (path, members)
     }
@@ -29,18 +29,18 @@ struct UploadBuildIndexWebTests {
     @Test(
         "a tar.gz from a pipe and from a file: the member index at --index-output, bound to the served object; each member read through it",
         arguments: [true, false])
-    func tarGzip(fromPipe: Bool) throws {
+    func tarGzip(fromPipe: Bool) async throws {
         let server = try NginxTestServer()
         defer { server.stop() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-upidx-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (path, members) = try Self.tarGzip(in: folder)
+        let (path, members) = try await Self.tarGzip(in: folder)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         let index = folder.appendingPathComponent("kept.blobidx").path
         let url = "\(server.baseURL)/files/a.tar.gz"
         let source = fromPipe ? "- < '\(path)'" : "'\(path)'"
-        let upload = try Tool.shell(
+        let upload = try await Tool.shell(
             "\"$BLOBSTREAM\" upload \(source) --to \(url) --build-index --index-output '\(index)'")
         #expect(upload.status == 0, "\(upload.stderr)")
         #expect(server.stored("a.tar.gz") == bytes)
@@ -49,13 +49,13 @@ struct UploadBuildIndexWebTests {
         #expect(upload.text.hasPrefix("\(index)\t4 members (tar.gz)\t"), "\(upload.text)")
         #expect(FileManager.default.fileExists(atPath: index))
         for (name, data) in members {
-            let read = try Tool.blobstream(["cat", "--verbose", "--index", index, "archive:\(url)!/\(name)"])
+            let read = try await Tool.blobstream(["cat", "--verbose", "--index", index, "archive:\(url)!/\(name)"])
             #expect(read.status == 0 && read.stdout == data, "\(name): \(read.stderr)")
         }
         // Bound to the object: once the server holds other bytes there, the index is refused.
-        let other = try Tool.shell("printf other | \"$BLOBSTREAM\" upload - --to \(url)")
+        let other = try await Tool.shell("printf other | \"$BLOBSTREAM\" upload - --to \(url)")
         #expect(other.status == 0, "\(other.stderr)")
-        let stale = try Tool.blobstream(["cat", "--index", index, "archive:\(url)!/d/m1.bin"])
+        let stale = try await Tool.blobstream(["cat", "--index", index, "archive:\(url)!/d/m1.bin"])
         #expect(stale.status != 0 && stale.stdout.isEmpty, "\(stale.stderr)")
         #expect(stale.stderr.contains(index), "\(stale.stderr)")
     }
@@ -68,10 +68,10 @@ struct UploadBuildIndexWebTests {
             (["--build-index", "--index-output", "x.blobidx", "--method", "POST"], "POST"),
             (["--build-index", "--index-output", "x.blobidx", "--multipart", "file"], "--multipart"),
         ])
-    func refused(flags: [String], named: String) throws {
+    func refused(flags: [String], named: String) async throws {
         let server = try NginxTestServer()
         defer { server.stop() }
-        let result = try Tool.blobstream(
+        let result = try await Tool.blobstream(
             ["upload", "-", "--to", "\(server.baseURL)/files/r.bin"] + flags, stdin: Data("abc".utf8))
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")

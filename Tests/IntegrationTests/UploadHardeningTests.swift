@@ -43,10 +43,10 @@ struct UploadHardeningTests {
     @Test(
         "a bad --to URL: exit 2, one stderr line naming the URL and what is wrong, nothing on stdout, no I/O",
         arguments: badURLs.indices)
-    func badURL(index: Int) throws {
+    func badURL(index: Int) async throws {
         let (url, reason) = Self.badURLs[index]
         for client in ["asynchttpclient", "urlsession"] {
-            let result = try Tool.blobstream(["upload", Self.sample, "--to", url, "--client", client])
+            let result = try await Tool.blobstream(["upload", Self.sample, "--to", url, "--client", client])
             #expect(result.status == 2, "\(url): \(result.stderr)")
             #expect(result.stdout.isEmpty)
             let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
@@ -65,8 +65,8 @@ struct UploadHardeningTests {
             ["--connect-timeout", "0"], ["--idle-timeout", "-1"], ["--idle-timeout", "nan"],
             ["--connect-timeout", "inf"],
         ])
-    func badTimeouts(arguments: [String]) throws {
-        let result = try Tool.blobstream(["upload", Self.sample, "--to", "http://127.0.0.1:9/x"] + arguments)
+    func badTimeouts(arguments: [String]) async throws {
+        let result = try await Tool.blobstream(["upload", Self.sample, "--to", "http://127.0.0.1:9/x"] + arguments)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
@@ -74,14 +74,14 @@ struct UploadHardeningTests {
     }
 
     @Test("a 307 or 308 redirect: exit 0 and the server holds the whole file (sha256), with both clients")
-    func redirect() throws {
+    func redirect() async throws {
         let server = try NginxTestServer()
         defer { server.stop() }
         let bytes = try #require(FileManager.default.contents(atPath: Self.sample))
         for client in ["asynchttpclient", "urlsession"] {
             for status in [307, 308] {
                 let name = "\(client)-\(status).txt"
-                let result = try Tool.blobstream([
+                let result = try await Tool.blobstream([
                     "upload", Self.sample, "--to", "\(server.baseURL)/redirect-\(status)/\(name)", "--client", client,
                 ])
                 #expect(result.status == 0, "\(result.stderr)")
@@ -93,7 +93,7 @@ struct UploadHardeningTests {
     @Test(
         "standard input or a pipe redirected by 307: exit 1 naming the redirect, never the rest of the pipe stored as the file"
     )
-    func redirectOfAPipe() throws {
+    func redirectOfAPipe() async throws {
         let server = try NginxTestServer()
         defer { server.stop() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pipe-\(UUID().uuidString).bin")
@@ -112,7 +112,7 @@ struct UploadHardeningTests {
             ] {
                 // The writer's own complaint about the closed pipe (when the upload ends
                 // first) is kept out of the tool's stderr.
-                let result = try Tool.shell(command)
+                let result = try await Tool.shell(command)
                 #expect(result.status == 1, "\(name) \(client): \(result.stderr)")
                 #expect(result.stdout.isEmpty)
                 #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
@@ -125,7 +125,7 @@ struct UploadHardeningTests {
     }
 
     @Test("a server answering 201 after 1 MB of 16 MB: exit 1, one line with bytes sent / length")
-    func earlyAnswer() throws {
+    func earlyAnswer() async throws {
         let peer = try EarlyAnswerPeer(answerAfter: 1 << 20)
         defer { peer.stop() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("early-\(UUID().uuidString).bin")
@@ -133,7 +133,7 @@ struct UploadHardeningTests {
         try Data(repeating: 0x5A, count: size).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         for client in ["asynchttpclient", "urlsession"] {
-            let result = try Tool.blobstream([
+            let result = try await Tool.blobstream([
                 "upload", file.path, "--to", "\(peer.baseURL)/files/x", "--client", client,
             ])
             #expect(result.status == 1, "\(client): \(result.stderr)")
@@ -148,7 +148,7 @@ struct UploadHardeningTests {
     @Test(
         "--idle-timeout against a peer that never reads, --connect-timeout against one that never connects, a refused port: exit 1 in time"
     )
-    func timeLimits() throws {
+    func timeLimits() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("stall-\(UUID().uuidString).bin")
         try Data(repeating: 0x33, count: 32 * 1024 * 1024).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -162,12 +162,14 @@ struct UploadHardeningTests {
             // The time of a run that stops at its arguments: starting both programs (slow
             // under a sanitizer), which the bounds below leave out.
             var start = clock.now
-            let usage = try Tool.blobstream(["upload", file.path, "--to", "http://127.0.0.1:0/x", "--client", client])
+            let usage = try await Tool.blobstream([
+                "upload", file.path, "--to", "http://127.0.0.1:0/x", "--client", client,
+            ])
             let startup = clock.now - start
             #expect(usage.status == 2)
 
             start = clock.now
-            let idle = try Tool.blobstream([
+            let idle = try await Tool.blobstream([
                 "upload", file.path, "--to", "\(stalling.baseURL)/x", "--client", client, "--idle-timeout", "0.5",
             ])
             var elapsed = clock.now - start
@@ -179,7 +181,7 @@ struct UploadHardeningTests {
                 "\(client): \(elapsed), start-up \(startup)")
 
             start = clock.now
-            let connect = try Tool.blobstream([
+            let connect = try await Tool.blobstream([
                 "upload", file.path, "--to", "\(unconnectable.baseURL)/x", "--client", client, "--connect-timeout",
                 "0.5",
             ])
@@ -193,7 +195,7 @@ struct UploadHardeningTests {
                 "\(client): \(elapsed), start-up \(startup)")
 
             start = clock.now
-            let refused = try Tool.blobstream([
+            let refused = try await Tool.blobstream([
                 "upload", file.path, "--to", "http://127.0.0.1:\(closed)/x", "--client", client,
             ])
             elapsed = clock.now - start
