@@ -12,7 +12,7 @@ ifeq ($(shell $(SWIFT) --version 2>/dev/null | grep -c 'Swift version'),0)
   override SWIFT := $(SWIFT_NEXT_TO_SWIFTC)
 endif
 # Debian packages the build, the tests and the benchmarks need.
-DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev liblzma-dev libisal-dev libarchive-tools gzip xz-utils zstd tar binutils nginx python3 openssl curl strace
+DEBIAN_PACKAGES := pkg-config zlib1g-dev libarchive-dev liblzma-dev libzstd-dev libisal-dev libarchive-tools gzip xz-utils zstd tar binutils nginx python3 openssl curl strace
 BENCH_PACKAGES := pigz isal curl libarchive-tools nginx time
 # OpenStack Swift with its S3 API, the object store of the S3 tests and benches (scripts/swift-store).
 # Not python3-swiftclient: its /usr/bin/swift would shadow the toolchain's `swift`.
@@ -62,7 +62,7 @@ lint:
 ## docs: build the DocC catalog of every library module with swift-docc-plugin, warnings
 ## treated as errors (a broken symbol link, an undocumented topic); the archives go to
 ## .build/docs/MODULE.doccarchive. CI runs it.
-DOC_TARGETS := BlobStream BlobStreamFiles BlobStreamCompression BlobStreamGzip BlobStreamArchive BlobStreamAssets BlobStreamUpload \
+DOC_TARGETS := BlobStream BlobStreamFiles BlobStreamCompression BlobStreamGzip BlobStreamZstd BlobStreamArchive BlobStreamAssets BlobStreamUpload \
 	BlobStreamNetworking BlobStreamHTTPClient BlobStreamS3 BlobStreamSources BlobStreamTestSupport BlobStreamNginxTestSupport
 docs:
 	@mkdir -p .build/docs

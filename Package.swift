@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "BlobStreamFiles", targets: ["BlobStreamFiles"]),
         .library(name: "BlobStreamCompression", targets: ["BlobStreamCompression"]),
         .library(name: "BlobStreamGzip", targets: ["BlobStreamGzip"]),
+        .library(name: "BlobStreamZstd", targets: ["BlobStreamZstd"]),
         .library(name: "BlobStreamArchive", targets: ["BlobStreamArchive"]),
         .library(name: "BlobStreamAssets", targets: ["BlobStreamAssets"]),
         .library(name: "BlobStreamUpload", targets: ["BlobStreamUpload"]),
@@ -59,14 +60,20 @@ let package = Package(
         .target(name: "CBlobStreamIsal", linkerSettings: [.linkedLibrary("dl")]),
         // liblzma: a tar.xz member read through its index decodes from the xz block before it.
         .systemLibrary(name: "CBlobStreamLzma", pkgConfig: "liblzma", providers: [.apt(["liblzma-dev"])]),
+        // libzstd: the zstd: source's frames.
+        .systemLibrary(name: "CBlobStreamZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         // The compression kit that the gzip and archive modules share (and the CLI, for
         // CRC-32): zlib and ISA-L inflate, raw deflate, zlib's CRC-32, the gzip header, members and
-        // reader, the seek-point index (GZIDX), the parallel indexed decoder, xz blocks.
+        // reader, the seek-point index (GZIDX), the parallel indexed decoder, xz blocks, zstd frames.
         .target(
             name: "BlobStreamCompression",
-            dependencies: ["BlobStream", "BlobStreamSystem", "CBlobStreamZlib", "CBlobStreamIsal", "CBlobStreamLzma"]
+            dependencies: [
+                "BlobStream", "BlobStreamSystem", "CBlobStreamZlib", "CBlobStreamIsal", "CBlobStreamLzma",
+                "CBlobStreamZstd",
+            ]
         ),
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "BlobStreamCompression"]),
+        .target(name: "BlobStreamZstd", dependencies: ["BlobStream", "BlobStreamCompression"]),
         .systemLibrary(
             name: "CBlobStreamArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // Archive decodes its gzip, deflate and xz layers with the kit (never the gzip module).
@@ -100,14 +107,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The composition root: every source in one registry (files, gzip, archive, assets,
+        // The composition root: every source in one registry (files, gzip, zstd, archive, assets,
         // and the remote schemes given: StoreSchemes of BlobStreamS3), indexes found as the
         // tool finds them. No HTTP client: a program that reads only local sources links none.
         .target(
             name: "BlobStreamSources",
             dependencies: [
-                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamArchive", "BlobStreamAssets",
-                "BlobStreamCompression", "BlobStreamSystem", "BlobStreamUpload",
+                "BlobStream", "BlobStreamFiles", "BlobStreamGzip", "BlobStreamZstd", "BlobStreamArchive",
+                "BlobStreamAssets", "BlobStreamCompression", "BlobStreamSystem", "BlobStreamUpload",
             ]
         ),
         // Test-only: what several test targets share (hashes, deterministic bytes).
@@ -171,7 +178,7 @@ let package = Package(
             name: "BlobStreamCLI",
             dependencies: [
                 "BlobStream", "BlobStreamSystem", "BlobStreamFiles", "BlobStreamCompression", "BlobStreamGzip",
-                "BlobStreamArchive", "BlobStreamAssets", "BlobStreamUpload", "BlobStreamSources",
+                "BlobStreamZstd", "BlobStreamArchive", "BlobStreamAssets", "BlobStreamUpload", "BlobStreamSources",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -232,6 +239,13 @@ let package = Package(
             dependencies: [
                 "BlobStream", "BlobStreamCompression", "BlobStreamGzip", "BlobStreamFiles", "BlobStreamTestSupport",
                 "SharedTestHelpers", .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "BlobStreamZstdTests",
+            dependencies: [
+                "BlobStream", "BlobStreamZstd", "BlobStreamFiles", "BlobStreamSources", "BlobStreamTestSupport",
+                "SharedTestHelpers",
             ]
         ),
         .testTarget(

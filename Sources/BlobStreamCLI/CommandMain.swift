@@ -155,6 +155,17 @@ package struct SourceOptions: ParsableArguments {
 
     @Option(
         name: .long,
+        help: ArgumentHelp(
+            "zstd: sources: accept frames whose window is up to 2^N bytes (N from 10 to 31; zstd's own limit, 27, by default), as zstd -d --long=N does.",
+            valueName: "N")
+    )
+    package var long: Int?
+
+    /// The largest window a `zstd:` frame may ask for, as a power of 2 (`--long`).
+    package var zstdWindowLog: Int { long ?? ZstdWindow.defaultLog }
+
+    @Option(
+        name: .long,
         help:
             "gzip: sources: the seek-point index to use (written by `blobstream index`, or indexed_gzip's GZIDX); archive: sources: the member index (.blobidx). A path or a URL (s3://, http(s)://: an index on a store for an archive on a store, a local index for a remote archive); refused when it does not match. Without it, the index beside the file or the object is used when it matches (a whole gzip read then decodes in parallel); `none` uses no index."
     )
@@ -198,6 +209,9 @@ package struct SourceOptions: ParsableArguments {
 
     package func validate() throws {
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more, not \(offset)") }
+        if let long, !(10...ZstdWindow.maximumLog).contains(long) {
+            throw ValidationError("--long must be from 10 to \(ZstdWindow.maximumLog), not \(long)")
+        }
     }
 }
 

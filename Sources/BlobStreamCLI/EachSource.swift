@@ -25,12 +25,12 @@ package func forEachSource(_ sources: [String], _ body: (String) throws -> Void)
 
 extension SourceOptions {
     /// The registry these options ask for (`--library`, `--skip-archive-verification`,
-    /// `--inflate`, `--index`, `--index-cache`), with the program's remote schemes (made
+    /// `--inflate`, `--index`, `--index-cache`, `--long`), with the program's remote schemes (made
     /// with `--ca-bundle` and the S3 options). Make one per run and read every source through it.
     package func makeRegistry(remote: (any DataSourceSchemes)?) throws -> DataSourceRegistry {
         BlobStreamCLI.makeRegistry(
             library: library, skipArchiveVerification: skipArchiveVerification, remote: remote,
-            inflate: inflate, gzipIndexes: gzipIndexes, indexCache: try indexCacheInUse())
+            inflate: inflate, gzipIndexes: gzipIndexes, indexCache: try indexCacheInUse(), zstdWindowLog: zstdWindowLog)
     }
 
     /// Reads each SOURCE as cat does (see `forEachSource`): opens it at `--offset`, with

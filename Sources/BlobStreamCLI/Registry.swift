@@ -12,15 +12,18 @@ import Foundation
 /// tar.gz members read through an index inflated with `inflate` (`--inflate`); the index
 /// `gzipIndexes` says (`--index`; by default the matching one beside each source);
 /// `indexCache`, where indexes of remote objects are kept on this machine (`--index-cache`),
-/// if anywhere. `remote`: the program's remote schemes (`blobstream`: `StoreSchemes` over
+/// if anywhere; frames of `zstd:` sources may ask for windows up to 2^`zstdWindowLog` bytes
+/// (`--long`). `remote`: the program's remote schemes (`blobstream`: `StoreSchemes` over
 /// the run's pool, with `--ca-bundle` and the S3 options); nil: remote URLs are unknown.
 package func makeRegistry(
     library: String? = nil, skipArchiveVerification: Bool = false, remote: (any DataSourceSchemes)? = nil,
-    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .beside, indexCache: IndexCache? = nil
+    inflate: InflateEngine = .automatic, gzipIndexes: GzipIndexUse = .beside, indexCache: IndexCache? = nil,
+    zstdWindowLog: Int = ZstdWindow.defaultLog
 ) -> DataSourceRegistry {
-    BlobSources(
+    var sources = BlobSources(
         remote: remote, library: library.map { DirectoryAssetLibrary(root: URL(fileURLWithPath: $0)) },
         missingLibraryHint: "pass --library DIR", inflate: inflate, indexes: gzipIndexes, indexCache: indexCache,
-        archiveVerification: skipArchiveVerification ? .memberOnly : .wholeArchive
-    ).makeRegistry()
+        archiveVerification: skipArchiveVerification ? .memberOnly : .wholeArchive)
+    sources.zstdWindowLog = zstdWindowLog
+    return sources.makeRegistry()
 }

@@ -3,6 +3,7 @@
 import BlobStream
 import BlobStreamArchive
 import BlobStreamGzip
+import BlobStreamZstd
 import Foundation
 
 /// Turns a command-line SOURCE into a URL of the registry: a URL of a registered scheme
@@ -33,8 +34,8 @@ package func sourceURL(_ argument: String, registry: DataSourceRegistry) -> Stri
     return BlobURL.fileURL(path: path)
 }
 
-/// `url` with the paths inside its wrapping schemes made URLs: in `gzip:INNER` and
-/// `archive:INNER!/member` (nested as deep as they go), an INNER that is not a URL of a
+/// `url` with the paths inside its wrapping schemes made URLs: in `gzip:INNER`, `zstd:INNER`
+/// and `archive:INNER!/member` (nested as deep as they go), an INNER that is not a URL of a
 /// registered scheme but names an existing file, relative to the current folder or
 /// absolute, becomes that file's `file://` URL. Anything else is left as it is (the
 /// registry then names what is wrong with it).
@@ -48,8 +49,8 @@ package func resolvingInnerPaths(_ url: String, registry: DataSourceRegistry) ->
         return BlobURL.fileURL(path: text.hasPrefix("/") ? text : FileManager.default.currentDirectoryPath + "/" + text)
     }
     switch BlobURL.scheme(of: url)?.lowercased() {
-    case GzipSources.scheme:
-        return GzipSources.scheme + ":" + inner(BlobURL.removingScheme(url))
+    case GzipSources.scheme, ZstdSources.scheme:
+        return BlobURL.scheme(of: url)!.lowercased() + ":" + inner(BlobURL.removingScheme(url))
     case ArchiveSources.scheme:
         let body = BlobURL.removingScheme(url)
         guard let split = body.range(of: "!/", options: .backwards) else { return url }
@@ -69,7 +70,7 @@ package func missingInnerPath(_ url: String, registry: DataSourceRegistry) -> St
         return text.isEmpty || FileManager.default.fileExists(atPath: text) ? nil : text
     }
     switch BlobURL.scheme(of: url)?.lowercased() {
-    case GzipSources.scheme:
+    case GzipSources.scheme, ZstdSources.scheme:
         return inner(BlobURL.removingScheme(url))
     case ArchiveSources.scheme:
         let body = BlobURL.removingScheme(url)

@@ -145,7 +145,7 @@ package struct UploadArguments: ParsableArguments {
         if quiet { Console.beQuiet() }
         let registry = makeRegistry(
             library: options.library, skipArchiveVerification: options.skipArchiveVerification, remote: remote,
-            inflate: options.inflate, gzipIndexes: options.gzipIndexes)
+            inflate: options.inflate, gzipIndexes: options.gzipIndexes, zstdWindowLog: options.zstdWindowLog)
         let url = sourceURL(source, registry: registry)
         var body: UploadBody
         do {

@@ -3,10 +3,11 @@ import BlobStreamArchive
 import BlobStreamAssets
 import BlobStreamFiles
 import BlobStreamGzip
+import BlobStreamZstd
 import Foundation
 
 /// Every source of BlobStream in one registry, as `blobstream` reads them: files, `gzip:`,
-/// `archive:`, `assets-library:` (with a photo library), and the remote schemes you give it
+/// `zstd:`, `archive:`, `assets-library:` (with a photo library), and the remote schemes you give it
 /// (`StoreSchemes` of BlobStreamS3: `http`, `https`, `s3` over one connection pool), with
 /// the indexes found as the tool finds them.
 ///
@@ -60,6 +61,9 @@ public struct BlobSources: Sendable {
     public var indexCache: IndexCache?
     /// How much of an archive is verified before a member's end is announced.
     public var archiveVerification: ArchiveVerification
+    /// The largest window a frame of a `zstd:` source may ask for, as a power of 2 (zstd's
+    /// own limit, 27, by default; `blobstream --long=N`).
+    public var zstdWindowLog: Int = ZstdWindow.defaultLog
 
     /// Sources with the given settings (by default: no remote scheme, no library, the fastest
     /// inflater, indexes beside the sources, no cache, the whole archive verified).
@@ -85,6 +89,7 @@ public struct BlobSources: Sendable {
         remote?.register(in: registry, for: .content)
         FileSources.register(in: registry)
         GzipSources.register(in: registry, engine: inflate, usesSidecarIndex: indexes == .beside)
+        ZstdSources.register(in: registry, windowLog: zstdWindowLog)
         // Index objects beside remote objects are read by small ranges: a header and a
         // table first, each window when a decode needs it.
         let memberIndexObjects = DataSourceRegistry()

@@ -7,10 +7,10 @@ import BlobStreamCLI
 struct Blobstream: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blobstream",
-        abstract: "Stream files, gzip streams and other sources through BlobStream.",
+        abstract: "Stream files, gzip and zstd streams and other sources through BlobStream.",
         discussion: """
             SOURCE is a URL (file:///p, http(s)://host/p and s3://bucket/key read by ranged GETs, gzip:<url>, \
-            archive:<url>!/member, assets-library://asset/asset.JPG?id=ID&ext=JPG with --library), a plain path, \
+            zstd:<url>, archive:<url>!/member, assets-library://asset/asset.JPG?id=ID&ext=JPG with --library), a plain path, \
             PATH!/member for a member of an archive, or - for standard input.
             Exit status: 0 on success, 1 when the work failed (one line on stderr says what, where, and \
             what to do when there is something to do), 2 for a usage error (wrong or missing arguments).

@@ -1,0 +1,251 @@
+import BlobStream
+import CBlobStreamZstd
+import Foundation
+
+// The zstd layer of a `zstd:` source, with libzstd's streaming decoder: every frame in turn
+// (concatenated frames read as one stream, skippable frames skipped), each frame's content
+// checksum checked at its end when the frame has one, the window a frame asks for capped
+// before it is decoded. A cut, damaged or foreign input is `.truncated` or `.corrupt` naming
+// the source and the compressed offset; never a clean end.
+
+/// The windows a zstd frame may ask of a decoder.
+public enum ZstdWindow {
+    /// zstd's own default limit, 2^27 bytes (128 MiB): what `zstd -d` accepts without
+    /// `--long`, and what a frame made by `zstd -19` or less (without `--long`) stays under.
+    public static let defaultLog = 27
+    /// The largest window libzstd can decode on a 64-bit machine: 2^31 bytes (2 GiB).
+    public static let maximumLog = 31
+}
+
+/// Decodes the zstd frames an upstream reader hands it, into the caller's buffers, one call
+/// at a time (its owner serializes the calls). Reads the upstream in the blocking style
+/// (`waiting: true`): the owner's reads wait for an asynchronous upstream's bytes.
+package final class ZstdReader {
+    /// What a decode gave.
+    package enum Step {
+        /// Bytes written to the buffer (more than 0).
+        case bytes(Int)
+        /// The clean end: the last frame ended whole (and its checksum, if any, matched).
+        case end
+        /// The sticky failure (`failure`).
+        case failed(BlobStreamError)
+    }
+
+    package let upstream: BlobUpstreamReader
+    /// How errors name the source.
+    package let name: String
+    /// The largest window (log2 bytes) a frame may ask for.
+    package let windowLog: Int
+
+    private var context: OpaquePointer?
+    /// The upstream offset of the next compressed byte handed to libzstd.
+    package private(set) var compressedOffset: Int64 = 0
+    /// The decompressed bytes produced since the start.
+    package private(set) var produced: Int64 = 0
+    /// The decompressed offset at the end of the last frame that ended whole: every byte
+    /// before it passed its frame's checks (its content checksum, when the frame has one).
+    package private(set) var checkedUpTo: Int64 = 0
+    /// Frames that ended whole, skippable ones included.
+    package private(set) var framesEnded = 0
+    /// Frames with data and no content checksum met so far: their bytes are unprotected.
+    package private(set) var framesWithoutChecksum = 0
+    /// The sticky failure.
+    package private(set) var failure: BlobStreamError?
+    /// Whether the clean end was reached.
+    package private(set) var isFinished = false
+
+    /// Inside a frame (its header seen, its end not yet).
+    private var inFrame = false
+    /// The compressed offset of the frame being decoded.
+    private var frameStart: Int64 = 0
+
+    package init(upstream: BlobUpstreamReader, name: String, windowLog: Int = ZstdWindow.defaultLog) {
+        precondition(
+            (10...ZstdWindow.maximumLog).contains(windowLog), "windowLog must be in 10...\(ZstdWindow.maximumLog)")
+        self.upstream = upstream
+        self.name = name
+        self.windowLog = windowLog
+    }
+
+    deinit { end() }
+
+    /// Frees libzstd's state (a later decode makes it again).
+    package func end() {
+        if let context { ZSTD_freeDCtx(context) }
+        context = nil
+    }
+
+    /// Records `error` as the sticky failure (the first one stays).
+    @discardableResult
+    package func record(_ error: BlobStreamError) -> BlobStreamError {
+        if failure == nil { failure = error }
+        return failure!
+    }
+
+    /// Decodes up to `capacity` bytes into `buffer`.
+    package func decode(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Step {
+        if let failure { return .failed(failure) }
+        if isFinished { return .end }
+        do {
+            let context = try makeContext()
+            while true {
+                if !inFrame {
+                    guard try enterFrame() else {
+                        isFinished = true
+                        return .end
+                    }
+                }
+                let n = try feed(context, into: buffer, capacity: capacity)
+                if n > 0 { return .bytes(n) }
+            }
+        } catch {
+            return .failed(record(error))
+        }
+    }
+
+    /// Starts again from the first compressed byte: moves the upstream to offset 0 (throws
+    /// what its move throws: a pipe cannot go back) and forgets the frames decoded.
+    package func restart() throws(BlobStreamError) {
+        if let failure { throw failure }
+        try upstream.seek(to: 0)
+        if let context { ZSTD_DCtx_reset(context, ZSTD_reset_session_only) }
+        compressedOffset = 0
+        produced = 0
+        checkedUpTo = 0
+        framesEnded = 0
+        framesWithoutChecksum = 0
+        inFrame = false
+        frameStart = 0
+        isFinished = false
+    }
+
+    // MARK: - Frames
+
+    private func makeContext() throws(BlobStreamError) -> OpaquePointer {
+        if let context { return context }
+        guard let made = ZSTD_createDCtx() else {
+            throw BlobStreamError(.sourceFailed, "\(name): libzstd could not allocate a decoder")
+        }
+        let set = ZSTD_DCtx_setParameter(made, ZSTD_d_windowLogMax, Int32(windowLog))
+        guard ZSTD_isError(set) == 0 else {
+            ZSTD_freeDCtx(made)
+            throw BlobStreamError(
+                .unsupported, "\(name): libzstd refuses a window of 2^\(windowLog) bytes: \(Self.errorName(set))")
+        }
+        context = made
+        return made
+    }
+
+    /// At a frame boundary: reads the next frame's header and checks it (the window it asks
+    /// for, a frame at all). False at the end of the input after at least one frame.
+    private func enterFrame() throws(BlobStreamError) -> Bool {
+        let head: UnsafeRawBufferPointer
+        switch upstream.fill(atLeast: Int(ZSTD_FRAMEHEADERSIZE_MAX), waiting: true) {
+        case .bytes(let bytes): head = bytes
+        case .end:
+            guard framesEnded > 0 else {
+                throw BlobStreamError(.truncated, "\(name): no zstd frame: the input is empty")
+            }
+            return false
+        case .starved:
+            throw BlobStreamError(
+                .sourceFailed, "\(name): the upstream had no bytes at compressed offset \(compressedOffset)")
+        case .failed(let error): throw upstreamFailure(error)
+        }
+        var header = ZSTD_frameHeader()
+        let answer = ZSTD_getFrameHeader(&header, head.baseAddress, head.count)
+        if ZSTD_isError(answer) != 0 {
+            let what = framesEnded == 0 ? "not zstd data" : "bytes after the last frame that are not a zstd frame"
+            throw BlobStreamError(
+                .corrupt, "\(name): \(what) at compressed offset \(compressedOffset) (\(Self.errorName(answer)))")
+        }
+        if answer > 0 {
+            throw BlobStreamError(
+                .truncated,
+                "\(name): the input ends inside a frame header at compressed offset \(compressedOffset) (\(head.count) of \(answer) bytes)"
+            )
+        }
+        if header.frameType != ZSTD_skippableFrame {
+            if header.windowSize > UInt64(1) << UInt64(windowLog) {
+                let needed = Self.log2(roundingUp: header.windowSize)
+                throw BlobStreamError(
+                    .unsupported,
+                    "\(name): the frame at compressed offset \(compressedOffset) needs a window of \(header.windowSize) bytes (2^\(needed)), over the limit of 2^\(windowLog); allow it with --long=\(needed) (windowLog: \(needed))"
+                )
+            }
+            if header.checksumFlag == 0 { framesWithoutChecksum += 1 }
+        }
+        inFrame = true
+        frameStart = compressedOffset
+        return true
+    }
+
+    /// Hands the upstream's next bytes to libzstd; the bytes it wrote (0 while it only took input).
+    private func feed(
+        _ context: OpaquePointer, into buffer: UnsafeMutableRawPointer, capacity: Int
+    ) throws(BlobStreamError) -> Int {
+        var output = ZSTD_outBuffer(dst: buffer, size: capacity, pos: 0)
+        let answer: Int
+        switch upstream.fill(waiting: true) {
+        case .bytes(let bytes):
+            var input = ZSTD_inBuffer(src: bytes.baseAddress, size: bytes.count, pos: 0)
+            answer = ZSTD_decompressStream(context, &output, &input)
+            upstream.consume(input.pos)
+            compressedOffset += Int64(input.pos)
+            try check(answer)
+            if input.pos == 0 && output.pos == 0 && answer != 0 {
+                throw BlobStreamError(
+                    .sourceFailed, "\(name): libzstd took no input at compressed offset \(compressedOffset)")
+            }
+        case .end:
+            // The input ended inside the frame: what libzstd still holds, then a cut frame.
+            var input = ZSTD_inBuffer(src: nil, size: 0, pos: 0)
+            answer = ZSTD_decompressStream(context, &output, &input)
+            try check(answer)
+            if output.pos == 0 && answer != 0 {
+                throw BlobStreamError(
+                    .truncated,
+                    "\(name): the input ends at compressed offset \(compressedOffset), inside the frame that starts at \(frameStart)"
+                )
+            }
+        case .starved:
+            throw BlobStreamError(
+                .sourceFailed, "\(name): the upstream had no bytes at compressed offset \(compressedOffset)")
+        case .failed(let error): throw upstreamFailure(error)
+        }
+        produced += Int64(output.pos)
+        if answer == 0 {
+            // The frame ended whole: libzstd checked its checksum, and flushed all of it.
+            inFrame = false
+            framesEnded += 1
+            checkedUpTo = produced
+        }
+        return output.pos
+    }
+
+    private func check(_ answer: Int) throws(BlobStreamError) {
+        guard ZSTD_isError(answer) != 0 else { return }
+        let what =
+            ZSTD_getErrorCode(answer) == ZSTD_error_checksum_wrong
+            ? "the frame's content checksum does not match its bytes" : "corrupt zstd data"
+        throw BlobStreamError(
+            .corrupt,
+            "\(name): \(what) in the frame that starts at compressed offset \(frameStart), by compressed offset \(compressedOffset) (\(Self.errorName(answer)))"
+        )
+    }
+
+    private func upstreamFailure(_ error: any Error) -> BlobStreamError {
+        let code = (error as? BlobStreamError)?.code ?? .sourceFailed
+        return BlobStreamError(
+            code, "\(name): the upstream failed to read at compressed offset \(compressedOffset): \(error)",
+            cause: error)
+    }
+
+    private static func errorName(_ answer: Int) -> String {
+        ZSTD_getErrorName(answer).map { String(cString: $0) } ?? "error \(answer)"
+    }
+
+    private static func log2(roundingUp value: UInt64) -> Int {
+        value <= 1 ? 0 : 64 - (value - 1).leadingZeroBitCount
+    }
+}

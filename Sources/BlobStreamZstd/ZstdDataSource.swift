@@ -1,0 +1,297 @@
+import BlobStream
+@_exported import BlobStreamCompression
+import Foundation
+import Synchronization
+
+/// A data source that decodes a zstd stream read from any upstream source: a file, a pipe,
+/// an archive member, an object on the store, a source of your own.
+///
+/// ```swift
+/// let zst = ZstdDataSource(upstream: FileDataSource(path: "/data/events.jsonl.zst"))
+/// let stream = BlobInputStream(dataSource: zst)
+/// ```
+///
+/// ## What it checks
+/// - Every frame is decoded in turn: concatenated frames (`cat a.zst b.zst`, pzstd's
+///   files) read as one stream; skippable frames (a seek table, metadata) are skipped.
+/// - A frame's content checksum, when the frame has one (`zstd` writes one by default), is
+///   checked at the frame's end. A frame written without one (`zstd --no-check`) is
+///   UNPROTECTED: a changed byte in it can decode to other bytes with no error, as in a
+///   plain tar. `framesWithoutChecksum` counts those met.
+/// - The window a frame asks for is capped before the frame is decoded: at zstd's own
+///   default, 2^27 bytes (`ZstdWindow.defaultLog`), unless `windowLog` allows more. A
+///   larger one fails with `.unsupported`, naming the size and `--long=N`, as zstd's CLI
+///   calls the option.
+/// - Input that ends inside a frame (an empty input too) fails with `.truncated`; a damaged
+///   frame, a checksum that does not match, and bytes after the last frame that are not a
+///   frame fail with `.corrupt`. Each names the source and the compressed offset. Neither is
+///   ever a clean end; errors are sticky.
+///
+/// The verified prefix (`verifiedPrefix`) is the end of the last frame decoded whole: a
+/// frame's end is its check point, so a reader that stops inside a frame reads on to its
+/// end before it reports success (`BlobInputStream.readOnToCheckPoint()`).
+///
+/// ## Offsets
+/// `readOffset` and `seek(to:)` are offsets in the decompressed bytes (`offsetCapability`
+/// is `.readAndDiscard`): moving forward decodes and discards; moving backward starts
+/// again from the first byte, which needs an upstream that can move to offset 0 (refused
+/// on a pipe). An offset past the end fails with `.invalidOffset` at the read that finds
+/// the end. `length` is nil unless given to the initializer.
+///
+/// ## Ownership and threads
+/// The source owns its upstream: `open()` opens it, `close()` (or deinitialization)
+/// closes it, opened or not. Over a synchronous upstream (`.caller`: files, pipes, gzip,
+/// archive members over those) everything happens inside the owner's calls. Over an
+/// asynchronous one (a remote object) the open completes when the upstream announces its
+/// own, on the upstream's context; then a `read` waits for the upstream's bytes (as an
+/// archive member's does), unless it is called where the upstream announces
+/// (`.wouldDeadlock`). `interrupt()` or `close()` from another thread ends the wait.
+public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
+    // Unchecked Sendable: every mutable stored property, and `zstd` with the upstream
+    // reader it reads, is guarded by `lock`; `state` is thread-safe itself; the rest is
+    // immutable.
+
+    /// The URL scheme this source is registered under (by whoever registers it).
+    public static let scheme = "zstd"
+
+    /// The default size of the buffer compressed bytes are read into.
+    public static let defaultInputBufferSize = 128 * 1024
+
+    /// The observable state.
+    public let state = BlobDataSourceState()
+
+    /// The source of the compressed bytes; owned (opened and closed) by this source.
+    public var upstream: any BlobDataSource { reader.source }
+
+    /// The name used in error messages.
+    public let name: String
+
+    /// The largest window (log2 of bytes) a frame may ask for.
+    public let windowLog: Int
+
+    private let knownLength: Int64?
+    private let reader: BlobUpstreamReader
+    private let zstd: ZstdReader
+    private let lock = NSLock()
+    /// Where the open of an asynchronous upstream is announced: never on the upstream's
+    /// thread, which may be the one a `read` (holding `lock`) waits to hear from.
+    private let openQueue: DispatchQueue
+    /// Set once the open (or its failure) was announced: later announcements of the
+    /// upstream (its bytes) need nothing from this source.
+    private let openSettled = Atomic<Bool>(false)
+
+    // MARK: Guarded by `lock`
+
+    private var started = false
+    private var closed = false
+    private var openAnnounced = false
+    /// The decompressed offset of the next byte `read` hands out.
+    private var target: Int64 = 0
+    private var scratch: UnsafeMutableRawPointer?
+    private static let scratchSize = 64 * 1024
+
+    /// Makes a source that decodes `upstream`.
+    ///
+    /// - Parameters:
+    ///   - upstream: the compressed bytes, not opened yet; this source opens and closes it.
+    ///   - length: the decompressed length when the caller knows it (reported as `length`).
+    ///   - name: how errors name the source; by default `"zstd stream over <upstream type>"`.
+    ///   - windowLog: the largest window a frame may ask for, as a power of 2 (10 to 31):
+    ///     by default zstd's own limit, 27 (128 MiB). `zstd --long=N` files need N.
+    ///   - inputBufferSize: how many compressed bytes one upstream read asks for.
+    public init(
+        upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
+        windowLog: Int = ZstdWindow.defaultLog, inputBufferSize: Int = ZstdDataSource.defaultInputBufferSize
+    ) {
+        precondition(inputBufferSize > 0, "inputBufferSize must be positive")
+        let name = name ?? "zstd stream over \(type(of: upstream))"
+        let owner = WeakZstdSource()
+        let openQueue = DispatchQueue(label: "BlobStreamZstd.ZstdDataSource.open")
+        let reader = BlobUpstreamReader(upstream, bufferSize: inputBufferSize) {
+            guard let source = owner.source, !source.openSettled.load(ordering: .acquiring) else { return }
+            openQueue.async { owner.source?.announceOpenIfReady() }
+        }
+        self.openQueue = openQueue
+        self.reader = reader
+        self.name = name
+        self.windowLog = windowLog
+        self.knownLength = length
+        self.zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
+        owner.source = self
+    }
+
+    deinit {
+        // The reader closes the upstream (opened or not) when it goes.
+        scratch?.deallocate()
+    }
+
+    /// Frames met so far that carry no content checksum (their bytes are unprotected).
+    public var framesWithoutChecksum: Int { lock.withLock { zstd.framesWithoutChecksum } }
+
+    // MARK: - BlobDataSource
+
+    /// The decompressed length given to the initializer, or nil.
+    public var length: Int64? { knownLength }
+
+    /// `.readAndDiscard`: forward by decoding and discarding, backward by starting again
+    /// (when the upstream can move to offset 0).
+    public var offsetCapability: BlobOffsetCapability { .readAndDiscard }
+
+    /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
+    /// source's private queue (where the open is announced).
+    public var completionContext: BlobCompletionContext { reader.completionContext.including(openQueue) }
+
+    /// The end of the last frame decoded whole: every byte before it passed its frame's checks.
+    public var verifiedPrefix: BlobVerifiedPrefix { lock.withLock { .checked(upTo: zstd.checkedUpTo) } }
+
+    /// Opens the upstream; completes when the upstream has opened (at once for a
+    /// synchronous upstream, later on its context otherwise).
+    public func open() {
+        lock.lock()
+        guard !started, !closed else { return lock.unlock() }
+        started = true
+        reader.open()
+        lock.unlock()
+        announceOpenIfReady()
+    }
+
+    /// Decodes up to `maxLength` bytes into `buffer`.
+    public func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        lock.lock()
+        let n = readLocked(buffer, maxLength: maxLength)
+        let failure = zstd.failure
+        lock.unlock()
+        if n == 0 {
+            state.isAtEnd = true
+        } else if n < 0 {
+            state.error = failure ?? BlobStreamError(.closed, "\(name): closed")
+        }
+        return n
+    }
+
+    private func readLocked(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        guard !closed, started, zstd.failure == nil else { return -1 }
+        guard maxLength > 0 else { return 0 }
+        // Forward to `target`: decode and discard.
+        while zstd.produced < target {
+            if scratch == nil { scratch = .allocate(byteCount: Self.scratchSize, alignment: 16) }
+            let wanted = Int(min(Int64(Self.scratchSize), target - zstd.produced))
+            switch zstd.decode(into: scratch!, capacity: wanted) {
+            case .bytes: continue
+            case .end:
+                zstd.record(
+                    BlobStreamError(
+                        .invalidOffset, "\(name): offset \(target) is past the end (\(zstd.produced) bytes)"))
+                return -1
+            case .failed: return -1
+            }
+        }
+        switch zstd.decode(into: buffer, capacity: maxLength) {
+        case .bytes(let n):
+            target += Int64(n)
+            return n
+        case .end: return 0
+        case .failed: return -1
+        }
+    }
+
+    /// The decompressed offset of the next byte.
+    public var readOffset: Int64? { lock.withLock { target } }
+
+    /// Moves to a decompressed offset (see "Offsets" above): the next `read` decodes there.
+    /// A move back starts again from the first compressed byte, at once: refused (and
+    /// nothing changed) where the upstream cannot move to its start (a pipe).
+    public func seek(to offset: Int64) throws(BlobStreamError) {
+        guard offset >= 0 else { throw BlobStreamError(.invalidOffset, "\(name): offset \(offset) is negative") }
+        lock.lock()
+        let outcome = seekLocked(offset)
+        lock.unlock()
+        switch outcome {
+        case .failure(let refusal): throw refusal
+        case .success(let reopensEnd):
+            if reopensEnd {
+                state.isAtEnd = false
+                state.hasBytesAvailable = true
+            }
+        }
+    }
+
+    /// Whether the move leaves an announced end (the stream must read again); or the refusal.
+    private func seekLocked(_ offset: Int64) -> Result<Bool, BlobStreamError> {
+        if closed { return .failure(BlobStreamError(.closed, "\(name): closed")) }
+        if let failure = zstd.failure {
+            return .failure(
+                BlobStreamError(
+                    .invalidOffset, "\(name): cannot move to offset \(offset): the source failed (\(failure.message))"))
+        }
+        if let knownLength, offset > knownLength {
+            return .failure(
+                BlobStreamError(
+                    .invalidOffset, "\(name): cannot move to offset \(offset): past the end (\(knownLength) bytes)"))
+        }
+        if started && offset < zstd.produced {
+            do {
+                try zstd.restart()
+            } catch {
+                return .failure(
+                    BlobStreamError(
+                        .invalidOffset, "\(name): cannot move back to offset \(offset): \(error.message)", cause: error)
+                )
+            }
+        }
+        target = offset
+        return .success(openAnnounced && !(zstd.isFinished && target == zstd.produced))
+    }
+
+    /// Passes the interruption on to the upstream, where a read may be blocked.
+    public func interrupt() {
+        reader.interrupt()
+    }
+
+    /// Closes the upstream and frees libzstd's state. Further reads return −1.
+    public func close() {
+        reader.interrupt()
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed else { return }
+        closed = true
+        zstd.end()
+        reader.close() // owned, opened or not; stops observing it
+        scratch?.deallocate()
+        scratch = nil
+    }
+
+    // MARK: - Opening
+
+    /// Announces the open (or the upstream's failure to open) once the upstream's is done.
+    fileprivate func announceOpenIfReady() {
+        lock.lock()
+        guard started, !closed, !openAnnounced else { return lock.unlock() }
+        if let error = reader.error {
+            openAnnounced = true
+            openSettled.store(true, ordering: .releasing)
+            let failure = zstd.record(
+                BlobStreamError(
+                    (error as? BlobStreamError)?.code ?? .sourceFailed,
+                    "\(name): the upstream failed to open: \(error)",
+                    cause: error))
+            lock.unlock()
+            state.error = failure
+            return
+        }
+        guard reader.isOpenCompleted else { return lock.unlock() }
+        openAnnounced = true
+        openSettled.store(true, ordering: .releasing)
+        lock.unlock()
+        state.isOpenCompleted = true
+        state.hasBytesAvailable = true
+    }
+}
+
+/// What the upstream's observers reach: the zstd source, weakly (it owns the reader that
+/// owns them).
+private final class WeakZstdSource: @unchecked Sendable {
+    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
+    // upstream is opened.
+    weak var source: ZstdDataSource?
+}
