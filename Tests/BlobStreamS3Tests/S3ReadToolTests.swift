@@ -102,6 +102,38 @@ struct S3ReadToolTests {
         #expect(hash(remote) == hash(local))
     }
 
+    @Test("zstd:s3:// and archive:zstd:s3://…!/member: the checksums of the same compositions over the local file")
+    func zstdCompositions() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        // photos.tar in two zstd frames, with a skippable frame between them (octal escapes:
+        // sh's printf has no \x).
+        let tar = try Data(contentsOf: fixtures.appendingPathComponent("photos.tar"))
+        let local = fixture.folder.appendingPathComponent("photos.tar.zst")
+        let made = try await S3Tool.runShell(
+            """
+            set -e; head -c 100000 '\(fixtures.appendingPathComponent("photos.tar").path)' | zstd -q -3 > '\(local.path)'
+            printf '\\136\\052\\115\\030\\003\\000\\000\\000abc' >> '\(local.path)'
+            tail -c +100001 '\(fixtures.appendingPathComponent("photos.tar").path)' | zstd -q -19 >> '\(local.path)'
+            """, environment: Self.environment(fixture))
+        try #require(made.status == 0, "\(made.stderr)")
+        let bytes = try Data(contentsOf: local)
+        _ = try await fixture.client.putObject(fixture.location("in/photos.tar.zst"), body: ByteBuffer(bytes: bytes))
+        let environment = Self.environment(fixture)
+        let remoteURL = "zstd:s3://\(fixture.bucket)/in/photos.tar.zst"
+        let whole = try await Self.run(["checksum", remoteURL], environment: environment)
+        #expect(whole.status == 0, "\(whole.stderr)")
+        #expect(String(decoding: whole.stdout, as: UTF8.self).hasPrefix(sha256Hex(tar)), "\(whole.stderr)")
+        let member = "!/DCIM/100TEST/IMG_0001.JPG"
+        let fromLocal = try await Self.run(
+            ["checksum", "archive:zstd:file://" + local.path + member], environment: environment)
+        let fromStore = try await Self.run(["checksum", "archive:" + remoteURL + member], environment: environment)
+        #expect(fromLocal.status == 0, "\(fromLocal.stderr)")
+        #expect(fromStore.status == 0, "\(fromStore.stderr)")
+        let hash = { (output: Output) in String(decoding: output.stdout, as: UTF8.self).prefix(64) }
+        #expect(hash(fromLocal).count == 64 && hash(fromStore) == hash(fromLocal))
+    }
+
     @Test("a missing key and wrong credentials: exit 1, one line naming s3://bucket/key")
     func failures() async throws {
         let fixture = try await StoreFixture()
