@@ -136,7 +136,10 @@ package struct UploadArguments: ParsableArguments {
             idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)))
     }
 
-    @Flag(help: "No progress line and no summary on a terminal.")
+    @Flag(
+        help:
+            "No progress line and no summary on a terminal; for s3://, neither the multipart upload's id nor the final line (an error still says everything, an interrupted upload its id)."
+    )
     package var quiet = false
 
     /// Uploads the source with `uploader`, with a progress line on a terminal; a remote

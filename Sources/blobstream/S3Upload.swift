@@ -77,6 +77,8 @@ enum S3UploadCommand {
         let resuming = options.resume != .no
         options.uploadStarted = { id in
             uploadID.value.withLock { $0 = id }
+            // --quiet: nothing unless something fails (an interrupted upload still names its id).
+            guard !Console.isQuiet else { return }
             // On a terminal, over the progress bar (redrawn at its next update).
             let clear = Console.stderrIsTerminal ? "\r\u{1B}[K" : ""
             let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
@@ -226,6 +228,7 @@ enum S3UploadCommand {
             result.parts == 0
             ? "1 request"
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
+        guard !Console.isQuiet else { return }
         Console.writeError(
             "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
         )

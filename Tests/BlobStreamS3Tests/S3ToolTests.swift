@@ -107,6 +107,21 @@ struct S3ToolTests {
         #expect(try await fixture.client.headObject(fixture.location("a/big.bin")).contentType == "application/x-big")
     }
 
+    @Test("--quiet: nothing on stderr, neither the upload's id nor the final line; the object is stored")
+    func quiet() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, data) = try fixture.file("quiet", count: 6 << 20 | 7)
+        let result = try await S3Tool.run(
+            [
+                "upload", "--quiet", path, "--to", "s3://\(fixture.bucket)/q.bin", "--endpoint-url",
+                fixture.store.endpoint, "--part-size", "5MiB",
+            ], environment: S3Tool.environment(fixture.store, home: fixture.folder))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+        #expect(sha256Hex(try await fixture.stored("q.bin")) == sha256Hex(data))
+    }
+
     @Test("standard input, which cannot seek")
     func standardInput() async throws {
         let fixture = try await StoreFixture()
