@@ -18,7 +18,7 @@ struct ActionableErrorTests {
 
     /// A folder with `photos.tar` (members `DCIM/IMG_0001.JPG`, `DCIM/IMG_0002.JPG`,
     /// `notes.txt`), `x.gz`, and an empty `home/` (no AWS files).
-    static func makeFolder() throws -> URL {
+    static func makeFolder() async throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "blobstream-errors-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -27,7 +27,8 @@ struct ActionableErrorTests {
         tar.add(name: Array("DCIM/IMG_0002.JPG".utf8), content: Data("two".utf8))
         tar.add(name: Array("notes.txt".utf8), content: Data("notes".utf8))
         try tar.archive.write(to: dir.appendingPathComponent("photos.tar"))
-        let r = BoundedRun.run("/bin/sh", ["-c", "cd '\(dir.path)' && printf 'x\\n' | gzip > x.gz && mkdir home"])
+        let r = await BoundedRun.run(
+            "/bin/sh", ["-c", "cd '\(dir.path)' && printf 'x\\n' | gzip > x.gz && mkdir home"])
         #expect(r.status == 0)
         return dir
     }
@@ -85,12 +86,12 @@ struct ActionableErrorTests {
     }
 
     @Test("each bad invocation: its status, one line on stderr with the key words, nothing on stdout")
-    func table() throws {
-        let dir = try Self.makeFolder()
+    func table() async throws {
+        let dir = try await Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let tool = Tool.binDirectory.appendingPathComponent("blobstream").path
         for row in Self.rows(dir.path) {
-            let r = BoundedRun.run(
+            let r = await BoundedRun.run(
                 "/usr/bin/env", row.environment + [tool] + row.arguments, limit: 30, workingDirectory: dir.path)
             let text = r.stderrText
             #expect(r.status == row.status, "\(row): status \(r.status); \(text)")

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NginxTestServer
 import Testing
 
 /// More than a hundred bad inputs for the reading commands: each must end with the README's
@@ -20,7 +21,7 @@ struct BadInputTableTests {
 
     /// A folder of inputs: regular files, archives, a directory, symlink loops, a FIFO no
     /// one writes to, an unreadable file.
-    static func makeInputs() throws -> String {
+    static func makeInputs() async throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-bad-\(UUID().uuidString)")
             .path
         let fm = FileManager.default
@@ -37,13 +38,13 @@ struct BadInputTableTests {
         tar.add(name: Array("big.bin".utf8), content: Data(repeating: 7, count: 5000))
         try tar.archive.write(to: URL(fileURLWithPath: dir + "/a.tar"))
         try tar.archive.prefix(1200).write(to: URL(fileURLWithPath: dir + "/truncated.tar"))
-        var gz = BoundedRun.run(
+        var gz = await BoundedRun.run(
             "/bin/sh",
             ["-c", "gzip -c '\(dir)/a.tar' > '\(dir)/a.tar.gz' && gzip -c '\(dir)/file.txt' > '\(dir)/file.gz'"])
         #expect(gz.status == 0)
         let whole = try Data(contentsOf: URL(fileURLWithPath: dir + "/a.tar.gz"))
         try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: dir + "/truncated.tar.gz"))
-        gz = BoundedRun.run(
+        gz = await BoundedRun.run(
             "/bin/sh",
             [
                 "-c",
@@ -226,8 +227,8 @@ struct BadInputTableTests {
     }
 
     @Test("each bad input: its exit status, one line on stderr naming what was wrong, nothing on stdout, no hang")
-    func table() throws {
-        let d = try Self.makeInputs()
+    func table() async throws {
+        let d = try await Self.makeInputs()
         defer { try? FileManager.default.removeItem(atPath: d) }
         let tool = Tool.binDirectory.appendingPathComponent("blobstream").path
         let asRoot = getuid() == 0
@@ -238,12 +239,18 @@ struct BadInputTableTests {
         // A hang is a row killed at its limit (checked below); the table's total time is not
         // asserted: speed is for benchmarks, and under ThreadSanitizer each run is slow.
         // Six at a time: the FIFO row waits for its writer's time limit.
-        DispatchQueue.concurrentPerform(iterations: 6) { worker in
-            for i in stride(from: worker, to: rows.count, by: 6) {
-                let row = rows[i]
-                let prefix =
-                    row.unprivileged && asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : []
-                results.set(i, BoundedRun.run(tool, row.arguments, limit: 30, workingDirectory: d, prefix: prefix))
+        // The six workers wait on threads of their own (one `ProgramRuns` slot), off the
+        // cooperative pool the other tests share.
+        try await ProgramRuns.run {
+            DispatchQueue.concurrentPerform(iterations: 6) { worker in
+                for i in stride(from: worker, to: rows.count, by: 6) {
+                    let row = rows[i]
+                    let prefix =
+                        row.unprivileged && asRoot
+                        ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+                    results.set(
+                        i, BoundedRun.runBlocking(tool, row.arguments, limit: 30, workingDirectory: d, prefix: prefix))
+                }
             }
         }
         for (row, r) in zip(rows, results.all) {
@@ -264,18 +271,18 @@ struct BadInputTableTests {
     }
 
     @Test("cat of a FIFO with a writer reads it whole; with no writer it fails within the bound")
-    func fifoWithWriter() throws {
-        let d = try Self.makeInputs()
+    func fifoWithWriter() async throws {
+        let d = try await Self.makeInputs()
         defer { try? FileManager.default.removeItem(atPath: d) }
         let tool = Tool.binDirectory.appendingPathComponent("blobstream").path
         // The writer opens the FIFO late (after the reader waits), and writes 1 MB.
-        let r = BoundedRun.run(
+        let r = await BoundedRun.run(
             "/bin/bash",
             ["-c", "(sleep 0.5; head -c 1000000 /dev/zero | tr '\\0' 'x' > fifo) & '\(tool)' cat fifo; wait"],
             limit: 20, workingDirectory: d)
         #expect(r.status == 0, "\(r.stderrText)")
         #expect(r.stdout == Data(repeating: UInt8(ascii: "x"), count: 1_000_000))
-        let lone = BoundedRun.run(tool, ["cat", "fifo"], limit: 20, workingDirectory: d)
+        let lone = await BoundedRun.run(tool, ["cat", "fifo"], limit: 20, workingDirectory: d)
         #expect(
             lone.status == 1 && lone.stderrText.contains("no writer") && lone.seconds < 15,
             "\(lone.stderrText) after \(lone.seconds) s")

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NginxTestServer
 
 /// Runs a program with a time limit: its stdout and stderr collected, its stdin empty (or
 /// given bytes), killed (SIGKILL) when the limit passes, so that a hang fails a test instead
@@ -42,8 +43,23 @@ enum BoundedRun {
     }
 
     /// Runs `executable ARGUMENTS` for at most `limit` seconds, optionally as another user
-    /// (`setpriv` prefix given in `prefix`).
+    /// (`setpriv` prefix given in `prefix`), waiting on a thread of its own (`ProgramRuns`),
+    /// never on the cooperative pool the other tests share. The limit counts from the
+    /// program's start, not from the wait for a free slot before it.
     static func run(
+        _ executable: String, _ arguments: [String], stdin: Data = Data(), limit: Double = 20,
+        workingDirectory: String? = nil, prefix: [String] = [], stderr stderrUse: Stderr = .collected
+    ) async -> Result {
+        // `runBlocking` does not throw; `ProgramRuns.run` rethrows only what its work throws.
+        (try? await ProgramRuns.run {
+            runBlocking(
+                executable, arguments, stdin: stdin, limit: limit, workingDirectory: workingDirectory, prefix: prefix,
+                stderr: stderrUse)
+        })!
+    }
+
+    /// `run` on the calling thread: for callers already on threads of their own.
+    static func runBlocking(
         _ executable: String, _ arguments: [String], stdin: Data = Data(), limit: Double = 20,
         workingDirectory: String? = nil, prefix: [String] = [], stderr stderrUse: Stderr = .collected
     ) -> Result {

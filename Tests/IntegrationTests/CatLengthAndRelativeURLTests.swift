@@ -19,22 +19,22 @@ struct CatLengthAndRelativeURLTests {
     }
 
     @Test("--length on a gzip stream, an archive member and standard input; each SOURCE gets its own")
-    func lengthOnOtherSources() throws {
-        let dir = try Self.makeFolder()
+    func lengthOnOtherSources() async throws {
+        let dir = try await Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let gz = BoundedRun.run(Self.tool, ["cat", "--length", "7", "gzip:x.gz"], workingDirectory: dir.path)
+        let gz = await BoundedRun.run(Self.tool, ["cat", "--length", "7", "gzip:x.gz"], workingDirectory: dir.path)
         #expect(gz.status == 0 && gz.stdout == Data("gzipped".utf8), "\(gz.stderrText)")
-        let member = BoundedRun.run(
+        let member = await BoundedRun.run(
             Self.tool, ["cat", "--offset", "2", "--length", "4", "x.tar!/m.txt", "-"],
             stdin: Data("standard input".utf8),
             workingDirectory: dir.path)
         #expect(member.status == 0 && member.stdout == Data("mberanda".utf8), "\(member.stderrText)")
-        let negative = BoundedRun.run(Self.tool, ["cat", "--length", "-1", "x.gz"], workingDirectory: dir.path)
+        let negative = await BoundedRun.run(Self.tool, ["cat", "--length", "-1", "x.gz"], workingDirectory: dir.path)
         #expect(negative.status == 2 && negative.stderrText.contains("--length"))
     }
 
     /// A folder with `x.gz`, `x.tar` (member `m.txt`), `x.tar.gz`, `a/y.gz` and an empty `sub/`.
-    static func makeFolder() throws -> URL {
+    static func makeFolder() async throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-rel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let script = """
@@ -47,7 +47,7 @@ struct CatLengthAndRelativeURLTests {
             tar -cf x.tar -C t m.txt
             gzip -k x.tar
             """
-        let r = BoundedRun.run("/bin/bash", ["-c", script, "make", dir.path])
+        let r = await BoundedRun.run("/bin/bash", ["-c", script, "make", dir.path])
         #expect(r.status == 0, "\(r.stderrText)")
         return dir
     }
@@ -71,24 +71,24 @@ struct CatLengthAndRelativeURLTests {
             RelativeCase(folder: "sub", source: "archive:../x.tar!/m.txt", expected: "member text\n"),
             RelativeCase(folder: "sub", source: "../x.tar!/m.txt", expected: "member text\n"),
         ])
-    func relativeInner(_ c: RelativeCase) throws {
+    func relativeInner(_ c: RelativeCase) async throws {
         let (folder, source, expected) = (c.folder, c.source, c.expected)
-        let dir = try Self.makeFolder()
+        let dir = try await Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let cwd = dir.appendingPathComponent(folder).path
-        let r = BoundedRun.run(Self.tool, ["cat", source], workingDirectory: cwd)
+        let r = await BoundedRun.run(Self.tool, ["cat", source], workingDirectory: cwd)
         #expect(r.status == 0, "\(source): \(r.stderrText)")
         #expect(String(decoding: r.stdout, as: UTF8.self) == expected, "\(source)")
-        let info = BoundedRun.run(Self.tool, ["info", source], workingDirectory: cwd)
+        let info = await BoundedRun.run(Self.tool, ["info", source], workingDirectory: cwd)
         #expect(String(decoding: info.stdout, as: UTF8.self).contains("file://\(dir.path)/"), "the URL is absolute")
     }
 
     @Test("a relative path inside a composed URL that names nothing is an error naming it")
-    func relativeMissing() throws {
-        let dir = try Self.makeFolder()
+    func relativeMissing() async throws {
+        let dir = try await Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
         for source in ["gzip:nothing.gz", "archive:nothing.tar!/m.txt"] {
-            let r = BoundedRun.run(Self.tool, ["cat", source], workingDirectory: dir.path)
+            let r = await BoundedRun.run(Self.tool, ["cat", source], workingDirectory: dir.path)
             #expect(r.status == 1 && r.stdout.isEmpty)
             #expect(r.stderrText.contains("nothing."), "\(r.stderrText)")
         }

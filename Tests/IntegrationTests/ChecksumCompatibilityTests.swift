@@ -27,27 +27,28 @@ struct ChecksumCompatibilityTests {
     @Test(
         "the same bytes on stdout as the GNU tool, names relative to the folder",
         arguments: ["sha256", "sha512", "sha1", "md5"])
-    func sameOutput(algorithm: String) throws {
+    func sameOutput(algorithm: String) async throws {
         let dir = try Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let ours = BoundedRun.run(
+        let ours = await BoundedRun.run(
             Self.tool, ["checksum", "--algorithm", algorithm] + Self.names, workingDirectory: dir.path)
-        let gnu = BoundedRun.run("/usr/bin/\(algorithm)sum", Self.names, workingDirectory: dir.path)
+        let gnu = await BoundedRun.run("/usr/bin/\(algorithm)sum", Self.names, workingDirectory: dir.path)
         #expect(gnu.status == 0 && ours.status == 0, "\(ours.stderrText)")
         #expect(ours.stdout == gnu.stdout, "\(String(decoding: ours.stdout, as: UTF8.self))")
         #expect(ours.stdout.split(separator: UInt8(ascii: "\n")).count == Self.names.count, "one line per name")
         // Absolute paths and standard input too.
         let path = dir.appendingPathComponent("back\\slash").path
-        let absolute = BoundedRun.run(Self.tool, ["checksum", "-a", algorithm, path, "-"], stdin: Data("in\n".utf8))
-        let gnuAbsolute = BoundedRun.run("/usr/bin/\(algorithm)sum", [path, "-"], stdin: Data("in\n".utf8))
+        let absolute = await BoundedRun.run(
+            Self.tool, ["checksum", "-a", algorithm, path, "-"], stdin: Data("in\n".utf8))
+        let gnuAbsolute = await BoundedRun.run("/usr/bin/\(algorithm)sum", [path, "-"], stdin: Data("in\n".utf8))
         #expect(absolute.stdout == gnuAbsolute.stdout)
     }
 
     @Test("crc32: zlib's CRC-32 as 8 lowercase hex digits, as Python's zlib.crc32 gives it")
-    func crc32() throws {
+    func crc32() async throws {
         let dir = try Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let ours = BoundedRun.run(
+        let ours = await BoundedRun.run(
             Self.tool, ["checksum", "--algorithm", "crc32", "plain.txt", "naïve ☃.jpg"], workingDirectory: dir.path)
         // Python's `zlib.crc32(open(n, "rb").read())` of each file, printed as `'%08x  %s' % (crc, n)`
         // (Python 3.11; the contents are makeFolder's: "content I of NAME\n" and 1000 × I bytes I).
@@ -55,38 +56,38 @@ struct ChecksumCompatibilityTests {
         #expect(ours.status == 0, "\(ours.stderrText)")
         #expect(ours.stdout == Data(expected.utf8), "\(String(decoding: ours.stdout, as: UTF8.self))")
         // The empty input's CRC-32 is 0.
-        let empty = BoundedRun.run(Self.tool, ["checksum", "-a", "crc32", "-"])
+        let empty = await BoundedRun.run(Self.tool, ["checksum", "-a", "crc32", "-"])
         #expect(String(decoding: empty.stdout, as: UTF8.self) == "00000000  -\n")
     }
 
     @Test("--check reads what sha256sum wrote and reports as sha256sum -c does")
-    func check() throws {
+    func check() async throws {
         let dir = try Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sums = BoundedRun.run("/usr/bin/sha256sum", Self.names, workingDirectory: dir.path)
+        let sums = await BoundedRun.run("/usr/bin/sha256sum", Self.names, workingDirectory: dir.path)
         try sums.stdout.write(to: dir.appendingPathComponent("SUMS"))
 
-        let ok = BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
-        let gnuOK = BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
+        let ok = await BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
+        let gnuOK = await BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
         #expect(ok.status == 0 && gnuOK.status == 0, "\(ok.stderrText)")
         #expect(ok.stdout == gnuOK.stdout, "\(String(decoding: ok.stdout, as: UTF8.self))")
         #expect(ok.stderr.isEmpty)
         // The BSD form `--tag` writes, odd names escaped as GNU escapes them.
-        let tagged = BoundedRun.run("/usr/bin/sha512sum", ["--tag"] + Self.names, workingDirectory: dir.path)
-        let taggedOK = BoundedRun.run(
+        let tagged = await BoundedRun.run("/usr/bin/sha512sum", ["--tag"] + Self.names, workingDirectory: dir.path)
+        let taggedOK = await BoundedRun.run(
             Self.tool, ["checksum", "-c", "-a", "sha512", "-"], stdin: tagged.stdout, workingDirectory: dir.path)
-        let gnuTaggedOK = BoundedRun.run(
+        let gnuTaggedOK = await BoundedRun.run(
             "/usr/bin/sha512sum", ["-c", "-"], stdin: tagged.stdout, workingDirectory: dir.path)
         #expect(taggedOK.status == 0 && taggedOK.stdout == gnuTaggedOK.stdout, "\(taggedOK.stderrText)")
-        let quiet = BoundedRun.run(Self.tool, ["checksum", "-c", "--quiet", "SUMS"], workingDirectory: dir.path)
+        let quiet = await BoundedRun.run(Self.tool, ["checksum", "-c", "--quiet", "SUMS"], workingDirectory: dir.path)
         #expect(quiet.status == 0 && quiet.stdout.isEmpty)
 
         // A changed file, a missing file and a line that is not a checksum line.
         try Data("changed\n".utf8).write(to: dir.appendingPathComponent("tab\there"))
         try FileManager.default.removeItem(at: dir.appendingPathComponent("plain.txt"))
         try (sums.stdout + Data("not a checksum line\n".utf8)).write(to: dir.appendingPathComponent("SUMS"))
-        let bad = BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
-        let gnuBad = BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
+        let bad = await BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
+        let gnuBad = await BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
         #expect(bad.status == 1 && gnuBad.status == 1)
         #expect(bad.stdout == gnuBad.stdout, "\(String(decoding: bad.stdout, as: UTF8.self))")
         let stdout = String(decoding: bad.stdout, as: UTF8.self)
@@ -97,15 +98,16 @@ struct ChecksumCompatibilityTests {
         ] {
             #expect(bad.stderrText.contains(warning), "\(bad.stderrText)")
         }
-        let status = BoundedRun.run(Self.tool, ["checksum", "--check", "--status", "SUMS"], workingDirectory: dir.path)
+        let status = await BoundedRun.run(
+            Self.tool, ["checksum", "--check", "--status", "SUMS"], workingDirectory: dir.path)
         #expect(status.status == 1 && status.stdout.isEmpty)
 
         // Nothing in the form: a failure that says what form was expected.
-        let none = BoundedRun.run(Self.tool, ["checksum", "--check", "-"], stdin: Data("hello\n".utf8))
+        let none = await BoundedRun.run(Self.tool, ["checksum", "--check", "-"], stdin: Data("hello\n".utf8))
         #expect(none.status == 1 && none.stderrText.contains("no properly formatted"), "\(none.stderrText)")
         // The algorithm comes from --algorithm: md5sum's lines check with -a md5.
-        let md5 = BoundedRun.run("/usr/bin/md5sum", ["naïve ☃.jpg"], workingDirectory: dir.path)
-        let md5Check = BoundedRun.run(
+        let md5 = await BoundedRun.run("/usr/bin/md5sum", ["naïve ☃.jpg"], workingDirectory: dir.path)
+        let md5Check = await BoundedRun.run(
             Self.tool, ["checksum", "-c", "-a", "md5", "-"], stdin: md5.stdout, workingDirectory: dir.path)
         #expect(md5Check.status == 0 && String(decoding: md5Check.stdout, as: UTF8.self) == "naïve ☃.jpg: OK\n")
     }
@@ -113,12 +115,12 @@ struct ChecksumCompatibilityTests {
     @Test(
         "--check reads 'HEX NAME' (one blank) and tabs as sha256sum -c does; the first line settles the form for the run"
     )
-    func oneBlankForm() throws {
+    func oneBlankForm() async throws {
         let dir = try Self.makeFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let names = Self.names + ["*star", " lead"]
         for name in names.suffix(2) { try Data("\(name)\n".utf8).write(to: dir.appendingPathComponent(name)) }
-        let sums = BoundedRun.run("/usr/bin/sha256sum", names, workingDirectory: dir.path)
+        let sums = await BoundedRun.run("/usr/bin/sha256sum", names, workingDirectory: dir.path)
         try #require(sums.status == 0, "\(sums.stderrText)")
         let standard = String(decoding: sums.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
         func oneBlank(_ line: String) -> String {
@@ -144,8 +146,8 @@ struct ChecksumCompatibilityTests {
         }
         for (name, lines) in lists {
             try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: dir.appendingPathComponent("SUMS"))
-            let ours = BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
-            let gnu = BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
+            let ours = await BoundedRun.run(Self.tool, ["checksum", "--check", "SUMS"], workingDirectory: dir.path)
+            let gnu = await BoundedRun.run("/usr/bin/sha256sum", ["-c", "SUMS"], workingDirectory: dir.path)
             #expect(ours.status == gnu.status, "\(name): status \(ours.status), sha256sum \(gnu.status)")
             #expect(
                 ours.stdout == gnu.stdout,
@@ -160,8 +162,8 @@ struct ChecksumCompatibilityTests {
         try Data((plain.map(oneBlank).joined(separator: "\n") + "\n").utf8).write(to: dir.appendingPathComponent("ONE"))
         try Data((plain.joined(separator: "\n") + "\n").utf8).write(to: dir.appendingPathComponent("TWO"))
         for order in [["TWO", "ONE"], ["ONE", "TWO"]] {
-            let ours = BoundedRun.run(Self.tool, ["checksum", "--check"] + order, workingDirectory: dir.path)
-            let gnu = BoundedRun.run("/usr/bin/sha256sum", ["-c"] + order, workingDirectory: dir.path)
+            let ours = await BoundedRun.run(Self.tool, ["checksum", "--check"] + order, workingDirectory: dir.path)
+            let gnu = await BoundedRun.run("/usr/bin/sha256sum", ["-c"] + order, workingDirectory: dir.path)
             #expect(ours.status == 1 && gnu.status == 1, "\(order): \(ours.stderrText)")
             #expect(ours.stdout == gnu.stdout, "\(order): \(String(decoding: ours.stdout, as: UTF8.self))")
             #expect(
@@ -171,10 +173,10 @@ struct ChecksumCompatibilityTests {
     }
 
     @Test("--quiet and --status without --check are usage errors")
-    func usage() throws {
-        let r = BoundedRun.run(Self.tool, ["checksum", "--quiet", "x"])
+    func usage() async throws {
+        let r = await BoundedRun.run(Self.tool, ["checksum", "--quiet", "x"])
         #expect(r.status == 2 && r.stderrText.contains("--check"), "\(r.stderrText)")
-        let a = BoundedRun.run(Self.tool, ["checksum", "--algorithm", "sha3", "x"])
+        let a = await BoundedRun.run(Self.tool, ["checksum", "--algorithm", "sha3", "x"])
         #expect(a.status == 2 && a.stderrText.contains("sha3"), "\(a.stderrText)")
     }
 }

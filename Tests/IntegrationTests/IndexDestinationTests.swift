@@ -13,7 +13,7 @@ struct IndexDestinationTests {
     /// and `a.tar.gz`.
     final class Folder {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-dest-\(UUID())").path
-        init() throws {
+        init() async throws {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             var generator = SystemRandomNumberGenerator()
             var payload = Data((1...60_000).map { "line \($0)\n" }.joined().utf8)
@@ -23,7 +23,7 @@ struct IndexDestinationTests {
             tar.add(name: Array("member.txt".utf8), content: Data("member bytes\n".utf8))
             tar.add(name: Array("big.bin".utf8), content: payload.prefix(300_000))
             try tar.archive.write(to: URL(fileURLWithPath: self["a.tar"]))
-            let made = BoundedRun.run(
+            let made = await BoundedRun.run(
                 "/bin/sh", ["-c", "gzip -c data > data.gz && gzip -c a.tar > a.tar.gz"], workingDirectory: path)
             #expect(made.status == 0, "\(made.stderrText)")
         }
@@ -89,16 +89,16 @@ struct IndexDestinationTests {
 
     @Test(
         "refused with status 2 and one line naming the path; the input and the destination unchanged", arguments: rows)
-    func refused(row: Row) throws {
-        let folder = try Folder()
-        var setup = BoundedRun.run("/bin/sh", ["-c", row.setup], workingDirectory: folder.path)
+    func refused(row: Row) async throws {
+        let folder = try await Folder()
+        var setup = await BoundedRun.run("/bin/sh", ["-c", row.setup], workingDirectory: folder.path)
         var prefix: [String] = []
         var refused = folder[row.refused]
         if setup.status != 0 && row.setup.hasPrefix("mknod") {
             // No device nodes may be made here: the same check on a symbolic link to the
             // system's /dev/null, with the tool run as an unprivileged user (which could not
             // replace /dev/null even if it tried).
-            setup = BoundedRun.run("/bin/ln", ["-s", "/dev/null", refused])
+            setup = await BoundedRun.run("/bin/ln", ["-s", "/dev/null", refused])
             if getuid() == 0 { prefix = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] }
         }
         try #require(setup.status == 0, "\(setup.stderrText)")
@@ -108,7 +108,7 @@ struct IndexDestinationTests {
         let listing = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
 
         let output = row.output.map { ["--output", folder[$0]] } ?? []
-        let r = BoundedRun.run(Self.tool, ["index"] + output + [folder[row.input]], limit: 60, prefix: prefix)
+        let r = await BoundedRun.run(Self.tool, ["index"] + output + [folder[row.input]], limit: 60, prefix: prefix)
 
         #expect(!r.timedOut, "hung")
         #expect(r.status == 2, "status \(r.status): \(r.stderrText)")
@@ -126,23 +126,24 @@ struct IndexDestinationTests {
     }
 
     @Test("a new path, an existing regular file, a symbolic link to one: written whole, as the default sidecar is")
-    func allowed() throws {
-        let folder = try Folder()
-        let reference = BoundedRun.run(Self.tool, ["index", "--spacing", "65536", folder["data.gz"]], limit: 60)
+    func allowed() async throws {
+        let folder = try await Folder()
+        let reference = await BoundedRun.run(Self.tool, ["index", "--spacing", "65536", folder["data.gz"]], limit: 60)
         #expect(reference.status == 0, "\(reference.stderrText)")
         let expected = try Self.sha256(folder["data.gz.gzidx"])
 
-        let new = BoundedRun.run(
+        let new = await BoundedRun.run(
             Self.tool, ["index", "--spacing", "65536", "--output", folder["new.idx"], folder["data.gz"]], limit: 60)
         #expect(new.status == 0, "\(new.stderrText)")
         #expect(String(decoding: new.stdout, as: UTF8.self).hasPrefix(folder["new.idx"] + "\t"))
         #expect(try Self.sha256(folder["new.idx"]) == expected)
 
         try Data("an old index\n".utf8).write(to: URL(fileURLWithPath: folder["old.idx"]))
-        let made = BoundedRun.run("/bin/sh", ["-c", "seq 1 1000000 | gzip -c > big.gz"], workingDirectory: folder.path)
+        let made = await BoundedRun.run(
+            "/bin/sh", ["-c", "seq 1 1000000 | gzip -c > big.gz"], workingDirectory: folder.path)
         #expect(made.status == 0, "\(made.stderrText)")
         #expect(chmod(folder["old.idx"], 0o640) == 0)
-        let over = BoundedRun.run(
+        let over = await BoundedRun.run(
             Self.tool, ["index", "--spacing", "65536", "--output", folder["old.idx"], folder["data.gz"]], limit: 60)
         #expect(over.status == 0, "\(over.stderrText)")
         #expect(try Self.sha256(folder["old.idx"]) == expected)
@@ -150,7 +151,7 @@ struct IndexDestinationTests {
 
         try Data("the link's target\n".utf8).write(to: URL(fileURLWithPath: folder["target.idx"]))
         #expect(symlink("target.idx", folder["link.idx"]) == 0)
-        let link = BoundedRun.run(
+        let link = await BoundedRun.run(
             Self.tool, ["index", "--spacing", "65536", "--output", folder["link.idx"], folder["data.gz"]], limit: 60)
         #expect(link.status == 0, "\(link.stderrText)")
         #expect(try Self.sha256(folder["target.idx"]) == expected)
@@ -161,12 +162,13 @@ struct IndexDestinationTests {
     }
 
     @Test("a run killed before its rename, or whose write fails partway, leaves the destination as it was")
-    func interrupted() throws {
-        let folder = try Folder()
+    func interrupted() async throws {
+        let folder = try await Folder()
         try Data("an old index\n".utf8).write(to: URL(fileURLWithPath: folder["old.idx"]))
-        let made = BoundedRun.run("/bin/sh", ["-c", "seq 1 1000000 | gzip -c > big.gz"], workingDirectory: folder.path)
+        let made = await BoundedRun.run(
+            "/bin/sh", ["-c", "seq 1 1000000 | gzip -c > big.gz"], workingDirectory: folder.path)
         #expect(made.status == 0, "\(made.stderrText)")
-        func unchanged(_ destination: String) throws -> Bool {
+        func unchanged(_ destination: String) async throws -> Bool {
             destination == "old.idx"
                 ? try String(contentsOfFile: folder["old.idx"], encoding: .utf8) == "an old index\n"
                 : Self.entry(folder[destination]) == nil
@@ -176,24 +178,24 @@ struct IndexDestinationTests {
             let index = [Self.tool, "index", "--spacing", "32768", "--output", destination, "big.gz"]
             // Killed (SIGKILL, injected by strace) at the rename, the index written whole
             // beside the destination: the destination is as it was.
-            let killed = BoundedRun.run(
+            let killed = await BoundedRun.run(
                 "/usr/bin/strace",
                 ["-f", "-o", "/dev/null", "-e", "trace=\(Self.renames)", "-e", "inject=\(Self.renames):signal=KILL"]
                     + index, limit: 60, workingDirectory: folder.path)
             #expect(killed.status == 128 + SIGKILL, "not killed at the rename: \(killed.stderrText)")
-            #expect(try unchanged(destination), "\(destination) changed")
+            #expect(try await unchanged(destination), "\(destination) changed")
             // A write cut short by a file-size limit of 1 MiB (the index is about 7 MiB):
             // status 1 naming the destination, which is as it was, and no temporary file left.
             // SIGXFSZ is ignored (as the tool's threads leave it) so that the write fails with
             // EFBIG. (Under ThreadSanitizer a limit below about 1 MiB kills the runtime itself
             // with SIGBUS, before the tool writes anything.)
             let before = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-            let limited = BoundedRun.run(
+            let limited = await BoundedRun.run(
                 "/bin/bash", ["-c", "trap '' XFSZ; ulimit -f 1024; exec \"$@\"", "bash"] + index, limit: 60,
                 workingDirectory: folder.path)
             #expect(limited.status == 1, "\(limited.stderrText)")
             #expect(limited.stderrText.contains("'\(destination)'"), "\(limited.stderrText)")
-            #expect(try unchanged(destination), "\(destination) changed")
+            #expect(try await unchanged(destination), "\(destination) changed")
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == before)
         }
     }

@@ -16,8 +16,8 @@ struct KilledWriteTests {
     }
 
     @Test("a stale temporary file a killed run left is removed by the next write; a fresh one is not")
-    func staleLeftoverRemoved() throws {
-        let folder = try IndexDestinationTests.Folder()
+    func staleLeftoverRemoved() async throws {
+        let folder = try await IndexDestinationTests.Folder()
         let stale = folder[".data.gz.gzidx.blobstream-k1ll3d"]
         let fresh = folder[".data.gz.gzidx.blobstream-l1v3"]
         let other = folder[".other.gzidx.blobstream-k1ll3d"]
@@ -28,7 +28,7 @@ struct KilledWriteTests {
         var times = [timespec(tv_sec: time(nil) - 3600, tv_nsec: 0), timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)]
         #expect(utimensat(AT_FDCWD, stale, &times, 0) == 0)
         #expect(utimensat(AT_FDCWD, other, &times, 0) == 0)
-        let run = BoundedRun.run(Self.tool, ["index", folder["data.gz"]], limit: 60)
+        let run = await BoundedRun.run(Self.tool, ["index", folder["data.gz"]], limit: 60)
         #expect(run.status == 0, "\(run.stderrText)")
         let names = try Self.names(folder.path)
         #expect(!names.contains(".data.gz.gzidx.blobstream-k1ll3d"), "the stale leftover stays: \(names)")

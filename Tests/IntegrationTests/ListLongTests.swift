@@ -28,7 +28,7 @@ struct ListLongTests {
     /// `names.tar` (owners by name), `numeric.tar` (`--numeric-owner`: ids only),
     /// `owners.tar` (a long owner name that widens tar's column), `names.tar.gz`; the committed
     /// tars of `pythonTars`; and `sparse-globals.tar` (sparse files, then `globals.tar`).
-    static func makeTars() throws -> URL {
+    static func makeTars() async throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-ls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         for (name, sum) in pythonTars {
@@ -70,7 +70,7 @@ struct ListLongTests {
             tar -Af sparse-globals.tar sparse-pax.tar
             tar -Af sparse-globals.tar globals.tar
             """#
-        let r = BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path])
+        let r = await BoundedRun.run("/bin/bash", ["-c", script, "make-tars", dir.path])
         #expect(r.status == 0, "\(r.stderrText)")
         return dir
     }
@@ -82,12 +82,13 @@ struct ListLongTests {
             "sparse-globals.tar",
         ],
         ["UTC", "Asia/Kolkata"])
-    func sameAsTar(archive: String, zone: String) throws {
-        let dir = try Self.makeTars()
+    func sameAsTar(archive: String, zone: String) async throws {
+        let dir = try await Self.makeTars()
         defer { try? FileManager.default.removeItem(at: dir) }
         let env = ["TZ=\(zone)", "LC_ALL=C.UTF-8"]
-        let ours = BoundedRun.run("/usr/bin/env", env + [Self.tool, "ls", "-l", archive], workingDirectory: dir.path)
-        let tar = BoundedRun.run("/usr/bin/env", env + ["tar", "-tvf", archive], workingDirectory: dir.path)
+        let ours = await BoundedRun.run(
+            "/usr/bin/env", env + [Self.tool, "ls", "-l", archive], workingDirectory: dir.path)
+        let tar = await BoundedRun.run("/usr/bin/env", env + ["tar", "-tvf", archive], workingDirectory: dir.path)
         #expect(tar.status == 0 && ours.status == 0, "\(ours.stderrText)")
         #expect(
             ours.stdout == tar.stdout,
@@ -99,10 +100,11 @@ struct ListLongTests {
     }
 
     @Test("ls --json: one document holding each member's facts")
-    func json() throws {
-        let dir = try Self.makeTars()
+    func json() async throws {
+        let dir = try await Self.makeTars()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let r = BoundedRun.run(Self.tool, ["ls", "--json", "names.tar", "numeric.tar"], workingDirectory: dir.path)
+        let r = await BoundedRun.run(
+            Self.tool, ["ls", "--json", "names.tar", "numeric.tar"], workingDirectory: dir.path)
         #expect(r.status == 0, "\(r.stderrText)")
         let members = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
         #expect(members.count == 34)
@@ -129,19 +131,19 @@ struct ListLongTests {
         #expect(numeric["owner"] == nil && numeric["uid"] as? Int == 1234 && numeric["mode"] as? String == "0600")
 
         // A member read back through its escaped path.
-        let back = BoundedRun.run(Self.tool, ["cat", "names.tar!/./bad%C4byte"], workingDirectory: dir.path)
+        let back = await BoundedRun.run(Self.tool, ["cat", "names.tar!/./bad%C4byte"], workingDirectory: dir.path)
         #expect(back.status == 0 && back.stdout == Data("y".utf8), "\(back.stderrText)")
     }
 
     @Test("ls without -l keeps its tab-separated rows with a header")
-    func defaultKept() throws {
-        let dir = try Self.makeTars()
+    func defaultKept() async throws {
+        let dir = try await Self.makeTars()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let r = BoundedRun.run(Self.tool, ["ls", "names.tar"], workingDirectory: dir.path)
+        let r = await BoundedRun.run(Self.tool, ["ls", "names.tar"], workingDirectory: dir.path)
         #expect(String(decoding: r.stdout, as: UTF8.self).hasPrefix("path\tsize\ttype\tmtime\n"))
-        let both = BoundedRun.run(Self.tool, ["ls", "-l", "--json", "names.tar"], workingDirectory: dir.path)
+        let both = await BoundedRun.run(Self.tool, ["ls", "-l", "--json", "names.tar"], workingDirectory: dir.path)
         #expect(both.status == 2)
-        let broken = BoundedRun.run(
+        let broken = await BoundedRun.run(
             Self.tool, ["ls", "--json", "names.tar", "missing.tar"], workingDirectory: dir.path)
         #expect(broken.status == 1 && broken.stdout.isEmpty && broken.stderrText.contains("missing.tar"))
     }

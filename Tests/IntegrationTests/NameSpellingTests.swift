@@ -51,10 +51,10 @@ struct NameSpellingTests {
     static var tool: String { Tool.binDirectory.appendingPathComponent("blobstream").path }
 
     @Test("ls prints one row per member, each name in its escaped spelling, and no control byte")
-    func listing() throws {
+    func listing() async throws {
         let dir = try Self.makeArchive()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let r = BoundedRun.run(Self.tool, ["ls", dir.appendingPathComponent("names.tar").path])
+        let r = await BoundedRun.run(Self.tool, ["ls", dir.appendingPathComponent("names.tar").path])
         #expect(r.status == 0, "\(r.stderrText)")
         let rows = r.stdout.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
         #expect(rows.count == Self.members.count + 1, "one header row and one row per member")
@@ -69,13 +69,13 @@ struct NameSpellingTests {
     }
 
     @Test("each listed name reads back: archive: URLs, PATH!/name, and through gzip")
-    func readBack() throws {
+    func readBack() async throws {
         let dir = try Self.makeArchive()
         defer { try? FileManager.default.removeItem(at: dir) }
         let tar = dir.appendingPathComponent("names.tar").path
-        let gz = BoundedRun.run("/bin/sh", ["-c", "gzip -k '\(tar)'"])
+        let gz = await BoundedRun.run("/bin/sh", ["-c", "gzip -k '\(tar)'"])
         #expect(gz.status == 0)
-        let listed = BoundedRun.run(Self.tool, ["ls", tar])
+        let listed = await BoundedRun.run(Self.tool, ["ls", tar])
         let names = String(decoding: listed.stdout, as: UTF8.self).split(separator: "\n").dropFirst()
             .map { String($0.split(separator: "\t", omittingEmptySubsequences: false)[0]) }
         #expect(names.count == Self.members.count)
@@ -86,22 +86,22 @@ struct NameSpellingTests {
                 "archive:gzip:file://\(tar).gz!/\(name)",
             ]
             for form in forms {
-                let r = BoundedRun.run(Self.tool, ["cat", form])
+                let r = await BoundedRun.run(Self.tool, ["cat", form])
                 #expect(
                     r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content), "\(form): \(r.stderrText)")
             }
-            let sum = BoundedRun.run(Self.tool, ["checksum", "\(tar)!/\(name)"])
+            let sum = await BoundedRun.run(Self.tool, ["checksum", "\(tar)!/\(name)"])
             #expect(String(decoding: sum.stdout, as: UTF8.self) == "\(Tool.sha256(member.content))  \(tar)!/\(name)\n")
         }
     }
 
     @Test("info of a listed member names it as listed, on one row")
-    func info() throws {
+    func info() async throws {
         let dir = try Self.makeArchive()
         defer { try? FileManager.default.removeItem(at: dir) }
         let tar = dir.appendingPathComponent("names.tar").path
         for member in Self.members {
-            let r = BoundedRun.run(Self.tool, ["info", "\(tar)!/\(member.spelling)"])
+            let r = await BoundedRun.run(Self.tool, ["info", "\(tar)!/\(member.spelling)"])
             let rows = String(decoding: r.stdout, as: UTF8.self).split(separator: "\n")
             #expect(r.status == 0 && rows.count == 2, "\(member.spelling): \(r.stderrText)")
             let fields =
@@ -112,7 +112,7 @@ struct NameSpellingTests {
     }
 
     @Test("an error about a name prints it escaped: one line, no escape sequence")
-    func errorsEscapeNames() throws {
+    func errorsEscapeNames() async throws {
         let dir = try Self.makeArchive()
         defer { try? FileManager.default.removeItem(at: dir) }
         let tar = dir.appendingPathComponent("names.tar").path
@@ -122,7 +122,7 @@ struct NameSpellingTests {
             ("\(tar)!/\u{1B}[2Jmissing\nforged row", "%1B[2Jmissing%0Aforged row"),
             ("\(dir.path)/no\u{1B}]0;title\u{07}such\nfile", "no%1B]0;title%07such%0Afile"),
         ] {
-            let r = BoundedRun.run(Self.tool, ["cat", argument])
+            let r = await BoundedRun.run(Self.tool, ["cat", argument])
             #expect(r.status == 1 && r.stdout.isEmpty)
             let text = r.stderrText
             #expect(text.hasSuffix("\n") && text.filter { $0 == "\n" }.count == 1, "one line: \(text)")

@@ -37,11 +37,11 @@ struct StderrGoneTests {
         ]
         for row in rows {
             // With a stderr that works, each row does write a line there.
-            let told = BoundedRun.run(tool, row.arguments)
+            let told = await BoundedRun.run(tool, row.arguments)
             #expect(told.status == row.status, "\(row.name): \(told.stderrText)")
             #expect(told.stderrText.hasPrefix("blobstream: "), "\(row.name): \(told.stderrText)")
             for use in [BoundedRun.Stderr.closed, .readerGone] {
-                let r = BoundedRun.run(tool, row.arguments, stderr: use)
+                let r = await BoundedRun.run(tool, row.arguments, stderr: use)
                 #expect(!r.timedOut, "\(row.name), stderr \(use)")
                 #expect(r.status == row.status, "\(row.name), stderr \(use): exit \(r.status)")
                 if let stdout = row.stdout {

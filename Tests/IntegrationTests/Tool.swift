@@ -20,6 +20,9 @@ enum Tool {
         var status: Int32
         var stdout: Data
         var stderr: String
+        /// The program's own run, from its start to its exit: not the wait for a free slot
+        /// (`ProgramRuns`) before it.
+        var duration: Duration
         var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
@@ -55,6 +58,7 @@ enum Tool {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
+        let started = ContinuousClock.now
         try process.run()
         let writer = Thread {
             if let stdin { input.fileHandleForWriting.write(stdin) }
@@ -72,9 +76,11 @@ enum Tool {
         }.start()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let duration = ContinuousClock.now - started
         errDone.wait()
         return Result(
-            status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errBox.data, as: UTF8.self))
+            status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errBox.data, as: UTF8.self),
+            duration: duration)
     }
 
     struct FixtureMismatch: Error, CustomStringConvertible { let description: String }

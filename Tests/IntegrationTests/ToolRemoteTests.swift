@@ -262,7 +262,7 @@ final class ToolRemoteTests {
         // The environment: the cache folder, and no proxy.
         let environment =
             ["/usr/bin/env", "BLOBSTREAM_INDEX_CACHE=\(folder.path)"] + plain.keys.sorted().map { "\($0)=" }
-        let indexed = BoundedRun.run(blobstream, ["index", "--index-cache", url], prefix: environment)
+        let indexed = await BoundedRun.run(blobstream, ["index", "--index-cache", url], prefix: environment)
         try #require(indexed.status == 0, "\(indexed.stderrText)")
         let entry = String(String(decoding: indexed.stdout, as: UTF8.self).prefix { $0 != "\t" })
         try #require(entry.hasPrefix(folder.path + "/") && FileManager.default.fileExists(atPath: entry), "\(entry)")
@@ -270,7 +270,7 @@ final class ToolRemoteTests {
         try FileManager.default.removeItem(atPath: entry)
         try #require(mkfifo(entry, 0o600) == 0, "mkfifo: errno \(errno)")
         let text = try await Tool.run("/usr/bin/gzip", ["-dc", archives.appendingPathComponent("sample.txt.gz").path])
-        let read = BoundedRun.run(blobstream, ["cat", "gzip:" + url], limit: 20, prefix: environment)
+        let read = await BoundedRun.run(blobstream, ["cat", "gzip:" + url], limit: 20, prefix: environment)
         #expect(!read.timedOut, "the read waited on the FIFO")
         #expect(read.status == 0, "\(read.stderrText)")
         #expect(Tool.sha256(read.stdout) == Tool.sha256(text.stdout))

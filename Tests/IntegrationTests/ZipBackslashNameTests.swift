@@ -30,39 +30,39 @@ struct ZipBackslashNameTests {
     }
 
     /// The names `ls` prints (its first column, the header row left out).
-    static func listedNames(_ zip: String) -> [String] {
-        let r = BoundedRun.run(tool, ["ls", zip])
+    static func listedNames(_ zip: String) async -> [String] {
+        let r = await BoundedRun.run(tool, ["ls", zip])
         #expect(r.status == 0, "\(r.stderrText)")
         return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").dropFirst()
             .map { String($0.split(separator: "\t", omittingEmptySubsequences: false)[0]) }
     }
 
     @Test("ls prints the stored name, which cat reads back, without and with the index")
-    func storedNameReadsBack() throws {
+    func storedNameReadsBack() async throws {
         let dir = try Self.makeZip()
         defer { try? FileManager.default.removeItem(at: dir) }
         let archive = dir.appendingPathComponent("A.zip").path
         // What Python's zipfile lists (and unzip -l): the stored names.
         let namelist = "import sys, zipfile; print(*zipfile.ZipFile(sys.argv[1]).namelist(), sep='\\n')"
-        let python = BoundedRun.run("/usr/bin/env", ["python3", "-c", namelist, archive])
+        let python = await BoundedRun.run("/usr/bin/env", ["python3", "-c", namelist, archive])
         #expect(python.status == 0)
         #expect(String(decoding: python.stdout, as: UTF8.self) == Self.members.map { $0.name + "\n" }.joined())
 
         for indexed in [false, true] {
             if indexed {
-                let index = BoundedRun.run(Self.tool, ["index", archive])
+                let index = await BoundedRun.run(Self.tool, ["index", archive])
                 #expect(index.status == 0, "\(index.stderrText)")
                 #expect(FileManager.default.fileExists(atPath: archive + ".blobidx"))
             }
-            let names = Self.listedNames(archive)
+            let names = await Self.listedNames(archive)
             #expect(names == Self.members.map(\.name), "indexed: \(indexed)")
-            let json = BoundedRun.run(Self.tool, ["ls", "--json", archive])
+            let json = await BoundedRun.run(Self.tool, ["ls", "--json", archive])
             let rows = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [[String: Any]])
             #expect(rows.map { $0["path"] as? String } == Self.members.map(\.name))
             #expect(rows.map { $0["escapedPath"] as? String } == Self.members.map(\.name))
             for (name, member) in zip(names, Self.members) {
                 for form in ["archive:file://\(archive)!/\(name)", "\(archive)!/\(name)"] {
-                    let r = BoundedRun.run(Self.tool, ["cat", form])
+                    let r = await BoundedRun.run(Self.tool, ["cat", form])
                     #expect(
                         r.status == 0 && Tool.sha256(r.stdout) == Tool.sha256(member.content),
                         "\(form), indexed: \(indexed): \(r.stderrText)")
