@@ -89,6 +89,17 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     private var target: Int64 = 0
     private var scratch: UnsafeMutableRawPointer?
     private static let scratchSize = 64 * 1024
+    /// The upstream's seek table, once looked for (at the first move).
+    private var seekTableLookUp: SeekTableLookUp = .notYet
+
+    /// What looking for the seek table found.
+    private enum SeekTableLookUp {
+        case notYet
+        /// A table that adds up; used for moves when it is regular.
+        case found(ZstdSeekTable)
+        /// None: the upstream cannot move, or ends with no table, or a damaged one (why).
+        case none(String?)
+    }
 
     /// Makes a source that decodes `upstream`.
     ///
@@ -127,6 +138,30 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
 
     /// Frames met so far that carry no content checksum (their bytes are unprotected).
     public var framesWithoutChecksum: Int { lock.withLock { zstd.framesWithoutChecksum } }
+
+    /// The upstream's seek table, once a move looked for it (see "Offsets"); nil before,
+    /// and for a file without one.
+    public var seekTable: ZstdSeekTable? {
+        lock.withLock {
+            if case .found(let table) = seekTableLookUp { return table }
+            return nil
+        }
+    }
+
+    /// Why moves decode from the start although the file ends with a seek table: it is
+    /// damaged (it does not add up), or not regular (`ZstdSeekTable.isRegular`); nil
+    /// otherwise.
+    public var seekTableNotUsed: String? {
+        lock.withLock {
+            switch seekTableLookUp {
+            case .none(let why): return why
+            case .found(let table) where !table.isRegular:
+                return
+                    "\(name): the seek table's frames are not all the same size, so an offset cannot be placed without decoding the frames before it"
+            default: return nil
+            }
+        }
+    }
 
     // MARK: - BlobDataSource
 
@@ -172,6 +207,7 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     private func readLocked(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard !closed, started, zstd.failure == nil else { return -1 }
         guard maxLength > 0 else { return 0 }
+        if target != zstd.produced && !enterThroughSeekTable() { return -1 }
         // Forward to `target`: decode and discard.
         while zstd.produced < target {
             if scratch == nil { scratch = .allocate(byteCount: Self.scratchSize, alignment: 16) }
@@ -193,6 +229,38 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         case .end: return 0
         case .failed: return -1
         }
+    }
+
+    /// Moves the decoder to the frame that holds `target`, through the upstream's seek table,
+    /// when it has a regular one and that skips bytes; false when that failed (recorded).
+    private func enterThroughSeekTable() -> Bool {
+        if case .notYet = seekTableLookUp {
+            do {
+                let table = try zstd.readSeekTable()
+                seekTableLookUp = table.map { .found($0) } ?? .none(nil)
+            } catch {
+                seekTableLookUp = .none("\(name): the seek table is not used: \(error.message)")
+            }
+            do {
+                try zstd.returnToDecodingPosition()
+            } catch {
+                zstd.record(error)
+                return false
+            }
+        }
+        // An offset at or past the end: the last frame, whose end says which.
+        guard case .found(let table) = seekTableLookUp, table.isRegular,
+            let index = table.frameIndex(containing: target) ?? table.frames.indices.last
+        else { return true }
+        let frame = table.frames[index]
+        guard target < zstd.produced || frame.decompressedOffset > zstd.produced else { return true }
+        do {
+            try zstd.restart(atFrame: index, of: table)
+        } catch {
+            zstd.record(error)
+            return false
+        }
+        return true
     }
 
     /// The decompressed offset of the next byte.

@@ -58,6 +58,19 @@ package final class ZstdReader {
     private var inFrame = false
     /// The compressed offset of the frame being decoded.
     private var frameStart: Int64 = 0
+    /// The decompressed offset of the frame being decoded.
+    private var frameProducedStart: Int64 = 0
+    /// Whether the frame being decoded ends with a content checksum.
+    private var frameHasChecksum = false
+    /// The last 4 compressed bytes handed to libzstd, little-endian: at a frame's end, its
+    /// content checksum when it has one.
+    private var tail: UInt32 = 0
+
+    /// The seek table followed since `restart(atFrame:of:)`: each frame from there is
+    /// checked against its entry; nil when decoding from the start.
+    private var table: ZstdSeekTable?
+    /// The entry of the frame being decoded (or the next one).
+    private var tableIndex = 0
 
     package init(upstream: BlobUpstreamReader, name: String, windowLog: Int = ZstdWindow.defaultLog) {
         precondition(
@@ -117,6 +130,79 @@ package final class ZstdReader {
         inFrame = false
         frameStart = 0
         isFinished = false
+        table = nil
+    }
+
+    /// Starts again at frame `index` of `table` (the file's own seek table): moves the
+    /// upstream to the frame's start and counts on from its decompressed offset. From there
+    /// each frame is checked against its entry as it ends: where it starts, its compressed
+    /// and decompressed sizes, its checksum. A mismatch is `.corrupt`.
+    package func restart(atFrame index: Int, of table: ZstdSeekTable) throws(BlobStreamError) {
+        if let failure { throw failure }
+        let frame = table.frames[index]
+        try upstream.seek(to: frame.compressedOffset)
+        if let context { ZSTD_DCtx_reset(context, ZSTD_reset_session_only) }
+        compressedOffset = frame.compressedOffset
+        produced = frame.decompressedOffset
+        checkedUpTo = produced
+        framesEnded = index
+        inFrame = false
+        frameStart = frame.compressedOffset
+        isFinished = false
+        self.table = table
+        tableIndex = index
+    }
+
+    /// Reads the upstream's seek table, when it ends with one (zstd's seekable format), and
+    /// checks that it adds up (`ZstdSeekTable`). Moves the upstream: the caller moves it
+    /// back (or restarts) before the next decode. Nil when the upstream cannot move in
+    /// constant time, has no length, or its last bytes are not a seek table's footer.
+    package func readSeekTable() throws(BlobStreamError) -> ZstdSeekTable? {
+        guard upstream.offsetCapability == .seek, let length = upstream.length,
+            length >= Int64(ZstdSeekTable.footerSize)
+        else { return nil }
+        let footer = try readUpstream(at: length - Int64(ZstdSeekTable.footerSize), count: ZstdSeekTable.footerSize)
+        let size = try footer.withUnsafeBytes { bytes in
+            Result { () throws(BlobStreamError) in
+                try ZstdSeekTable.tableFrameSize(footer: bytes, fileLength: length, name: name)
+            }
+        }.get()
+        guard let size else { return nil }
+        let frame = try readUpstream(at: length - Int64(size), count: size)
+        return try frame.withUnsafeBytes { bytes in
+            Result { () throws(BlobStreamError) in try ZstdSeekTable(tableFrame: bytes, fileLength: length, name: name)
+            }
+        }.get()
+    }
+
+    /// Moves the upstream back to the next compressed byte the decoder takes (after
+    /// `readSeekTable`).
+    package func returnToDecodingPosition() throws(BlobStreamError) {
+        try upstream.seek(to: compressedOffset)
+    }
+
+    /// `count` upstream bytes from `offset`.
+    private func readUpstream(at offset: Int64, count: Int) throws(BlobStreamError) -> [UInt8] {
+        try upstream.seek(to: offset)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        while bytes.count < count {
+            switch upstream.fill(atLeast: min(count - bytes.count, upstream.bufferSize), waiting: true) {
+            case .bytes(let lent):
+                let n = min(lent.count, count - bytes.count)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: lent[..<n]))
+                upstream.consume(n)
+            case .end:
+                throw BlobStreamError(
+                    .truncated,
+                    "\(name): the input ends at offset \(offset + Int64(bytes.count)), before the \(count) bytes from \(offset) its length promised"
+                )
+            case .starved:
+                throw BlobStreamError(.sourceFailed, "\(name): the upstream had no bytes at offset \(offset)")
+            case .failed(let error): throw upstreamFailure(error)
+            }
+        }
+        return bytes
     }
 
     // MARK: - Frames
@@ -175,8 +261,18 @@ package final class ZstdReader {
             }
             if header.checksumFlag == 0 { framesWithoutChecksum += 1 }
         }
+        if let table, tableIndex < table.frames.count,
+            table.frames[tableIndex].compressedOffset != compressedOffset
+        {
+            throw BlobStreamError(
+                .corrupt,
+                "\(name): the seek table places frame \(tableIndex) at compressed offset \(table.frames[tableIndex].compressedOffset), but a frame starts at \(compressedOffset)"
+            )
+        }
         inFrame = true
         frameStart = compressedOffset
+        frameProducedStart = produced
+        frameHasChecksum = header.frameType != ZSTD_skippableFrame && header.checksumFlag != 0
         return true
     }
 
@@ -190,6 +286,7 @@ package final class ZstdReader {
         case .bytes(let bytes):
             var input = ZSTD_inBuffer(src: bytes.baseAddress, size: bytes.count, pos: 0)
             answer = ZSTD_decompressStream(context, &output, &input)
+            keepTail(of: UnsafeRawBufferPointer(rebasing: bytes[..<input.pos]))
             upstream.consume(input.pos)
             compressedOffset += Int64(input.pos)
             try check(answer)
@@ -216,11 +313,39 @@ package final class ZstdReader {
         produced += Int64(output.pos)
         if answer == 0 {
             // The frame ended whole: libzstd checked its checksum, and flushed all of it.
+            try checkAgainstTable()
             inFrame = false
             framesEnded += 1
             checkedUpTo = produced
         }
         return output.pos
+    }
+
+    /// Keeps the last 4 of the compressed bytes libzstd took (with those before them).
+    private func keepTail(of bytes: UnsafeRawBufferPointer) {
+        for byte in bytes.suffix(4) { tail = tail >> 8 | UInt32(byte) << 24 }
+    }
+
+    /// At the end of a frame entered through the seek table: the frame is what its entry
+    /// says. Past the table's last entry (the table's own frame) nothing is checked.
+    private func checkAgainstTable() throws(BlobStreamError) {
+        guard let table, tableIndex < table.frames.count else { return }
+        let entry = table.frames[tableIndex]
+        let compressed = compressedOffset - frameStart
+        let decompressed = produced - frameProducedStart
+        guard compressed == entry.compressedSize, decompressed == entry.decompressedSize else {
+            throw BlobStreamError(
+                .corrupt,
+                "\(name): the seek table says frame \(tableIndex) (compressed offset \(frameStart)) holds \(entry.decompressedSize) bytes in \(entry.compressedSize), but it decoded to \(decompressed) bytes in \(compressed)"
+            )
+        }
+        if let checksum = entry.checksum, frameHasChecksum, checksum != tail {
+            throw BlobStreamError(
+                .corrupt,
+                "\(name): the seek table's checksum of frame \(tableIndex) (compressed offset \(frameStart)) is not the frame's own"
+            )
+        }
+        tableIndex += 1
     }
 
     private func check(_ answer: Int) throws(BlobStreamError) {
