@@ -108,7 +108,7 @@ man:
 	mkdir -p .build/man
 	find .build/plugins -path '*GenerateManual*/outputs/blobstream/blobstream.1' -exec cp {} .build/man/ \;
 	test -s .build/man/blobstream.1
-	@for c in cat checksum info ls index upload demo; do \
+	@for c in cat checksum info ls index compress upload presign demo; do \
 	  grep -q "^\.It Em $$c" .build/man/blobstream.1 || { echo "man: blobstream.1 has no section for '$$c'" >&2; exit 1; }; \
 	done
 

@@ -55,19 +55,28 @@ package struct OutputFile {
     /// - Throws: `UsageError` when the destination became something the tool may not
     ///   write over; `ToolFailure` naming the path when a step fails (nothing is left).
     package func write(_ bytes: UnsafeRawBufferPointer) throws {
+        try write { try $0(bytes) }
+    }
+
+    /// Writes what `contents` hands its `write` function, in turn (see `write(_:)`): the
+    /// destination is replaced only when `contents` returned; an error it throws (a source
+    /// that failed) leaves the destination as it was, and is rethrown.
+    package func write(contents: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
         let target = try destination()
         var existing = stat()
         let mode = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : nil
         var changed = false
         var refused: UsageError?
-        let written = AtomicFileWrite.write(bytes, to: target, mode: mode) {
-            do throws(UsageError) {
-                changed = try destination() != target
-            } catch {
-                refused = error
-            }
-            return refused == nil && !changed
-        }
+        let written = try AtomicFileWrite.write(
+            to: target, mode: mode,
+            beforeRename: {
+                do throws(UsageError) {
+                    changed = try destination() != target
+                } catch {
+                    refused = error
+                }
+                return refused == nil && !changed
+            }, contents: contents)
         if let refused { throw refused }
         if changed { throw failure("'\(path)' changed while the tool wrote it", 0) }
         if case .failure(let failure) = written {

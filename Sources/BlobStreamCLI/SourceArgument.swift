@@ -81,6 +81,31 @@ package func missingInnerPath(_ url: String, registry: DataSourceRegistry) -> St
     }
 }
 
+/// The local files a SOURCE may read, for a command that writes a file and must never
+/// write over one of its inputs (`OutputFile`'s `inputs`): SOURCE itself, and the path
+/// inside each `gzip:`, `zstd:` and `archive:` layer of it and inside a `file:` URL. Names
+/// that are no files are left out by `OutputFile`.
+package func localInputPaths(_ argument: String) -> [String] {
+    var paths = [argument]
+    var text = argument
+    while let scheme = BlobURL.scheme(of: text)?.lowercased() {
+        var body = BlobURL.removingScheme(text)
+        switch scheme {
+        case GzipSources.scheme, ZstdSources.scheme: break
+        case ArchiveSources.scheme:
+            guard let split = body.range(of: "!/", options: .backwards) else { return paths }
+            body = String(body[..<split.lowerBound])
+        case "file":
+            if let path = URL(string: text)?.path, !path.isEmpty { paths.append(path) }
+            return paths
+        default: return paths
+        }
+        paths.append(body)
+        text = body
+    }
+    return paths
+}
+
 /// `sourceURL`, for a SOURCE that is not empty.
 ///
 /// - Throws: `BlobStreamError` `.malformedURL` for an empty SOURCE (which would otherwise

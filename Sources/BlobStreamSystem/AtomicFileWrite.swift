@@ -33,6 +33,22 @@ package enum AtomicFileWrite {
         _ bytes: UnsafeRawBufferPointer, to target: String, mode: mode_t? = nil,
         beforeRename: () -> Bool = { true }
     ) -> Result<Void, SystemCallFailure> {
+        do {
+            return try write(to: target, mode: mode, beforeRename: beforeRename) { try $0(bytes) }
+        } catch {
+            // Only the writes `contents` makes throw here, and those become the result.
+            return .failure(error as? SystemCallFailure ?? SystemCallFailure("write", .ioError))
+        }
+    }
+
+    /// Writes what `contents` hands its `write` function, in turn, to `target`, as
+    /// `write(_:to:mode:beforeRename:)` writes its bytes: the destination is replaced only
+    /// when `contents` returned. An error `contents` throws (a source that failed) leaves
+    /// the destination as it was and is rethrown; a failed write is the result.
+    package static func write(
+        to target: String, mode: mode_t? = nil, beforeRename: () -> Bool = { true },
+        contents: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws -> Result<Void, SystemCallFailure> {
         let slash = target.lastIndex(of: "/")
         let folder = slash.map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? "."
         let name = slash.map { String(target[target.index(after: $0)...]) } ?? target
@@ -50,9 +66,16 @@ package enum AtomicFileWrite {
         if let mode { _ = fchmod(descriptor, mode) }
         var named = temporary
         defer { if let named { unlink(named) } }
-        if case .failure(let failure) = writeAll(bytes, to: descriptor) {
+        do {
+            try contents { bytes in
+                if case .failure(let failure) = writeAll(bytes, to: descriptor) { throw failure }
+            }
+        } catch let failure as SystemCallFailure {
             close(descriptor)
             return .failure(failure)
+        } catch {
+            close(descriptor)
+            throw error
         }
         guard fsync(descriptor) == 0 else {
             let code = errno

@@ -17,7 +17,8 @@ struct Blobstream: AsyncParsableCommand {
             """,
         version: BlobStreamVersion.current,
         subcommands: [
-            Cat.self, Checksum.self, Info.self, List.self, IndexCommand.self, Upload.self, Presign.self, Demo.self,
+            Cat.self, Checksum.self, Info.self, List.self, IndexCommand.self, Compress.self, Upload.self, Presign.self,
+            Demo.self,
         ]
     )
 

@@ -242,4 +242,50 @@ struct ZstdSeekableTests {
         #expect(throws: BlobStreamError.self) { try ZstdSeekableCompressor(frameSize: 0) }
         #expect(throws: BlobStreamError.self) { try ZstdSeekableCompressor(level: 100) }
     }
+
+    @Test("the compressing source: the compressor's bytes over sync and async upstreams; a failing upstream fails it")
+    func compressingSource() throws {
+        let content = Data(Self.content.prefix(700_000))
+        let expected = try seekable(content, frameSize: 100_000).file
+        let failingAt = 350_000
+        let sync = SourceConformance.check(
+            expected: expected,
+            failing: {
+                try! ZstdSeekableCompressingSource(
+                    upstream: InMemoryDataSource(
+                        data: content, failAt: (failingAt, BlobStreamError(.ioFailed, "disk gone"))),
+                    frameSize: 100_000)
+            }
+        ) {
+            try! ZstdSeekableCompressingSource(
+                upstream: InMemoryDataSource(data: content, chunkSize: 7000), frameSize: 100_000)
+        }
+        #expect(sync.isEmpty, "\(sync)")
+        let queue = DispatchQueue(label: "zstd-compress-slow-upstream")
+        let async = SourceConformance.check(expected: expected) {
+            try! ZstdSeekableCompressingSource(
+                upstream: InMemoryDataSource(
+                    data: content, open: .async(queue: queue, delay: 0.01), chunkSize: 20_000,
+                    refillDelay: (queue: queue, delay: 0.0001)),
+                frameSize: 100_000)
+        }
+        #expect(async.isEmpty, "\(async)")
+
+        // Read back through the seek table, and a failure named.
+        let source = try ZstdSeekableCompressingSource(upstream: InMemoryDataSource(data: content), frameSize: 100_000)
+        let made = readAll(source)
+        #expect(made.last == 0 && made.data == expected)
+        #expect(source.seekTable.frames.count == 7 && source.seekTable.isRegular)
+        let back = readRange(zstdSource(made.data), at: 650_000, count: 10_000)
+        #expect(back.error == nil && back.data == content[650_000..<660_000])
+        let broken = readAll(
+            try ZstdSeekableCompressingSource(
+                upstream: InMemoryDataSource(
+                    data: content, failAt: (failingAt, BlobStreamError(.ioFailed, "disk gone"))),
+                frameSize: 100_000))
+        #expect(broken.last == -1)
+        #expect(
+            broken.error?.code == .ioFailed && broken.error?.message.contains("offset 350000") == true,
+            "\(String(describing: broken.error))")
+    }
 }

@@ -40,4 +40,60 @@ struct ToolZstdTests {
             junk.stderr.contains("junk.zst") && junk.stderr.contains("compressed offset \(frames.count)"),
             "\(junk.stderr)")
     }
+
+    @Test(
+        "compress --seekable: zstd -d reads it whole, cat --offset one frame; inputs never replaced; a failing SOURCE leaves the file"
+    )
+    func compressSeekable() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-zstdc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let made = try await Tool.shell(
+            """
+            cd '\(dir.path)' && head -c 3000000 /dev/urandom | base64 > data \
+            && gzip -c data > data.gz && head -c 100000 data.gz > cut.gz && echo keep > kept.zst
+            """)
+        try #require(made.status == 0, "\(made.stderr)")
+        let data = try Data(contentsOf: dir.appendingPathComponent("data"))
+
+        let compress = try await Tool.shell(
+            """
+            cd '\(dir.path)' && "$BLOBSTREAM" compress --seekable --frame-size 256KiB gzip:data.gz -o s.zst \
+            && zstd -dc s.zst | sha256sum && "$BLOBSTREAM" compress --seekable --level 1 data | zstd -dc | sha256sum
+            """)
+        #expect(compress.status == 0, "\(compress.stderr)")
+        #expect(compress.stderr.isEmpty, "\(compress.stderr)")
+        #expect(compress.text == "\(Tool.sha256(data))  -\n\(Tool.sha256(data))  -\n", "\(compress.text)")
+        let file = try Data(contentsOf: dir.appendingPathComponent("s.zst"))
+        let table = file.suffix(4).withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+        #expect(UInt32(littleEndian: table) == 0x8F92_EAB1, "ends with the seekable magic number")
+
+        let offset = data.count - 1000
+        let read = try await Tool.shell(
+            "cd '\(dir.path)' && \"$BLOBSTREAM\" cat --offset \(offset) --length 500 zstd:s.zst | sha256sum")
+        #expect(read.status == 0 && read.text.hasPrefix(Tool.sha256(data[offset..<offset + 500])), "\(read.stderr)")
+
+        for (arguments, needle) in [
+            (["compress", "data", "-o", "x.zst"], "--seekable"),
+            (["compress", "--seekable", "data", "-o", "data"], "the input 'data'"),
+            (["compress", "--seekable", "gzip:data.gz", "-o", "data.gz"], "the input 'data.gz'"),
+            (["compress", "--seekable", "--frame-size", "2GiB", "data", "-o", "x.zst"], "--frame-size"),
+            (["compress", "--seekable", "--level", "40", "data", "-o", "x.zst"], "--level"),
+            (["compress", "--seekable", "--offset", "5", "data", "-o", "x.zst"], "--offset"),
+        ] {
+            let refused = try await Tool.shell(
+                "cd '\(dir.path)' && \"$BLOBSTREAM\" " + arguments.map { "'\($0)'" }.joined(separator: " "))
+            #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
+            #expect(refused.stderr.contains(needle), "\(arguments): \(refused.stderr)")
+        }
+        #expect(try Data(contentsOf: dir.appendingPathComponent("data")) == data)
+
+        let failed = try await Tool.shell(
+            "cd '\(dir.path)' && \"$BLOBSTREAM\" compress --seekable gzip:cut.gz -o kept.zst; echo \"status $?\"; ls -a"
+        )
+        #expect(failed.text.contains("status 1"), "\(failed.text) \(failed.stderr)")
+        #expect(failed.stderr.contains("cut.gz") && failed.stderr.split(separator: "\n").count == 1, "\(failed.stderr)")
+        #expect(try String(contentsOf: dir.appendingPathComponent("kept.zst"), encoding: .utf8) == "keep\n")
+        #expect(!failed.text.contains(".blobstream-"), "no temporary file left: \(failed.text)")
+    }
 }
