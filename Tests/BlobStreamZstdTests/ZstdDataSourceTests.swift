@@ -9,25 +9,7 @@ import Testing
 
 /// The `zstd` program on `input` with `arguments` (stdin to stdout): its output.
 func zstd(_ arguments: [String], _ input: Data) throws -> Data {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["zstd", "-q", "-c"] + arguments
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    Thread {
-        stdin.fileHandleForWriting.write(input)
-        try? stdin.fileHandleForWriting.close()
-    }.start()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestFailure("zstd \(arguments) exited with \(process.terminationStatus)")
-    }
-    return output
+    try run("/usr/bin/env", ["zstd", "-q", "-c"] + arguments, input: input)
 }
 
 /// A skippable frame (magic 0x184D2A5n, a 4-byte little-endian size, that many bytes).

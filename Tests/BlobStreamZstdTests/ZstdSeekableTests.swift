@@ -288,4 +288,60 @@ struct ZstdSeekableTests {
             broken.error?.code == .ioFailed && broken.error?.message.contains("offset 350000") == true,
             "\(String(describing: broken.error))")
     }
+
+    @Test("pyzstd's SeekableZstdFile file: its table is found and regular; offsets decode one frame")
+    func pyzstdFile() async throws {
+        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts")
+        let content = Data(Self.content.prefix(1_000_000))
+        let file = try await offPool {
+            let python = try String(decoding: run(scripts.appendingPathComponent("zstd-venv").path, []), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let script = """
+                import sys, pyzstd
+                with pyzstd.SeekableZstdFile(sys.stdout.buffer, "w", max_frame_content_size=65536) as o:
+                    o.write(sys.stdin.buffer.read())
+                """
+            return try run(python, ["-c", script], input: content)
+        }
+        for offset in [70_000, 500_000, 999_000] {
+            let upstream = InMemoryDataSource(data: file, chunkSize: 4096)
+            let source = ZstdDataSource(upstream: upstream, name: "pyzstd.zst")
+            let (data, error) = readRange(source, at: Int64(offset), count: 1000)
+            #expect(error == nil && data == content[offset..<offset + 1000], "offset \(offset)")
+            let table = try #require(source.seekTable)
+            #expect(table.isRegular && table.frames.count == 16 && source.seekTableNotUsed == nil)
+            let largest = Int(table.frames.map(\.compressedSize).max()!)
+            #expect(upstream.readCount <= 2 * (largest / 4096 + 1) + 6, "offset \(offset): \(upstream.readCount) reads")
+        }
+    }
+}
+
+/// `work` on a thread of its own, off the cooperative pool the tests share.
+func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// `executable ARGUMENTS` with `input` on its stdin: its stdout; throws when it fails.
+func run(_ executable: String, _ arguments: [String], input: Data = Data()) throws -> Data {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    try process.run()
+    Thread {
+        stdin.fileHandleForWriting.write(input)
+        try? stdin.fileHandleForWriting.close()
+    }.start()
+    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestFailure("\(executable) exited with \(process.terminationStatus)")
+    }
+    return output
 }
