@@ -38,6 +38,15 @@ import Synchronization
 /// on a pipe). An offset past the end fails with `.invalidOffset` at the read that finds
 /// the end. `length` is nil unless given to the initializer.
 ///
+/// A file in zstd's seekable format (a seek table in a trailing skippable frame) on an
+/// upstream that moves in constant time (a file, an object on the store) does better. At
+/// the first read the table is read (`seekTable`) and checked: when it adds up and its
+/// frames are all one size (`ZstdSeekTable.isRegular`), a move enters the frame that holds
+/// the offset, and with `parallelism` over 1 the frames are decoded on that many threads,
+/// each whole and checked (place, sizes, checksums) before any of its bytes is handed out;
+/// a frame's end is then the check point. Otherwise (`seekTableNotUsed` says why) offsets
+/// decode from the start, as above.
+///
 /// ## Ownership and threads
 /// The source owns its upstream: `open()` opens it, `close()` (or deinitialization)
 /// closes it, opened or not. Over a synchronous upstream (`.caller`: files, pipes, gzip,
@@ -70,6 +79,10 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     public let windowLog: Int
 
     private let knownLength: Int64?
+    /// How many threads decode the frames of a seekable file at once.
+    public let parallelism: Int
+    /// A table that cannot be decoded in parallel was found: decode in turn.
+    private var parallelDeclined = false
     private let reader: BlobUpstreamReader
     private let zstd: ZstdReader
     private let lock = NSLock()
@@ -91,6 +104,9 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     private static let scratchSize = 64 * 1024
     /// The upstream's seek table, once looked for (at the first move).
     private var seekTableLookUp: SeekTableLookUp = .notYet
+    /// Decoding frames on several threads (a seekable file with a regular table), from the
+    /// first read or move; nil otherwise.
+    private var parallel: ZstdParallelFrameReader?
 
     /// What looking for the seek table found.
     private enum SeekTableLookUp {
@@ -110,10 +126,15 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     ///   - windowLog: the largest window a frame may ask for, as a power of 2 (10 to 31):
     ///     by default zstd's own limit, 27 (128 MiB). `zstd --long=N` files need N.
     ///   - inputBufferSize: how many compressed bytes one upstream read asks for.
+    ///   - parallelism: how many threads decode the frames of a seekable file with a
+    ///     regular seek table at once (see "Offsets"); by default the active cores. 1 decodes
+    ///     on the caller's thread only.
     public init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
-        windowLog: Int = ZstdWindow.defaultLog, inputBufferSize: Int = ZstdDataSource.defaultInputBufferSize
+        windowLog: Int = ZstdWindow.defaultLog, inputBufferSize: Int = ZstdDataSource.defaultInputBufferSize,
+        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount
     ) {
+        precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "zstd stream over \(type(of: upstream))"
         let owner = WeakZstdSource()
@@ -127,6 +148,7 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         self.name = name
         self.windowLog = windowLog
         self.knownLength = length
+        self.parallelism = parallelism
         self.zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
         owner.source = self
     }
@@ -177,7 +199,9 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     public var completionContext: BlobCompletionContext { reader.completionContext.including(openQueue) }
 
     /// The end of the last frame decoded whole: every byte before it passed its frame's checks.
-    public var verifiedPrefix: BlobVerifiedPrefix { lock.withLock { .checked(upTo: zstd.checkedUpTo) } }
+    public var verifiedPrefix: BlobVerifiedPrefix {
+        lock.withLock { .checked(upTo: parallel?.checkedUpTo ?? zstd.checkedUpTo) }
+    }
 
     /// Opens the upstream; completes when the upstream has opened (at once for a
     /// synchronous upstream, later on its context otherwise).
@@ -207,6 +231,18 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     private func readLocked(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard !closed, started, zstd.failure == nil else { return -1 }
         guard maxLength > 0 else { return 0 }
+        if parallel == nil && !startParallelIfWorth() { return -1 }
+        if let parallel {
+            switch parallel.read(into: buffer, capacity: maxLength) {
+            case .bytes(let n):
+                target += Int64(n)
+                return n
+            case .end: return 0
+            case .failed(let error):
+                zstd.record(error)
+                return -1
+            }
+        }
         if target != zstd.produced && !enterThroughSeekTable() { return -1 }
         // Forward to `target`: decode and discard.
         while zstd.produced < target {
@@ -231,23 +267,51 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
+    /// Starts decoding frames on several threads from `target` when `parallelism` allows more
+    /// than one and the upstream is a seekable file whose table is regular, with frames no
+    /// larger than `ZstdParallelFrameReader.largestFrame`; false when that failed (recorded).
+    private func startParallelIfWorth() -> Bool {
+        guard parallelism > 1, !parallelDeclined else { return true }
+        if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
+        guard case .found(let table) = seekTableLookUp,
+            ZstdParallelFrameReader.canDecode(table, workers: parallelism)
+        else {
+            parallelDeclined = true
+            return true
+        }
+        do {
+            parallel = try ZstdParallelFrameReader(
+                table: table, offset: target, upstream: reader, name: name, windowLog: windowLog,
+                workers: parallelism)
+        } catch {
+            zstd.record(error)
+            return false
+        }
+        return true
+    }
+
+    /// Looks for the upstream's seek table once (`seekTableLookUp`), and moves the upstream
+    /// back to where the decoder reads; false when that move failed (recorded).
+    private func lookUpSeekTable() -> Bool {
+        do {
+            let table = try zstd.readSeekTable()
+            seekTableLookUp = table.map { .found($0) } ?? .none(nil)
+        } catch {
+            seekTableLookUp = .none("\(name): the seek table is not used: \(error.message)")
+        }
+        do {
+            try zstd.returnToDecodingPosition()
+        } catch {
+            zstd.record(error)
+            return false
+        }
+        return true
+    }
+
     /// Moves the decoder to the frame that holds `target`, through the upstream's seek table,
     /// when it has a regular one and that skips bytes; false when that failed (recorded).
     private func enterThroughSeekTable() -> Bool {
-        if case .notYet = seekTableLookUp {
-            do {
-                let table = try zstd.readSeekTable()
-                seekTableLookUp = table.map { .found($0) } ?? .none(nil)
-            } catch {
-                seekTableLookUp = .none("\(name): the seek table is not used: \(error.message)")
-            }
-            do {
-                try zstd.returnToDecodingPosition()
-            } catch {
-                zstd.record(error)
-                return false
-            }
-        }
+        if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
         // An offset at or past the end: the last frame, whose end says which.
         guard case .found(let table) = seekTableLookUp, table.isRegular,
             let index = table.frameIndex(containing: target) ?? table.frames.indices.last
@@ -297,6 +361,13 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
                 BlobStreamError(
                     .invalidOffset, "\(name): cannot move to offset \(offset): past the end (\(knownLength) bytes)"))
         }
+        if let parallel {
+            // The next read starts again at the new offset's frame.
+            parallel.stop()
+            self.parallel = nil
+            target = offset
+            return .success(openAnnounced)
+        }
         if started && offset < zstd.produced {
             do {
                 try zstd.restart()
@@ -323,6 +394,8 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         defer { lock.unlock() }
         guard !closed else { return }
         closed = true
+        parallel?.stop()
+        parallel = nil
         zstd.end()
         reader.close() // owned, opened or not; stops observing it
         scratch?.deallocate()

@@ -134,6 +134,37 @@ struct S3ReadToolTests {
         #expect(hash(fromLocal).count == 64 && hash(fromStore) == hash(fromLocal))
     }
 
+    @Test(
+        "a seekable .zst on the store: cat --offset enters its frame through the seek table (frame 0 damaged: not read)"
+    )
+    func seekableZstd() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let tar = try Data(contentsOf: fixtures.appendingPathComponent("photos.tar"))
+        let local = fixture.folder.appendingPathComponent("photos.tar.zst")
+        let made = try await Self.run(
+            [
+                "compress", "--seekable", "--frame-size", "16KiB", fixtures.appendingPathComponent("photos.tar").path,
+                "-o", local.path,
+            ], environment: Self.environment(fixture))
+        try #require(made.status == 0, "\(made.stderr)")
+        var bytes = try Data(contentsOf: local)
+        // A byte in the middle of frame 0 changed: a read from the start fails there; a read
+        // that enters a later frame through the table never decodes frame 0.
+        bytes[2000] ^= 0x55
+        _ = try await fixture.client.putObject(fixture.location("in/photos.tar.zst"), body: ByteBuffer(bytes: bytes))
+        let environment = Self.environment(fixture)
+        let url = "zstd:s3://\(fixture.bucket)/in/photos.tar.zst"
+        let offset = tar.count - 20_000
+        #expect(offset > 4 * 16_384, "past frame 0")
+        let read = try await Self.run(
+            ["cat", "--offset", "\(offset)", "--length", "10000", url], environment: environment)
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == tar[offset..<offset + 10_000])
+        let whole = try await Self.run(["checksum", url], environment: environment)
+        #expect(whole.status == 1 && whole.stderr.contains("photos.tar.zst"), "\(whole.stderr)")
+    }
+
     @Test("a missing key and wrong credentials: exit 1, one line naming s3://bucket/key")
     func failures() async throws {
         let fixture = try await StoreFixture()

@@ -38,9 +38,12 @@ func readAll(_ source: any BlobDataSource, size: Int = 65_536, offset: Int64? = 
     return ZstdRead(data: data, last: last, error: error)
 }
 
-func zstdSource(_ bytes: Data, chunkSize: Int = .max, windowLog: Int = ZstdWindow.defaultLog) -> ZstdDataSource {
+func zstdSource(
+    _ bytes: Data, chunkSize: Int = .max, windowLog: Int = ZstdWindow.defaultLog, parallelism: Int = 2
+) -> ZstdDataSource {
     ZstdDataSource(
-        upstream: InMemoryDataSource(data: bytes, chunkSize: chunkSize), name: "test.zst", windowLog: windowLog)
+        upstream: InMemoryDataSource(data: bytes, chunkSize: chunkSize), name: "test.zst", windowLog: windowLog,
+        parallelism: parallelism)
 }
 
 @Suite("zstd: frames decoded, checked and refused")

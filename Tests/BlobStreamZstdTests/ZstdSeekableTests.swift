@@ -67,6 +67,10 @@ struct ZstdSeekableTests {
         #expect(table.decompressedLength == Int64(Self.content.count))
         #expect(table.frames.allSatisfy { $0.decompressedSize == Int64(Self.frameSize) })
         #expect(try zstd(["-d"], file) == Self.content, "zstd -d reads the file as one stream")
+        for parallelism in [1, 2] {
+            let whole = readAll(zstdSource(file, chunkSize: 5000, parallelism: parallelism))
+            #expect(whole.last == 0 && sha256(whole.data) == sha256(Self.content), "\(String(describing: whole.error))")
+        }
         let whole = readAll(zstdSource(file, chunkSize: 5000))
         #expect(whole.last == 0 && sha256(whole.data) == sha256(Self.content), "\(String(describing: whole.error))")
 
@@ -88,27 +92,31 @@ struct ZstdSeekableTests {
         #expect(readAll(zstdSource(empty.file)).last == 0)
     }
 
-    @Test("offsets enter at their frame: the bytes at each, a few upstream reads for the last frame")
-    func offsets() throws {
+    @Test(
+        "offsets enter at their frame: the bytes at each, a few upstream reads for the last frame (1 and 2 threads)",
+        arguments: [1, 2])
+    func offsets(parallelism: Int) throws {
         let (file, table) = try seekable(Self.content, frameSize: Self.frameSize)
         let length = Int64(Self.content.count)
         let frame = Int64(Self.frameSize)
-        // The footer and the table, then at most two frames: never the frames before.
+        // The footer and the table, then the frames that hold the range (one on the caller's
+        // thread; up to 3 queued ahead with 2 threads): never the frames before.
         let largest = Int(table.frames.map(\.compressedSize).max()!)
-        let bound = 2 * (largest / 4096 + 1) + 6
+        let bound = (parallelism == 1 ? 2 : 3) * (largest / 4096 + 1) + 6
         for offset in [0, 1, frame - 1, frame, frame + 1, length / 2 + 7, length - 5000, length - 1, length] {
             let upstream = InMemoryDataSource(data: file, chunkSize: 4096)
-            let source = ZstdDataSource(upstream: upstream, name: "t.zst")
+            let source = ZstdDataSource(upstream: upstream, name: "t.zst", parallelism: parallelism)
             let (data, error) = readRange(source, at: offset, count: 3000)
             let expected = Self.content[Int(offset)..<Int(min(offset + 3000, length))]
             #expect(error == nil && data == expected, "offset \(offset): \(String(describing: error))")
-            #expect(source.seekTable == (offset == 0 ? nil : table), "offset \(offset)")
+            // One thread looks for the table at the first move; two at the first read.
+            #expect(source.seekTable == (offset == 0 && parallelism == 1 ? nil : table), "offset \(offset)")
             // The footer, the table and the frames that hold the range: not the file.
             #expect(upstream.readCount <= bound, "offset \(offset): \(upstream.readCount) reads, over \(bound)")
         }
 
         // Back and forth on one stream.
-        let source = zstdSource(file, chunkSize: 4096)
+        let source = zstdSource(file, chunkSize: 4096, parallelism: parallelism)
         let stream = BlobInputStream(dataSource: source, mode: .synchronous)
         stream.open()
         var buffer = [UInt8](repeating: 0, count: 1000)
@@ -131,8 +139,8 @@ struct ZstdSeekableTests {
             for mask: UInt8 in [0x01, 0x80] {
                 var damaged = file
                 damaged[position] ^= mask
-                for offset in [45_000, 250_000, 299_990] {
-                    let source = zstdSource(damaged, chunkSize: 3000)
+                for (offset, parallelism) in [(45_000, 1), (250_000, 2), (299_990, 1), (0, 2)] {
+                    let source = zstdSource(damaged, chunkSize: 3000, parallelism: parallelism)
                     let (data, error) = readRange(source, at: Int64(offset), count: 2000)
                     let want = expected[offset..<min(offset + 2000, expected.count)]
                     if let error {
@@ -146,7 +154,7 @@ struct ZstdSeekableTests {
             }
         }
         // Most flips leave a table that does not add up or is not regular: not used.
-        #expect(unused > (file.count - tableStart) * 3)
+        #expect(unused > (file.count - tableStart) * 4)
         #expect(failed > 0)
     }
 
@@ -158,8 +166,9 @@ struct ZstdSeekableTests {
         for position in 0..<Int(table.compressedLength) {
             var damaged = file
             damaged[position] ^= 0x10
-            for offset in [100, 6500, 11_000] {
-                let (data, error) = readRange(zstdSource(damaged), at: Int64(offset), count: 800)
+            for (offset, parallelism) in [(100, 1), (6500, 1), (11_000, 1), (0, 2), (6500, 2)] {
+                let (data, error) = readRange(
+                    zstdSource(damaged, parallelism: parallelism), at: Int64(offset), count: 800)
                 let want = content[offset..<min(offset + 800, content.count)]
                 // An error may follow bytes that were wrong (the verified-prefix contract):
                 // what must never be is a clean end after other bytes.
@@ -306,7 +315,7 @@ struct ZstdSeekableTests {
         }
         for offset in [70_000, 500_000, 999_000] {
             let upstream = InMemoryDataSource(data: file, chunkSize: 4096)
-            let source = ZstdDataSource(upstream: upstream, name: "pyzstd.zst")
+            let source = ZstdDataSource(upstream: upstream, name: "pyzstd.zst", parallelism: 1)
             let (data, error) = readRange(source, at: Int64(offset), count: 1000)
             #expect(error == nil && data == content[offset..<offset + 1000], "offset \(offset)")
             let table = try #require(source.seekTable)
