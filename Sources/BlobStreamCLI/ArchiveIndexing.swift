@@ -62,6 +62,27 @@ package func isGzipFile(_ argument: String) throws -> Bool {
     return magic == Data([0x1F, 0x8B])
 }
 
+/// What `index` says of a zstd file (told by its first 4 bytes), which it does not index:
+/// a seekable one needs no index (its seek table serves offsets), another cannot be entered
+/// midway; nil for a file that is not zstd.
+package func zstdIndexAnswer(_ argument: String) throws -> String? {
+    let path = try indexedFilePath(argument)
+    guard let handle = FileHandle(forReadingAtPath: path) else {
+        throw BlobStreamError(.notFound, "cannot open '\(path)' to index it")
+    }
+    defer { try? handle.close() }
+    guard (try? handle.read(upToCount: 4)) == Data([0x28, 0xB5, 0x2F, 0xFD]) else { return nil }
+    let end = (try? handle.seekToEnd()) ?? 0
+    var seekable = false
+    if end >= 4 {
+        try? handle.seek(toOffset: end - 4)
+        seekable = (try? handle.read(upToCount: 4)) == Data([0xB1, 0xEA, 0x92, 0x8F])
+    }
+    return seekable
+        ? "\(path) is in zstd's seekable format: cat --offset zstd:\(argument) enters it through its own seek table; no index is written"
+        : "\(path) is a zstd file without a seek table, which is not indexed: an offset decodes from its start; make a seekable copy with 'blobstream compress --seekable zstd:\(argument) -o COPY.zst'"
+}
+
 /// The entries of the archive a SOURCE names, from the index beside it when the SOURCE is a
 /// regular file with a matching `ARCHIVE.blobidx`, or an object on a store or a web server
 /// with a matching `URL.blobidx` (made by `registry`); nil when there is none (or it does not

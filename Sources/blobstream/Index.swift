@@ -90,6 +90,7 @@ struct IndexCommand: AsyncParsableCommand {
             try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
             return
         }
+        if let answer = try zstdIndexAnswer(file) { throw ToolFailure(message: answer) }
         let written =
             try isGzipFile(file) && !isTarGzipFile(file)
             ? writeGzipIndex(of: file, to: output, spacing: spacing)

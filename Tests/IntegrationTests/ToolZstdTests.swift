@@ -95,5 +95,14 @@ struct ToolZstdTests {
         #expect(failed.stderr.contains("cut.gz") && failed.stderr.split(separator: "\n").count == 1, "\(failed.stderr)")
         #expect(try String(contentsOf: dir.appendingPathComponent("kept.zst"), encoding: .utf8) == "keep\n")
         #expect(!failed.text.contains(".blobstream-"), "no temporary file left: \(failed.text)")
+
+        // index: a seekable file needs none; a plain one is pointed at compress --seekable.
+        let plain = try await Tool.shell("cd '\(dir.path)' && zstd -q data -o plain.zst")
+        try #require(plain.status == 0, "\(plain.stderr)")
+        for (name, needle) in [("s.zst", "seek table; no index is written"), ("plain.zst", "compress --seekable")] {
+            let index = try await Tool.shell("cd '\(dir.path)' && \"$BLOBSTREAM\" index \(name); ls")
+            #expect(index.stderr.contains(name) && index.stderr.contains(needle), "\(index.stderr)")
+            #expect(index.stderr.split(separator: "\n").count == 1 && !index.text.contains(".blobidx"), "\(index.text)")
+        }
     }
 }
