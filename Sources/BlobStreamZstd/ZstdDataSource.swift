@@ -107,6 +107,8 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     /// Decoding frames on several threads (a seekable file with a regular table), from the
     /// first read or move; nil otherwise.
     private var parallel: ZstdParallelFrameReader?
+    /// Frames handed out by parallel readers that were dropped (at a move).
+    private var framesInParallelBefore = 0
 
     /// What looking for the seek table found.
     private enum SeekTableLookUp {
@@ -160,6 +162,12 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
 
     /// Frames met so far that carry no content checksum (their bytes are unprotected).
     public var framesWithoutChecksum: Int { lock.withLock { zstd.framesWithoutChecksum } }
+
+    /// Frames decoded on other threads and handed out so far (see "Offsets"): 0 unless the
+    /// upstream is a seekable file and a read went on past a whole frame.
+    public var framesDecodedInParallel: Int {
+        lock.withLock { framesInParallelBefore + (parallel?.framesHandedOut ?? 0) }
+    }
 
     /// The upstream's seek table, once a move looked for it (see "Offsets"); nil before,
     /// and for a file without one.
@@ -231,7 +239,13 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     private func readLocked(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         guard !closed, started, zstd.failure == nil else { return -1 }
         guard maxLength > 0 else { return 0 }
-        if parallel == nil && !startParallelIfWorth() { return -1 }
+        // A read that went on past a whole frame goes on in parallel (a short read stays on
+        // the caller's thread, decoding one frame).
+        if parallel == nil && zstd.framesDecoded > 0 && zstd.isBetweenFrames && target == zstd.produced
+            && !startParallelIfWorth()
+        {
+            return -1
+        }
         if let parallel {
             switch parallel.read(into: buffer, capacity: maxLength) {
             case .bytes(let n):
@@ -267,15 +281,24 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         }
     }
 
-    /// Starts decoding frames on several threads from `target` when `parallelism` allows more
-    /// than one and the upstream is a seekable file whose table is regular, with frames no
-    /// larger than `ZstdParallelFrameReader.largestFrame`; false when that failed (recorded).
+    /// At a frame's end, after a whole frame was decoded: goes on decoding the next frames on
+    /// several threads when `parallelism` allows more than one and the upstream is a seekable
+    /// file whose table is regular, with frames no larger than
+    /// `ZstdParallelFrameReader.largestFrame`, and places the next frame where the decoder
+    /// stands; false when that failed (recorded).
     private func startParallelIfWorth() -> Bool {
         guard parallelism > 1, !parallelDeclined else { return true }
         if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
         guard case .found(let table) = seekTableLookUp,
             ZstdParallelFrameReader.canDecode(table, workers: parallelism)
         else {
+            parallelDeclined = true
+            return true
+        }
+        guard let index = table.frameIndex(containing: target) else { return true } // at the end
+        let next = table.frames[index]
+        guard next.decompressedOffset == target, next.compressedOffset == zstd.compressedOffset else {
+            // The table does not place the next frame where the decoder found it: go on in turn.
             parallelDeclined = true
             return true
         }
@@ -364,6 +387,7 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         if let parallel {
             // The next read starts again at the new offset's frame.
             parallel.stop()
+            framesInParallelBefore += parallel.framesHandedOut
             self.parallel = nil
             target = offset
             return .success(openAnnounced)
@@ -395,6 +419,7 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         guard !closed else { return }
         closed = true
         parallel?.stop()
+        framesInParallelBefore += parallel?.framesHandedOut ?? 0
         parallel = nil
         zstd.end()
         reader.close() // owned, opened or not; stops observing it

@@ -68,8 +68,11 @@ struct ZstdSeekableTests {
         #expect(table.frames.allSatisfy { $0.decompressedSize == Int64(Self.frameSize) })
         #expect(try zstd(["-d"], file) == Self.content, "zstd -d reads the file as one stream")
         for parallelism in [1, 2] {
-            let whole = readAll(zstdSource(file, chunkSize: 5000, parallelism: parallelism))
+            let source = zstdSource(file, chunkSize: 5000, parallelism: parallelism)
+            let whole = readAll(source)
             #expect(whole.last == 0 && sha256(whole.data) == sha256(Self.content), "\(String(describing: whole.error))")
+            // With 2 threads, every frame after the first whole one.
+            #expect(source.framesDecodedInParallel == (parallelism == 1 ? 0 : 31))
         }
         let whole = readAll(zstdSource(file, chunkSize: 5000))
         #expect(whole.last == 0 && sha256(whole.data) == sha256(Self.content), "\(String(describing: whole.error))")
@@ -99,18 +102,18 @@ struct ZstdSeekableTests {
         let (file, table) = try seekable(Self.content, frameSize: Self.frameSize)
         let length = Int64(Self.content.count)
         let frame = Int64(Self.frameSize)
-        // The footer and the table, then the frames that hold the range (one on the caller's
-        // thread; up to 3 queued ahead with 2 threads): never the frames before.
+        // The footer and the table, then the frames that hold the range (and with 2 threads,
+        // once a frame was read whole, up to 3 queued after it): never the frames before.
         let largest = Int(table.frames.map(\.compressedSize).max()!)
-        let bound = (parallelism == 1 ? 2 : 3) * (largest / 4096 + 1) + 6
+        let bound = (parallelism == 1 ? 2 : 4) * (largest / 4096 + 1) + 6
         for offset in [0, 1, frame - 1, frame, frame + 1, length / 2 + 7, length - 5000, length - 1, length] {
             let upstream = InMemoryDataSource(data: file, chunkSize: 4096)
             let source = ZstdDataSource(upstream: upstream, name: "t.zst", parallelism: parallelism)
             let (data, error) = readRange(source, at: offset, count: 3000)
             let expected = Self.content[Int(offset)..<Int(min(offset + 3000, length))]
             #expect(error == nil && data == expected, "offset \(offset): \(String(describing: error))")
-            // One thread looks for the table at the first move; two at the first read.
-            #expect(source.seekTable == (offset == 0 && parallelism == 1 ? nil : table), "offset \(offset)")
+            // The table is looked for at the first move (or at the end of a whole frame).
+            #expect(source.seekTable == (offset == 0 ? nil : table), "offset \(offset)")
             // The footer, the table and the frames that hold the range: not the file.
             #expect(upstream.readCount <= bound, "offset \(offset): \(upstream.readCount) reads, over \(bound)")
         }
@@ -135,14 +138,17 @@ struct ZstdSeekableTests {
         let tableStart = Int(table.compressedLength)
         var unused = 0
         var failed = 0
+        var inParallel = 0
         for position in tableStart..<file.count {
             for mask: UInt8 in [0x01, 0x80] {
                 var damaged = file
                 damaged[position] ^= mask
-                for (offset, parallelism) in [(45_000, 1), (250_000, 2), (299_990, 1), (0, 2)] {
+                for (offset, parallelism, count) in [
+                    (45_000, 1, 2000), (250_000, 2, 2000), (299_990, 1, 2000), (0, 2, 300_000), (79_000, 2, 90_000),
+                ] {
                     let source = zstdSource(damaged, chunkSize: 3000, parallelism: parallelism)
-                    let (data, error) = readRange(source, at: Int64(offset), count: 2000)
-                    let want = expected[offset..<min(offset + 2000, expected.count)]
+                    let (data, error) = readRange(source, at: Int64(offset), count: count)
+                    let want = expected[offset..<min(offset + count, expected.count)]
                     if let error {
                         failed += 1
                         #expect(error.code == .corrupt || error.code == .truncated, "\(error)")
@@ -150,12 +156,14 @@ struct ZstdSeekableTests {
                         #expect(data == want, "byte \(position) ^ \(mask), offset \(offset): other bytes")
                     }
                     if source.seekTableNotUsed != nil || source.seekTable == nil { unused += 1 }
+                    inParallel += source.framesDecodedInParallel
                 }
             }
         }
         // Most flips leave a table that does not add up or is not regular: not used.
-        #expect(unused > (file.count - tableStart) * 4)
+        #expect(unused > (file.count - tableStart) * 5)
         #expect(failed > 0)
+        #expect(inParallel > 0, "some reads went on in parallel")
     }
 
     @Test("every byte of a small file flipped: offsets through the table read their bytes or fail")
@@ -166,10 +174,12 @@ struct ZstdSeekableTests {
         for position in 0..<Int(table.compressedLength) {
             var damaged = file
             damaged[position] ^= 0x10
-            for (offset, parallelism) in [(100, 1), (6500, 1), (11_000, 1), (0, 2), (6500, 2)] {
+            for (offset, parallelism, count) in [
+                (100, 1, 800), (6500, 1, 800), (11_000, 1, 800), (0, 2, 12_000), (2500, 2, 9000),
+            ] {
                 let (data, error) = readRange(
-                    zstdSource(damaged, parallelism: parallelism), at: Int64(offset), count: 800)
-                let want = content[offset..<min(offset + 800, content.count)]
+                    zstdSource(damaged, parallelism: parallelism), at: Int64(offset), count: count)
+                let want = content[offset..<min(offset + count, content.count)]
                 // An error may follow bytes that were wrong (the verified-prefix contract):
                 // what must never be is a clean end after other bytes.
                 if let error {

@@ -85,6 +85,8 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
     /// The end of the last frame some of whose bytes were handed out: every byte before it
     /// was checked.
     package private(set) var checkedUpTo: Int64
+    /// Frames whose bytes were all handed out (or skipped).
+    package private(set) var framesHandedOut = 0
     private var failure: BlobStreamError?
 
     /// Makes a reader that hands out the bytes from decompressed `offset`, on `workers`
@@ -156,6 +158,7 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
             if remaining == 0 {
                 inFlight.removeFirst()
                 handed = 0
+                framesHandedOut += 1
                 continue
             }
             let n = min(capacity, remaining)

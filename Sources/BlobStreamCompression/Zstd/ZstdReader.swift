@@ -47,6 +47,10 @@ package final class ZstdReader {
     package private(set) var checkedUpTo: Int64 = 0
     /// Frames that ended whole, skippable ones included.
     package private(set) var framesEnded = 0
+    /// Frames that ended whole since the last start (`restart`, `restart(atFrame:of:)`).
+    package private(set) var framesDecoded = 0
+    /// Between two frames (or before the first): the next byte starts a frame.
+    package var isBetweenFrames: Bool { !inFrame }
     /// Frames with data and no content checksum met so far: their bytes are unprotected.
     package private(set) var framesWithoutChecksum = 0
     /// The sticky failure.
@@ -126,6 +130,7 @@ package final class ZstdReader {
         produced = 0
         checkedUpTo = 0
         framesEnded = 0
+        framesDecoded = 0
         framesWithoutChecksum = 0
         inFrame = false
         frameStart = 0
@@ -146,6 +151,7 @@ package final class ZstdReader {
         produced = frame.decompressedOffset
         checkedUpTo = produced
         framesEnded = index
+        framesDecoded = 0
         inFrame = false
         frameStart = frame.compressedOffset
         isFinished = false
@@ -316,6 +322,7 @@ package final class ZstdReader {
             try checkAgainstTable()
             inFrame = false
             framesEnded += 1
+            framesDecoded += 1
             checkedUpTo = produced
         }
         return output.pos
