@@ -1,7 +1,6 @@
 import BlobStream
 @_exported import BlobStreamCompression
 import Foundation
-import Synchronization
 
 /// A data source that decodes a zstd stream read from any upstream source: a file, a pipe,
 /// an archive member, an object on the store, a source of your own.
@@ -55,7 +54,7 @@ import Synchronization
 /// own, on the upstream's context; then a `read` waits for the upstream's bytes (as an
 /// archive member's does), unless it is called where the upstream announces
 /// (`.wouldDeadlock`). `interrupt()` or `close()` from another thread ends the wait.
-public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
+public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unchecked Sendable {
     // Unchecked Sendable: every mutable stored property, and `zstd` with the upstream
     // reader it reads, is guarded by `lock`; `state` is thread-safe itself; the rest is
     // immutable.
@@ -86,12 +85,8 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     private let reader: BlobUpstreamReader
     private let zstd: ZstdReader
     private let lock = NSLock()
-    /// Where the open of an asynchronous upstream is announced: never on the upstream's
-    /// thread, which may be the one a `read` (holding `lock`) waits to hear from.
-    private let openQueue: DispatchQueue
-    /// Set once the open (or its failure) was announced: later announcements of the
-    /// upstream (its bytes) need nothing from this source.
-    private let openSettled = Atomic<Bool>(false)
+    /// Carries the upstream's announcements here until the open is settled.
+    private let relay: UpstreamOpenRelay
 
     // MARK: Guarded by `lock`
 
@@ -139,20 +134,16 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
         precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "zstd stream over \(type(of: upstream))"
-        let owner = WeakZstdSource()
-        let openQueue = DispatchQueue(label: "BlobStreamZstd.ZstdDataSource.open")
-        let reader = BlobUpstreamReader(upstream, bufferSize: inputBufferSize) {
-            guard let source = owner.source, !source.openSettled.load(ordering: .acquiring) else { return }
-            openQueue.async { owner.source?.announceOpenIfReady() }
-        }
-        self.openQueue = openQueue
+        let relay = UpstreamOpenRelay(label: "BlobStreamZstd.ZstdDataSource.open")
+        let reader = BlobUpstreamReader(upstream, bufferSize: inputBufferSize) { relay.upstreamChanged() }
+        self.relay = relay
         self.reader = reader
         self.name = name
         self.windowLog = windowLog
         self.knownLength = length
         self.parallelism = parallelism
         self.zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
-        owner.source = self
+        relay.owner = self
     }
 
     deinit {
@@ -204,7 +195,7 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue (where the open is announced).
-    public var completionContext: BlobCompletionContext { reader.completionContext.including(openQueue) }
+    public var completionContext: BlobCompletionContext { reader.completionContext.including(relay.queue) }
 
     /// The end of the last frame decoded whole: every byte before it passed its frame's checks.
     public var verifiedPrefix: BlobVerifiedPrefix {
@@ -430,34 +421,21 @@ public final class ZstdDataSource: BlobDataSource, @unchecked Sendable {
     // MARK: - Opening
 
     /// Announces the open (or the upstream's failure to open) once the upstream's is done.
-    fileprivate func announceOpenIfReady() {
+    func announceOpenIfReady() {
         lock.lock()
         guard started, !closed, !openAnnounced else { return lock.unlock() }
-        if let error = reader.error {
+        switch relay.outcome(of: reader, name: name) {
+        case .notYet: lock.unlock()
+        case .failed(let error):
             openAnnounced = true
-            openSettled.store(true, ordering: .releasing)
-            let failure = zstd.record(
-                BlobStreamError(
-                    (error as? BlobStreamError)?.code ?? .sourceFailed,
-                    "\(name): the upstream failed to open: \(error)",
-                    cause: error))
+            let failure = zstd.record(error)
             lock.unlock()
             state.error = failure
-            return
+        case .opened:
+            openAnnounced = true
+            lock.unlock()
+            state.isOpenCompleted = true
+            state.hasBytesAvailable = true
         }
-        guard reader.isOpenCompleted else { return lock.unlock() }
-        openAnnounced = true
-        openSettled.store(true, ordering: .releasing)
-        lock.unlock()
-        state.isOpenCompleted = true
-        state.hasBytesAvailable = true
     }
-}
-
-/// What the upstream's observers reach: the zstd source, weakly (it owns the reader that
-/// owns them).
-private final class WeakZstdSource: @unchecked Sendable {
-    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
-    // upstream is opened.
-    weak var source: ZstdDataSource?
 }

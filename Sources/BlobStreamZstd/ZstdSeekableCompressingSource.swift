@@ -1,6 +1,5 @@
 import BlobStream
 import Foundation
-import Synchronization
 
 /// A data source whose bytes are its upstream's, compressed into zstd's seekable format as
 /// they are read (`ZstdSeekableCompressor`): a body for an upload, a file, any consumer of a
@@ -23,7 +22,7 @@ import Synchronization
 /// Ownership and threads are as `ZstdDataSource`'s: the source opens and closes its
 /// upstream; over an asynchronous upstream, reads wait for its bytes, and `interrupt()` or
 /// `close()` from another thread ends the wait.
-public final class ZstdSeekableCompressingSource: BlobDataSource, @unchecked Sendable {
+public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAnnouncing, @unchecked Sendable {
     // Unchecked Sendable: every mutable stored property, the compressor and the upstream
     // reader are guarded by `lock`; `state` is thread-safe itself; the rest is immutable.
 
@@ -39,8 +38,8 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, @unchecked Sen
     private let reader: BlobUpstreamReader
     private let compressor: ZstdSeekableCompressor
     private let lock = NSLock()
-    private let openQueue: DispatchQueue
-    private let openSettled = Atomic<Bool>(false)
+    /// Carries the upstream's announcements here until the open is settled.
+    private let relay: UpstreamOpenRelay
 
     // MARK: Guarded by `lock`
 
@@ -69,18 +68,14 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, @unchecked Sen
         name: String? = nil
     ) throws(BlobStreamError) {
         let compressor = try ZstdSeekableCompressor(level: level, frameSize: frameSize)
-        let owner = WeakCompressingSource()
-        let openQueue = DispatchQueue(label: "BlobStreamZstd.ZstdSeekableCompressingSource.open")
-        self.reader = BlobUpstreamReader(upstream, bufferSize: 256 * 1024) {
-            guard let source = owner.source, !source.openSettled.load(ordering: .acquiring) else { return }
-            openQueue.async { owner.source?.announceOpenIfReady() }
-        }
-        self.openQueue = openQueue
+        let relay = UpstreamOpenRelay(label: "BlobStreamZstd.ZstdSeekableCompressingSource.open")
+        self.reader = BlobUpstreamReader(upstream, bufferSize: 256 * 1024) { relay.upstreamChanged() }
+        self.relay = relay
         self.compressor = compressor
         self.frameSize = frameSize
         self.level = level
         self.name = name ?? "seekable zstd of \(type(of: upstream))"
-        owner.source = self
+        relay.owner = self
     }
 
     /// The source of the bytes compressed; owned (opened and closed) by this source.
@@ -92,7 +87,7 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, @unchecked Sen
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue (where the open is announced).
-    public var completionContext: BlobCompletionContext { reader.completionContext.including(openQueue) }
+    public var completionContext: BlobCompletionContext { reader.completionContext.including(relay.queue) }
 
     /// Opens the upstream; completes when it has opened.
     public func open() {
@@ -186,33 +181,21 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, @unchecked Sen
     }
 
     /// Announces the open (or the upstream's failure to open) once the upstream's is done.
-    fileprivate func announceOpenIfReady() {
+    func announceOpenIfReady() {
         lock.lock()
         guard started, !closed, !openAnnounced else { return lock.unlock() }
-        if let error = reader.error {
+        switch relay.outcome(of: reader, name: name) {
+        case .notYet: lock.unlock()
+        case .failed(let error):
             openAnnounced = true
-            openSettled.store(true, ordering: .releasing)
-            let failure = BlobStreamError(
-                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(name): the upstream failed to open: \(error)",
-                cause: error)
-            self.failure = self.failure ?? failure
+            failure = failure ?? error
             lock.unlock()
-            state.error = failure
-            return
+            state.error = error
+        case .opened:
+            openAnnounced = true
+            lock.unlock()
+            state.isOpenCompleted = true
+            state.hasBytesAvailable = true
         }
-        guard reader.isOpenCompleted else { return lock.unlock() }
-        openAnnounced = true
-        openSettled.store(true, ordering: .releasing)
-        lock.unlock()
-        state.isOpenCompleted = true
-        state.hasBytesAvailable = true
     }
-}
-
-/// What the upstream's observers reach: the source, weakly (it owns the reader that owns
-/// them).
-private final class WeakCompressingSource: @unchecked Sendable {
-    // Unchecked Sendable: `source` is set once, in the source's initializer, before the
-    // upstream is opened.
-    weak var source: ZstdSeekableCompressingSource?
 }
