@@ -117,7 +117,8 @@ struct ConnectionReuseTests {
         let bytes = sampleBytes(100_000, seed: 75)
         peer.serve(bytes, at: "/small.bin")
         // No client, no pool: HTTPClientPool.shared(connection:) for these options.
-        let options = HTTPRangeOptions(blockSize: 256 << 10, connection: HTTPConnectionOptions(), hedging: nil) // counts connections
+        // No hedging: the test counts connections.
+        let options = HTTPRangeOptions(blockSize: 256 << 10, connection: HTTPConnectionOptions(), hedging: nil)
         for index in 0..<5 {
             let stream = BlobInputStream(
                 dataSource: HTTPRangeDataSource(url: URL(string: peer.url("/small.bin"))!, options: options))
