@@ -272,6 +272,28 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         }
     }
 
+    /// Lends decoded bytes instead of copying them, while frames are decoded on other threads
+    /// (see "Offsets"): the rest of the current frame, consumed, valid until the next call.
+    /// False otherwise, and at the end or on a failure (`read` then says which).
+    public func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
+    ) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed, started, zstd.failure == nil, let parallel else { return false }
+        switch parallel.lend() {
+        case .bytes(let bytes):
+            target += Int64(bytes.count)
+            buffer.pointee = UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            length.pointee = bytes.count
+            return true
+        case .end: return false
+        case .failed(let error):
+            zstd.record(error)
+            return false
+        }
+    }
+
     /// At a frame's end, after a whole frame was decoded: goes on decoding the next frames on
     /// several threads when `parallelism` allows more than one and the upstream is a seekable
     /// file whose table is regular, with frames no larger than

@@ -74,6 +74,31 @@ struct ZstdSeekableTests {
             // With 2 threads, every frame after the first whole one.
             #expect(source.framesDecodedInParallel == (parallelism == 1 ? 0 : 31))
         }
+        // Lent (getBuffer) and read in turn, as `cat` does: the same bytes.
+        let lending = zstdSource(file, chunkSize: 5000)
+        let stream = BlobInputStream(dataSource: lending, mode: .synchronous)
+        stream.open()
+        var lentAndRead = Data()
+        var lentCount = 0
+        var scratch = [UInt8](repeating: 0, count: 30_000)
+        while true {
+            var lent: UnsafeMutablePointer<UInt8>?
+            var count = 0
+            if lentCount.isMultiple(of: 2), stream.getBuffer(&lent, length: &count), let lent {
+                lentAndRead.append(lent, count: count)
+                lentCount += 1
+                continue
+            }
+            let n = stream.read(&scratch, maxLength: scratch.count)
+            if n <= 0 {
+                #expect(n == 0, "\(String(describing: stream.streamError))")
+                break
+            }
+            lentAndRead.append(contentsOf: scratch[0..<n])
+            lentCount += lentCount.isMultiple(of: 2) ? 0 : 1
+        }
+        stream.close()
+        #expect(lentCount > 10 && sha256(lentAndRead) == sha256(Self.content), "\(lentCount) lent")
         let whole = readAll(zstdSource(file, chunkSize: 5000))
         #expect(whole.last == 0 && sha256(whole.data) == sha256(Self.content), "\(String(describing: whole.error))")
 

@@ -127,6 +127,29 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
 
     /// Copies up to `capacity` of the next bytes into `buffer`.
     package func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> ZstdReader.Step {
+        switch next(atMost: capacity) {
+        case .bytes(let bytes):
+            buffer.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            return .bytes(bytes.count)
+        case .end: return .end
+        case .failed(let error): return .failed(error)
+        }
+    }
+
+    /// What `lend` gives: the next bytes, the end, or the failure.
+    package enum Lent {
+        /// Bytes of a decoded frame, valid until the next call on this reader.
+        case bytes(UnsafeRawBufferPointer)
+        case end
+        case failed(BlobStreamError)
+    }
+
+    /// Lends the rest of the current frame's decoded bytes (consumed: the next call goes on
+    /// after them), valid until the next call on this reader.
+    package func lend() -> Lent { next(atMost: .max) }
+
+    /// The next up to `limit` bytes, consumed, in the current frame's output.
+    private func next(atMost limit: Int) -> Lent {
         if let failure { return .failed(failure) }
         while true {
             do {
@@ -161,16 +184,16 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
                 framesHandedOut += 1
                 continue
             }
-            let n = min(capacity, remaining)
-            buffer.copyMemory(from: job.output.baseAddress! + handed, byteCount: n)
+            let n = min(limit, remaining)
+            let bytes = UnsafeRawBufferPointer(start: job.output.baseAddress! + handed, count: n)
             handed += n
             position += Int64(n)
             checkedUpTo = job.frame.decompressedOffset + job.frame.decompressedSize
-            return .bytes(n)
+            return .bytes(bytes)
         }
     }
 
-    private func fail(_ error: BlobStreamError) -> ZstdReader.Step {
+    private func fail(_ error: BlobStreamError) -> Lent {
         if failure == nil { failure = error }
         stop()
         return .failed(failure!)
