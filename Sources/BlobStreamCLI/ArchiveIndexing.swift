@@ -6,7 +6,8 @@ import BlobStreamArchive
 import BlobStreamGzip
 import Foundation
 
-/// Indexes the archive at `path` (an uncompressed tar, a zip, or a tar.gz) and writes the
+/// Indexes the archive at `path` (an uncompressed tar, a zip, a tar.gz, a tar.xz or a
+/// tar.zst; `note` hears what the user should know of it) and writes the
 /// index to `output` (by default `ARCHIVE.blobidx` beside it). Returns a summary for the
 /// user, tab-separated: the index file, how many members (and the format), its size. For a
 /// tar.gz the member index embeds the gzip seek points; written to its default place, the
@@ -18,7 +19,8 @@ import Foundation
 ///   `ArchiveIndex.build(archiveAt:gzipSpacing:)` and `OutputFile.write(_:)` throw (errors
 ///   name the archive or the index file).
 package func writeArchiveIndex(
-    path argument: String, output: String? = nil, spacing: Int = GzipIndex.defaultSpacing
+    path argument: String, output: String? = nil, spacing: Int = GzipIndex.defaultSpacing,
+    note: (String) -> Void = { _ in }
 ) throws -> String {
     let path = try indexedFilePath(argument)
     let destination = try OutputFile(
@@ -29,6 +31,11 @@ package func writeArchiveIndex(
         let file = try OutputFile(
             GzipIndex.sidecar(of: path), role: "the gzip index", inputs: [path, destination.path])
         sidecar = (file, gzipIndex)
+    }
+    if let frames = index.zstdFrames, frames.frames.filter({ $0.decompressedSize > 0 }).count == 1 {
+        note(
+            "\(path) is one zstd frame: a member read decodes it from its start; a copy in frames is entered at each member: blobstream compress --seekable zstd:\(argument) -o COPY.tar.zst"
+        )
     }
     let encoded = index.encoded()
     try destination.write(encoded)
@@ -60,6 +67,14 @@ package func isGzipFile(_ argument: String) throws -> Bool {
     defer { try? handle.close() }
     let magic = (try? handle.read(upToCount: 2)) ?? Data()
     return magic == Data([0x1F, 0x8B])
+}
+
+/// Whether `argument` (a path or `file://…`, not a `zstd:` URL) names a zstd file that holds
+/// a tar (see `ArchiveIndex.zstdHoldsTar(atPath:)`): `blobstream index` then writes a member
+/// index with its frames.
+package func isTarZstdFile(_ argument: String) throws -> Bool {
+    if argument.lowercased().hasPrefix("zstd:") { return false }
+    return ArchiveIndex.zstdHoldsTar(atPath: try indexedFilePath(argument))
 }
 
 /// What `index` says of a zstd file (told by its first 4 bytes), which it does not index:

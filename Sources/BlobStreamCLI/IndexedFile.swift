@@ -17,7 +17,7 @@ import Foundation
 ///   not a regular file; `.malformedURL` for a bad `file://` URL.
 package func indexedFilePath(_ argument: String) throws -> String {
     var path = argument
-    if path.lowercased().hasPrefix("gzip:") { path = BlobURL.removingScheme(path) }
+    if ["gzip:", "zstd:"].contains(where: path.lowercased().hasPrefix) { path = BlobURL.removingScheme(path) }
     if BlobURL.scheme(of: path)?.lowercased() == "file" { path = try BlobURL.path(ofFileURL: path) }
     let status: FileStatus
     switch FileStatus.at(path) {

@@ -10,7 +10,8 @@ import Foundation
 extension BlobSources {
     /// An index of a remote object, bound to the object's size and strong ETag.
     public enum BuiltIndex: Sendable {
-        /// A member index (a tar, a zip, or a tar.gz with its gzip seek points inside).
+        /// A member index (a tar, a zip, a tar.zst with its frames, or a tar.gz with its gzip
+        /// seek points inside).
         case archive(ArchiveIndex)
         /// The seek points of a gzip object that holds no tar (or was asked for as gzip).
         case gzip(GzipIndex)
@@ -18,8 +19,9 @@ extension BlobSources {
 
     /// What an index of a remote object is built as.
     public enum RemoteIndexKind: Sendable, Equatable {
-        /// As the object's first bytes say: a member index for a tar, a zip, or a gzip whose
-        /// first inflated header is a tar's; gzip seek points for any other gzip.
+        /// As the object's first bytes say: a member index for a tar, a zip, or a gzip or zstd
+        /// stream whose first decompressed header is a tar's; gzip seek points for any other
+        /// gzip.
         case whatItHolds
         /// Gzip seek points, whatever the gzip holds.
         case gzip
@@ -166,8 +168,9 @@ enum RemoteContent {
     static let headLength = 64 << 10
 
     /// Whether the object at `url` is an archive to index for its members: a tar (a header
-    /// at its start), a zip (a local header or an empty zip's end record), or a gzip whose
-    /// first inflated header is a tar's.
+    /// at its start), a zip (a local header or an empty zip's end record), or a gzip or a zstd
+    /// stream whose first decompressed header is a tar's. A zstd stream that holds no tar is
+    /// `.unsupported` (it gets no index).
     static func isArchive(_ url: String, registry: DataSourceRegistry) throws(BlobStreamError) -> Bool {
         let head = try firstBytes(of: url, count: headLength, registry: registry)
         if head.starts(with: [0x1F, 0x8B]) {
@@ -177,6 +180,17 @@ enum RemoteContent {
             let source = try makeSource(url, registry: registry)
             (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
             return ArchiveIndex.gzipHoldsTar(source: source, name: url)
+        }
+        if head.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) {
+            let source = try makeSource(url, registry: registry)
+            (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
+            guard ArchiveIndex.zstdHoldsTar(source: source, name: url) else {
+                throw BlobStreamError(
+                    .unsupported,
+                    "cannot index \(url): a zstd object that holds no tar gets no index (zstd:\(url) is read from its start, or through its own seek table when it is in zstd's seekable format)"
+                )
+            }
+            return true
         }
         if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
             return true

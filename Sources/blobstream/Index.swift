@@ -2,12 +2,12 @@ import ArgumentParser
 import BlobStreamCLI
 
 /// `blobstream index FILE`: writes the seek-point index of a gzip file, or the member index of
-/// an uncompressed tar or a zip.
+/// an archive (a tar, compressed or not, or a zip).
 struct IndexCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index",
         abstract:
-            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar, tar.gz, tar.xz or zip archive (ARCHIVE.blobidx: members).",
+            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar, tar.gz, tar.xz, tar.zst or zip archive (ARCHIVE.blobidx: members).",
         discussion: """
             A gzip file (told by its first bytes) gets a seek-point index: indexed_gzip's GZIDX format \
             (indexed_gzip and rapidgzip read it) followed by BlobStream's record: the file's size, \
@@ -18,12 +18,17 @@ struct IndexCommand: AsyncParsableCommand {
             that holds a tar (ustar magic in its first inflated header; not when named gzip:…) gets both in one \
             pass: ARCHIVE.blobidx holds the members (offsets in the inflated tar, CRC-32s) and embeds the seek \
             points, which also go to ARCHIVE.gzidx; cat then inflates a member from the seek point before it, \
-            checking every chunk and the member's CRC-32. An index that does not match its file is never used.
+            checking every chunk and the member's CRC-32. A zstd file that holds a tar gets a member index that \
+            also records every zstd frame; cat then decodes a member from the frame that holds its header (a \
+            file of one frame, as zstd alone writes it, from its start: index says so; compress --seekable \
+            makes a copy in frames), checking each frame and the member's CRC-32. A zstd file that holds no tar \
+            gets no index: a seekable one is entered through its own seek table. An index that does not match \
+            its file is never used.
             A gzip object on a store (s3://bucket/key) or a web server (http(s)://, with a strong ETag) is \
             read through ranged GETs and gets a seek-point index recording its size and ETag, written beside it \
             as an object of its own (s3://bucket/key.gzidx; --output names a path or another s3:// URL); \
             cat and checksum gzip:s3://… find it there (one small request) and use it while the object's ETag \
-            matches. A tar, tar.gz or zip on a store or a web server gets a member index recording its \
+            matches. A tar, tar.gz, tar.zst or zip on a store or a web server gets a member index recording its \
             size and ETag, written beside it (s3://bucket/key.blobidx, and a tar.gz's key.gzidx); cat \
             archive:s3://…!/member finds it there (one small request) and reads the member from where it \
             says, checking its CRC-32. Only a regular file is indexed locally. An index is written only to a new path or over a regular file that \
@@ -59,7 +64,7 @@ struct IndexCommand: AsyncParsableCommand {
 
     @Argument(
         help:
-            "The gzip file (a path, file:///… or gzip:file:///…) or gzip object (s3://bucket/key, http(s)://… with a strong ETag), or a tar, tar.gz, tar.xz or zip archive (a path; a tar, tar.gz or zip object)."
+            "The gzip file (a path, file:///… or gzip:file:///…) or gzip object (s3://bucket/key, http(s)://… with a strong ETag), or a tar, tar.gz, tar.xz, tar.zst or zip archive (a path; a tar, tar.gz, tar.zst or zip object)."
     )
     var file: String
 
@@ -90,11 +95,11 @@ struct IndexCommand: AsyncParsableCommand {
             try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
             return
         }
-        if let answer = try zstdIndexAnswer(file) { throw ToolFailure(message: answer) }
+        if try !isTarZstdFile(file), let answer = try zstdIndexAnswer(file) { throw ToolFailure(message: answer) }
         let written =
             try isGzipFile(file) && !isTarGzipFile(file)
             ? writeGzipIndex(of: file, to: output, spacing: spacing)
-            : writeArchiveIndex(path: file, output: output, spacing: spacing)
+            : writeArchiveIndex(path: file, output: output, spacing: spacing, note: Console.note)
         try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// The corruption sweep for reads that stop before the end: every flip of a gzip file, a
-/// tar.gz, a tar.xz and a zip (deflate and stored), each read whole, as a prefix of exactly
+/// tar.gz, a tar.xz, a tar.zst in frames and a zip (deflate and stored), each read whole, as a prefix of exactly
 /// the member's size, as a shorter prefix, and as a range at an offset — without an index
 /// and with one built before the flip — the way `blobstream cat --offset --length` reads:
 /// the bytes, then `readOnToCheckPoint()`. Each outcome is an error, or the right bytes;
@@ -104,6 +104,22 @@ struct PrefixSweepTests {
             buildIndex: { .gzip(try GzipIndex.build(fileAtPath: $0, spacing: 48 * 1024), parallelism: parallelism) })
     }
 
+    /// A tar.zst in frames of 64 KiB of tar each (every frame with its content checksum, no
+    /// seek table): with its index, a member is entered at the frame that holds its header and
+    /// one of several frames is decoded in parallel.
+    static var tarZstdFrames: Input {
+        var input = archive("tar.zst (frames)", [])
+        input.make = { tree, path in
+            try run(
+                "sh",
+                [
+                    "-c",
+                    "bsdtar --format ustar -cf '\(path).tar' -C '\(tree)' . && split -b 65536 '\(path).tar' '\(path).part.' && for f in '\(path).part.'*; do zstd -q -c --check \"$f\"; done > '\(path)' && rm -f '\(path).tar' '\(path).part.'*",
+                ])
+        }
+        return input
+    }
+
     static var inputs: [Input] {
         [
             tarInGzip(parallelism: 1),
@@ -112,6 +128,7 @@ struct PrefixSweepTests {
             gzip(parallelism: 2),
             archive("tar.gz", ["-z"]),
             archive("tar.xz", ["-J"]),
+            tarZstdFrames,
             archive("zip", ["--format", "zip"]),
             archive("stored.zip", ["--format", "zip", "--options", "zip:compression=store"]),
         ]

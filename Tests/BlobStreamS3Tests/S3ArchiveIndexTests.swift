@@ -18,6 +18,9 @@ struct S3ArchiveIndexTests {
     enum Format: String, CaseIterable, Sendable {
         case tar
         case tarGzip = "tar.gz"
+        /// zstd frames of 256 KiB of tar each, with their checksums (no seek table): a member
+        /// is entered at the frame of its header, big.bin decoded in parallel.
+        case tarZstd = "tar.zst"
         case zip
     }
 
@@ -33,7 +36,7 @@ struct S3ArchiveIndexTests {
         return files
     }
 
-    /// The archive of `files()` in `format`, made in `folder` by tar, gzip and Python's zipfile
+    /// The archive of `files()` in `format`, made in `folder` by tar, gzip, zstd and Python's zipfile
     /// (the two same-size members stored, the rest deflated).
     static func archive(_ format: Format, in folder: URL) throws -> Data {
         let root = folder.appendingPathComponent("tree-\(format.rawValue)")
@@ -48,6 +51,16 @@ struct S3ArchiveIndexTests {
         switch format {
         case .tar: try run("/bin/tar", ["-C", root.path, "-cf", out.path] + names)
         case .tarGzip: try run("/bin/tar", ["-C", root.path, "-czf", out.path] + names)
+        case .tarZstd:
+            let tar = out.path + ".tar"
+            try run("/bin/tar", ["-C", root.path, "-cf", tar] + names)
+            try run(
+                "/bin/sh",
+                [
+                    "-c",
+                    "split -b 262144 \"$1\" \"$1.part.\" && for f in \"$1.part.\"*; do zstd -q -c --check \"$f\"; done > \"$2\" && rm -f \"$1\" \"$1.part.\"*",
+                    "sh", tar, out.path,
+                ])
         case .zip:
             let script = """
                 import os, sys, zipfile

@@ -105,4 +105,44 @@ struct ToolZstdTests {
             #expect(index.stderr.split(separator: "\n").count == 1 && !index.text.contains(".blobidx"), "\(index.text)")
         }
     }
+
+    @Test(
+        "index of a tar.zst: ARCHIVE.blobidx beside it; cat finds members through it, ls lists from it; one frame is said"
+    )
+    func tarZstdIndex() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-tzst-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let made = try await Tool.shell(
+            """
+            cd '\(dir.path)' && mkdir t && head -c 2000000 /dev/urandom > t/big.bin && seq 1 50000 > t/small.txt \
+            && tar -cf a.tar -C t big.bin small.txt && zstd -q --check a.tar -o one.tar.zst \
+            && "$BLOBSTREAM" compress --seekable --frame-size 128KiB a.tar -o frames.tar.zst
+            """)
+        try #require(made.status == 0, "\(made.stderr)")
+        let files = [
+            "big.bin": try Data(contentsOf: dir.appendingPathComponent("t/big.bin")),
+            "small.txt": try Data(contentsOf: dir.appendingPathComponent("t/small.txt")),
+        ]
+        for archive in ["one.tar.zst", "frames.tar.zst"] {
+            let index = try await Tool.shell("cd '\(dir.path)' && \"$BLOBSTREAM\" index \(archive)")
+            #expect(index.status == 0, "\(archive): \(index.stderr)")
+            #expect(index.text.hasPrefix("\(archive).blobidx\t2 members (tar.zst)\t"), "\(index.text)")
+            // One frame cannot be entered midway: said, with the way to a copy that can.
+            #expect(
+                index.stderr.contains("compress --seekable") == (archive == "one.tar.zst"),
+                "\(archive): \(index.stderr)")
+            for (name, data) in files {
+                let cat = try await Tool.shell(
+                    "cd '\(dir.path)' && \"$BLOBSTREAM\" cat --verbose '\(archive)!/\(name)' | sha256sum")
+                #expect(cat.status == 0 && cat.text.hasPrefix(Tool.sha256(data)), "\(archive) \(name): \(cat.stderr)")
+                #expect(cat.stderr.contains("found through its member index"), "\(archive) \(name): \(cat.stderr)")
+            }
+            let listed = try await Tool.shell("cd '\(dir.path)' && \"$BLOBSTREAM\" ls \(archive)")
+            #expect(listed.status == 0 && listed.text.contains("big.bin\t2000000\tfile"), "\(listed.text)")
+        }
+        // zstd: names the stream, not the archive: no member index, the seekable answer.
+        let stream = try await Tool.shell("cd '\(dir.path)' && \"$BLOBSTREAM\" index zstd:frames.tar.zst")
+        #expect(stream.status == 1 && stream.stderr.contains("seek table"), "\(stream.stderr)")
+    }
 }

@@ -5,7 +5,7 @@ import Foundation
 // The index file: a compact versioned binary format of this library, little-endian.
 //
 //     magic "BLOBIDX\0" (8) | version u16 (2, or 3 for a remote object's index) | format u8
-//       (1 tar, 2 zip, 3 tar.gz, 4 tar.xz) | reserved u8 (0)
+//       (1 tar, 2 zip, 3 tar.gz, 4 tar.xz, 5 tar.zst) | reserved u8 (0)
 //     version 3 only: table length u64 (the bytes from the start to the end of the table's CRC-32)
 //     identity: size i64 | mtime seconds i64 | mtime nanoseconds i32 | sample count S u32
 //     version 3 only: ETag length u16 | the ETag's UTF-8 (a remote object's strong ETag)
@@ -20,6 +20,8 @@ import Foundation
 //       reads when a decode needs one; a wrong window fails that chunk's CRC-32)
 //     format 3 (tar.gz) only: gzip index length u64 | the gzip index (`GzipIndex.serialized()`:
 //       GZIDX, then its identity and chunk CRC-32s)
+//     format 5 (tar.zst) only: frame count u64 | per frame, in file order from offset 0:
+//       compressed size u64 | decompressed size u64 | flags u8 (1 checksum) | checksum u32
 //     CRC-32 u32 of every byte before it
 //
 // A reader checks the trailing CRC-32 before believing anything (one reading by range, the
@@ -40,6 +42,8 @@ extension ArchiveIndex {
     static let maximumSamples = 1024
     /// The fixed part of a member record (format 3 offsets are in the inflated tar).
     static let memberRecordSize = 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 4
+    /// A tar.zst's frame record.
+    static let zstdFrameRecordSize = 8 + 8 + 1 + 4
 
     /// The index file's bytes (see `write(to:)`).
     public func encoded() -> Data {
@@ -97,6 +101,16 @@ extension ArchiveIndex {
             let gzip = gzipIndex?.serialized() ?? []
             put(&out, UInt64(gzip.count), 8)
             out += gzip
+        }
+        if format == .tarZstd {
+            let frames = zstdFrames?.frames ?? []
+            put(&out, UInt64(frames.count), 8)
+            for frame in frames {
+                put(&out, UInt64(frame.compressedSize), 8)
+                put(&out, UInt64(frame.decompressedSize), 8)
+                out.append(frame.checksum == nil ? 0 : 1)
+                put(&out, UInt64(frame.checksum ?? 0), 4)
+            }
         }
         let crc = out.withUnsafeBytes { ZlibCRC32.update(0, $0) }
         put(&out, UInt64(crc), 4)
@@ -206,7 +220,7 @@ extension ArchiveIndex {
             let link = try reader.bytes(linkLength)
             let storedSize = flags & 4 != 0 ? compressed : size
             // A tar.gz's offsets are in the inflated bytes: checked against the gzip index below.
-            let bound = format == .tarGzip || format == .tarXz ? Int64.max : identity.size
+            let bound = [.tarGzip, .tarXz, .tarZstd].contains(format) ? Int64.max : identity.size
             guard size >= 0, storedSize >= 0, header >= 0, dataOffset >= header, dataOffset <= bound,
                 storedSize <= bound - dataOffset
             else {
@@ -245,8 +259,51 @@ extension ArchiveIndex {
             }
             gzipIndex = gzip
         }
+        var zstdFrames: ZstdSeekTable?
+        if format == .tarZstd {
+            zstdFrames = try Self.decodeZstdFrames(&reader, end: fileEnd, archiveSize: identity.size, bad: bad)
+            let length = zstdFrames?.decompressedLength ?? 0
+            for (k, m) in members.enumerated() where m.dataOffset + m.size > length {
+                throw bad("member \(k) lies outside the \(length) decompressed bytes its zstd frames hold")
+            }
+        }
         guard reader.position == fileEnd else { throw bad("\(fileEnd - reader.position) bytes follow the last member") }
-        self.init(format: format, identity: identity, members: members, gzipIndex: gzipIndex)
+        self.init(
+            format: format, identity: identity, members: members, gzipIndex: gzipIndex, zstdFrames: zstdFrames)
+    }
+
+    /// A tar.zst's frame records: each frame starts where the one before it ends, and they
+    /// end inside the archive.
+    private static func decodeZstdFrames<Reader: ArchiveIndexBytes>(
+        _ reader: inout Reader, end: Int, archiveSize: Int64, bad: (String) -> BlobStreamError
+    ) throws -> ZstdSeekTable {
+        guard end - reader.position >= 8 else { throw bad("the zstd frame table is missing") }
+        let count = try reader.take(8)
+        guard count > 0, count <= UInt64((end - reader.position) / zstdFrameRecordSize) else {
+            throw bad("it claims \(count) zstd frames, not 1 to what its bytes can hold")
+        }
+        var frames: [ZstdSeekTable.Frame] = []
+        frames.reserveCapacity(Int(count))
+        var compressed: Int64 = 0
+        var decompressed: Int64 = 0
+        for k in 0..<Int(count) {
+            let compressedSize = try reader.take(8)
+            let decompressedSize = try reader.take(8)
+            let flags = UInt8(try reader.take(1))
+            let checksum = UInt32(try reader.take(4))
+            guard compressedSize > 0, compressedSize <= UInt64(archiveSize - compressed), flags & ~1 == 0,
+                decompressedSize <= UInt64(Int64.max - decompressed)
+            else { throw bad("zstd frame \(k) lies outside the \(archiveSize)-byte archive") }
+            frames.append(
+                ZstdSeekTable.Frame(
+                    compressedOffset: compressed, compressedSize: Int64(compressedSize),
+                    decompressedOffset: decompressed, decompressedSize: Int64(decompressedSize),
+                    checksum: flags & 1 != 0 ? checksum : nil))
+            compressed += Int64(compressedSize)
+            decompressed += Int64(decompressedSize)
+        }
+        guard let table = ZstdSeekTable(frames: frames) else { throw bad("its zstd frames do not follow one another") }
+        return table
     }
 
     private func put(_ out: inout [UInt8], _ value: UInt64, _ count: Int) {

@@ -68,10 +68,10 @@ extension ArchiveIndex: LocatableIndex, KeptIndexFileReading {
         }
     }
 
-    /// Indexes the archive a source holds (an uncompressed tar, a zip or a tar.gz on a
+    /// Indexes the archive a source holds (an uncompressed tar, a zip, a tar.gz or a tar.zst on a
     /// store or a web server), reading it through sources `makeSource` makes (each new and
-    /// not opened: one to find the format and walk a tar or a zip, one more to inflate a
-    /// tar.gz). The index records the object's size and strong ETag, and each source is
+    /// not opened: one to find the format and walk a tar or a zip, one more to decompress a
+    /// tar.gz or a tar.zst). The index records the object's size and strong ETag, and each source is
     /// pinned to that ETag, so a change during the pass fails it.
     ///
     /// - Parameters:
@@ -105,11 +105,12 @@ extension ArchiveIndex: LocatableIndex, KeptIndexFileReading {
         case .gzip:
             return try buildTarGzip(
                 source: makeSource(), name: name, identity: identity, spacing: gzipSpacing, engine: engine)
+        case .zstd: return try buildTarZstd(source: makeSource(), name: name, identity: identity)
         case .xz: break
         case .tarOrZip:
             if let index = try tarOrZipIndex(archive, identity: identity) { return index }
         }
         throw BlobStreamError(
-            .unsupported, "archive '\(name)': only tar, tar.gz and zip archives on a store can be indexed")
+            .unsupported, "archive '\(name)': only tar, tar.gz, tar.zst and zip archives on a store can be indexed")
     }
 }

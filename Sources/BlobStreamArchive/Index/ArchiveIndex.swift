@@ -19,7 +19,10 @@ import Foundation
 /// header) and a tar.gz (one inflating pass that places the gzip seek points — a
 /// `GzipIndex`, kept in `gzipIndex` — and walks the tar headers in the inflated bytes,
 /// computing each member's CRC-32; offsets are then offsets in the inflated tar, and
-/// `seekPoint` names the seek point at or before the member's data). A tar holding what the
+/// `seekPoint` names the seek point at or before the member's data), a tar.xz (the file's
+/// own xz block index places the members) and a tar.zst (one decoding pass records every
+/// zstd frame, kept in `zstdFrames`; a member is read from the frame that holds its header,
+/// and one of several regular frames on several threads). A tar holding what the
 /// header walker leaves to libarchive (sparse members, multi-volume parts, …) cannot be
 /// indexed (`.unsupported`, naming the offset).
 ///
@@ -63,6 +66,14 @@ public struct ArchiveIndex: Sendable, Equatable {
         /// block fails the member (`.corrupt`); bytes of that block may have been delivered
         /// before the error, but the read never ends cleanly.
         case tarXz = 4
+        /// A tar compressed with zstd: member offsets are in the decompressed tar; the index
+        /// records every zstd frame (`zstdFrames`), and a member is read from the frame that
+        /// holds its header, each frame from there checked against that record and by its own
+        /// content checksum. A file written as one frame (`zstd` alone) is decoded from its
+        /// start; one in many frames (`blobstream compress --seekable`, pyzstd, t2sz, `pzstd`)
+        /// is entered at the member, and a member of several regular frames is decoded on
+        /// several threads.
+        case tarZstd = 5
     }
 
     /// One member, as the index describes it.
@@ -144,13 +155,21 @@ public struct ArchiveIndex: Sendable, Equatable {
     /// For a tar.gz: the seek-point index of its gzip stream (with every chunk's CRC-32 and
     /// the file's identity), made in the same pass as the members. Nil for the other formats.
     public var gzipIndex: GzipIndex?
+    /// For a tar.zst: its zstd frames as the indexing pass decoded them (skippable ones
+    /// included, as frames of 0 bytes), each with its content checksum when it has one. Nil
+    /// for the other formats.
+    public var zstdFrames: ZstdSeekTable?
 
     /// Makes one.
-    public init(format: Format, identity: BlobContentIdentity, members: [Member], gzipIndex: GzipIndex? = nil) {
+    public init(
+        format: Format, identity: BlobContentIdentity, members: [Member], gzipIndex: GzipIndex? = nil,
+        zstdFrames: ZstdSeekTable? = nil
+    ) {
         self.format = format
         self.identity = identity
         self.members = members
         self.gzipIndex = gzipIndex
+        self.zstdFrames = zstdFrames
     }
 
     /// The entries, as `ArchiveListing.entries(ofArchiveAt:)` lists them.
@@ -167,7 +186,8 @@ public struct ArchiveIndex: Sendable, Equatable {
         }
     }
 
-    /// Indexes the archive at `path` (an uncompressed tar, a zip, a tar.gz or a tar.xz).
+    /// Indexes the archive at `path` (an uncompressed tar, a zip, a tar.gz, a tar.xz or a
+    /// tar.zst).
     ///
     /// - Parameters:
     ///   - path: the archive file.
@@ -200,20 +220,22 @@ public struct ArchiveIndex: Sendable, Equatable {
         switch layout(of: archive) {
         case .gzip: return try buildTarGzip(path: path, identity: identity, spacing: gzipSpacing, engine: engine)
         case .xz: return try buildTarXz(path: path, identity: identity)
+        case .zstd: return try buildTarZstd(path: path, identity: identity)
         case .tarOrZip:
             if let index = try tarOrZipIndex(archive, identity: identity) { return index }
         }
         throw BlobStreamError(
-            .unsupported, "archive '\(path)': only tar, tar.gz, tar.xz and zip archives can be indexed")
+            .unsupported, "archive '\(path)': only tar, tar.gz, tar.xz, tar.zst and zip archives can be indexed")
     }
 
-    /// How an archive to index starts: a gzip or an xz stream (a compressed tar), or neither.
-    enum Layout { case gzip, xz, tarOrZip }
+    /// How an archive to index starts: a gzip, an xz or a zstd stream (a compressed tar), or
+    /// none of them.
+    enum Layout { case gzip, xz, zstd, tarOrZip }
 
     /// The layout of the bytes `archive` reads, by their first bytes.
     static func layout(of archive: ArchiveOffsetReader) -> Layout {
         let reader = archive.reader
-        for (layout, magic) in [(Layout.gzip, [0x1F, 0x8B, 0x08] as [UInt8]), (.xz, xzMagic)]
+        for (layout, magic) in [(Layout.gzip, [0x1F, 0x8B, 0x08] as [UInt8]), (.xz, xzMagic), (.zstd, zstdMagic)]
         where archive.length >= magic.count {
             if (try? reader.seek(to: 0)) != nil,
                 case .bytes(let head) = reader.fill(atLeast: magic.count, waiting: true),
@@ -281,13 +303,14 @@ public struct ArchiveIndex: Sendable, Equatable {
 }
 
 extension ArchiveIndex.Format {
-    /// How the format is named to people: `tar`, `zip`, `tar.gz`, `tar.xz`.
+    /// How the format is named to people: `tar`, `zip`, `tar.gz`, `tar.xz`, `tar.zst`.
     public var name: String {
         switch self {
         case .tar: "tar"
         case .zip: "zip"
         case .tarGzip: "tar.gz"
         case .tarXz: "tar.xz"
+        case .tarZstd: "tar.zst"
         }
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 // shifted bytes.
 //
 // What is checked:
-// - tar (plain, tar.gz, tar.xz): the member's header chain is read again from the index's
+// - tar (plain, tar.gz, tar.xz, tar.zst): the member's header chain is read again from the index's
 //   header offset, as the index builder read it (`TarHeaderWalker`: pax `x`/`g` records,
 //   GNU `L`/`K` long names, the ustar header with its checksum). The entry found there must
 //   start its data at the index's data offset and have the index's name, size, type, link
@@ -38,7 +38,7 @@ extension IndexedMemberReader {
                 var walker = TarHeaderWalker(
                     reader: archive.reader, length: archive.upstream.length ?? Int64.max, offset: member.headerOffset)
                 try checkTarHeader(of: member, walking: &walker)
-            case .tarGzip, .tarXz:
+            case .tarGzip, .tarXz, .tarZstd:
                 guard let decompression else {
                     throw archive.naming.makeError(.corrupt, "the compressed tar's index gives no way to decompress it")
                 }

@@ -215,6 +215,15 @@ final class IndexedMemberReader {
                     archive.reader.expectRead(
                         member.headerOffset..<member.dataOffset + (member.compressedSize ?? member.size))
                 }
+                if index.format == .tarZstd {
+                    guard let frames = index.zstdFrames else {
+                        throw archive.naming.makeError(.corrupt, "the tar.zst index holds no zstd frames")
+                    }
+                    slice.mismatchCode = .corrupt
+                    slice.decompression = MemberZstdReading(
+                        reader: archive.reader, table: frames, name: archive.naming.archiveName,
+                        end: member.dataOffset + member.size, size: member.size)
+                }
                 if index.format == .tarXz {
                     guard let path = options.archivePath ?? (archive.upstream as? ArchiveFileSource)?.path else {
                         throw archive.naming.makeError(

@@ -55,6 +55,11 @@ package final class ZstdReader {
     package private(set) var framesWithoutChecksum = 0
     /// The sticky failure.
     package private(set) var failure: BlobStreamError?
+    /// Whether each frame that ends whole is added to `endedFrames` (an index's pass).
+    package var recordsFrames = false
+    /// With `recordsFrames`: every frame that ended whole, skippable ones included (they decode
+    /// to 0 bytes), in file order, with its content checksum when it has one.
+    package private(set) var endedFrames: [ZstdSeekTable.Frame] = []
     /// Whether the clean end was reached.
     package private(set) var isFinished = false
 
@@ -320,6 +325,13 @@ package final class ZstdReader {
         if answer == 0 {
             // The frame ended whole: libzstd checked its checksum, and flushed all of it.
             try checkAgainstTable()
+            if recordsFrames {
+                endedFrames.append(
+                    ZstdSeekTable.Frame(
+                        compressedOffset: frameStart, compressedSize: compressedOffset - frameStart,
+                        decompressedOffset: frameProducedStart, decompressedSize: produced - frameProducedStart,
+                        checksum: frameHasChecksum ? tail : nil))
+            }
             inFrame = false
             framesEnded += 1
             framesDecoded += 1

@@ -32,6 +32,18 @@ public struct ZstdSeekTable: Sendable, Equatable {
         /// The low 32 bits of the XXH64 of its bytes (the frame's own content checksum), when
         /// the table has checksums.
         public var checksum: UInt32?
+
+        /// Makes one.
+        public init(
+            compressedOffset: Int64, compressedSize: Int64, decompressedOffset: Int64, decompressedSize: Int64,
+            checksum: UInt32?
+        ) {
+            self.compressedOffset = compressedOffset
+            self.compressedSize = compressedSize
+            self.decompressedOffset = decompressedOffset
+            self.decompressedSize = decompressedSize
+            self.checksum = checksum
+        }
     }
 
     /// The frames, in file order.
@@ -65,6 +77,25 @@ public struct ZstdSeekTable: Sendable, Equatable {
         }
         self.frames = frames
         self.hasChecksums = sizes.allSatisfy { $0.checksum != nil } && !sizes.isEmpty
+    }
+
+    /// Makes a table of `frames` as a decoding pass found them (an archive index's): each must
+    /// start where the one before it ends, from offset 0 in both the file and the
+    /// decompressed bytes; nil when they do not. Skippable frames are entries that decode to
+    /// 0 bytes. `hasChecksums` when every frame with bytes has a checksum.
+    public init?(frames: [Frame]) {
+        var compressed: Int64 = 0
+        var decompressed: Int64 = 0
+        for frame in frames {
+            guard frame.compressedOffset == compressed, frame.decompressedOffset == decompressed,
+                frame.compressedSize > 0, frame.decompressedSize >= 0,
+                frame.compressedSize <= Int64.max - compressed, frame.decompressedSize <= Int64.max - decompressed
+            else { return nil }
+            compressed += frame.compressedSize
+            decompressed += frame.decompressedSize
+        }
+        self.frames = frames
+        self.hasChecksums = !frames.isEmpty && frames.allSatisfy { $0.decompressedSize == 0 || $0.checksum != nil }
     }
 
     /// The bytes before the table: where its skippable frame starts.

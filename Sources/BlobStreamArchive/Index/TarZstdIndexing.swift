@@ -1,0 +1,197 @@
+import BlobStream
+import BlobStreamCompression
+import Foundation
+
+// A tar.zst's member index (`ArchiveIndex.Format.tarZstd`): one decoding pass walks the tar
+// headers in the decompressed bytes (each member's CRC-32 computed on the way) and records
+// every zstd frame it decodes whole (`ArchiveIndex.zstdFrames`). A member read starts at the
+// frame that holds the member's header; a file written as one frame (`zstd` without
+// `--seekable`-style framing) is then decoded from its start.
+
+/// The decoding pass of a tar.zst index: the kit's zstd reader over the archive's source,
+/// recording each frame it decodes whole.
+final class ZstdTarDecompressor: TarDecompressor {
+    let zstd: ZstdReader
+    private let name: String
+    private var opened = false
+
+    /// Reads `source` (new, not opened: the pass opens and closes it).
+    init(source: any BlobDataSource, name: String) {
+        self.name = name
+        zstd = ZstdReader(upstream: BlobUpstreamReader(source), name: name)
+        zstd.recordsFrames = true
+    }
+
+    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) throws(BlobStreamError) -> Int {
+        if !opened {
+            opened = true
+            do {
+                try zstd.upstream.waitForOpen()
+            } catch {
+                throw BlobStreamError(
+                    (error as? BlobStreamError)?.code ?? .sourceFailed, "\(name): failed to open: \(error)",
+                    cause: error)
+            }
+        }
+        switch zstd.decode(into: buffer, capacity: capacity) {
+        case .bytes(let n): return n
+        case .end: return 0
+        case .failed(let error): throw error
+        }
+    }
+
+    func close() {
+        zstd.end()
+        zstd.upstream.close()
+    }
+}
+
+extension ArchiveIndex {
+    /// The magic number of a zstd frame, the first 4 bytes of a .zst file.
+    static let zstdMagic: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD]
+
+    /// Whether the zstd file at `path` holds a tar: its first 512 decompressed bytes carry the
+    /// ustar magic at offset 257. False for anything else (a file that cannot be read or
+    /// decoded included: indexing it says why).
+    public static func zstdHoldsTar(atPath path: String) -> Bool {
+        zstdHoldsTar(source: ArchiveFileSource(path: path), name: path)
+    }
+
+    /// Whether the zstd content `source` holds (new, not opened: it is read and closed) is a
+    /// tar, as `zstdHoldsTar(atPath:)` tells.
+    public static func zstdHoldsTar(source: any BlobDataSource, name: String) -> Bool {
+        let decompressor = ZstdTarDecompressor(source: source, name: name)
+        defer { decompressor.close() }
+        let input = InflatedTarInput(producer: decompressor)
+        guard let header = try? input.bytes(at: 0, count: 512, what: "the first header") else { return false }
+        return header[257..<262].elementsEqual("ustar".utf8)
+    }
+
+    /// Indexes the tar.zst at `path` in one pass (see `buildTarZstd(source:name:identity:)`),
+    /// and checks that the file did not change during it.
+    static func buildTarZstd(path: String, identity: BlobContentIdentity) throws(BlobStreamError) -> ArchiveIndex {
+        let before = try BlobContentIdentity(ofFileAtPath: path)
+        let index = try buildTarZstd(source: ArchiveFileSource(path: path), name: path, identity: identity)
+        let after = try BlobContentIdentity(ofFileAtPath: path)
+        guard before == after, identity.size == after.size else {
+            throw BlobStreamError(.changed, "archive '\(path)': the file changed while it was indexed")
+        }
+        return index
+    }
+
+    /// Indexes the tar.zst `source` holds (new, not opened: the pass opens, reads and closes
+    /// it), `identity` being the archive's: decodes it once (every frame's content checksum
+    /// checked by libzstd where it has one), walks the tar headers in the decompressed bytes
+    /// with each member's CRC-32 computed on the way, and records every frame.
+    static func buildTarZstd(
+        source: any BlobDataSource, name: String, identity: BlobContentIdentity
+    ) throws(BlobStreamError) -> ArchiveIndex {
+        let decompressor = ZstdTarDecompressor(source: source, name: name)
+        defer { decompressor.close() }
+        let members = try walkMembers(InflatedTarInput(producer: decompressor), path: name, layer: "zstd")
+        let zstd = decompressor.zstd
+        guard zstd.isFinished else {
+            throw BlobStreamError(.sourceFailed, "archive '\(name)': the zstd stream did not reach its end")
+        }
+        guard zstd.compressedOffset == identity.size else {
+            throw BlobStreamError(
+                .changed,
+                "archive '\(name)': its zstd frames end at \(zstd.compressedOffset) bytes, the archive is \(identity.size): it changed while it was indexed"
+            )
+        }
+        var frames = zstd.endedFrames
+        // Skippable frames after the last bytes (a seek table) hold nothing a member needs.
+        while let last = frames.last, last.decompressedSize == 0, frames.count > 1 { frames.removeLast() }
+        guard let table = ZstdSeekTable(frames: frames) else {
+            throw BlobStreamError(.sourceFailed, "archive '\(name)': its zstd frames do not follow one another")
+        }
+        return ArchiveIndex(format: .tarZstd, identity: identity, members: members, zstdFrames: table)
+    }
+}
+
+/// A tar.zst member read through an index (`ArchiveIndex.Format.tarZstd`): decoding starts at
+/// the frame that holds the member's header, each frame from there checked against the
+/// index's record of it (where it starts, its sizes, its checksum) as well as by libzstd. A
+/// member of at least two frames in a file of regular frames is decoded on several threads
+/// (`ZstdParallelFrameReader`), each frame whole before any of its bytes is handed out. Not
+/// thread-safe: used under the archive source's lock.
+final class MemberZstdReading: MemberDecompression {
+    private let zstd: ZstdReader
+    private let table: ZstdSeekTable
+    private let workers: Int
+    /// The decompressed end of the member's bytes: the reads hinted to the upstream stop at
+    /// the frame that holds it.
+    private let end: Int64
+    private var parallel: ZstdParallelFrameReader?
+    var position: Int64?
+    let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: MemberGzipReading.scratchSize)
+    private(set) var failure: (any Error)?
+
+    /// Reads the archive through `reader` (the archive source's upstream reader).
+    ///
+    /// - Parameters:
+    ///   - table: the index's frames.
+    ///   - end: the decompressed offset where the member's bytes end.
+    ///   - size: the member's size: one of at least two frames is decoded in parallel.
+    init(reader: BlobUpstreamReader, table: ZstdSeekTable, name: String, end: Int64, size: Int64) {
+        zstd = ZstdReader(upstream: reader, name: name)
+        self.table = table
+        self.end = end
+        let frameSize = table.frames.first?.decompressedSize ?? 0
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        workers = size >= 2 * frameSize && ZstdParallelFrameReader.canDecode(table, workers: cores) ? cores : 1
+    }
+
+    deinit {
+        parallel?.stop()
+        scratch.deallocate()
+    }
+
+    /// Whether the member is decoded on other threads (from the last `restart`).
+    var decodesInParallel: Bool { parallel != nil }
+
+    func restart(at start: Int64) throws(BlobStreamError) {
+        parallel?.stop()
+        parallel = nil
+        failure = nil
+        guard let index = table.frameIndex(containing: start) ?? table.frames.indices.last else {
+            throw BlobStreamError(.corrupt, "\(zstd.name): the index lists no zstd frames")
+        }
+        if let last = table.frameIndex(containing: max(start, end - 1)) ?? table.frames.indices.last {
+            let frames = table.frames
+            zstd.upstream.expectRead(
+                frames[index].compressedOffset..<(frames[last].compressedOffset + frames[last].compressedSize))
+        }
+        if workers > 1 {
+            parallel = try ZstdParallelFrameReader(
+                table: table, offset: start, upstream: zstd.upstream, name: zstd.name,
+                windowLog: ZstdWindow.defaultLog, workers: workers)
+        } else {
+            try zstd.restart(atFrame: index, of: table)
+            var skip = start - table.frames[index].decompressedOffset
+            while skip > 0 {
+                switch zstd.decode(into: scratch, capacity: Int(min(skip, Int64(MemberGzipReading.scratchSize)))) {
+                case .bytes(let n): skip -= Int64(n)
+                case .end:
+                    throw BlobStreamError(
+                        .corrupt,
+                        "\(zstd.name): the zstd frames end before decompressed offset \(start), where the index says a member is"
+                    )
+                case .failed(let error): throw error
+                }
+            }
+        }
+        position = 0
+    }
+
+    func read(_ out: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
+        let step = parallel?.read(into: out, capacity: maxLength) ?? zstd.decode(into: out, capacity: maxLength)
+        switch step {
+        case .bytes(let n): return n
+        case .end: return 0
+        case .failed(let error):
+            failure = error
+            return -1
+        }
+    }
+}
