@@ -4,6 +4,7 @@
 import BlobStream
 import BlobStreamArchive
 import BlobStreamGzip
+import BlobStreamZstd
 import Foundation
 
 /// Indexes the archive at `path` (an uncompressed tar, a zip, a tar.gz, a tar.xz or a
@@ -77,25 +78,47 @@ package func isTarZstdFile(_ argument: String) throws -> Bool {
     return ArchiveIndex.zstdHoldsTar(atPath: try indexedFilePath(argument))
 }
 
-/// What `index` says of a zstd file (told by its first 4 bytes), which it does not index:
-/// a seekable one needs no index (its seek table serves offsets), another cannot be entered
-/// midway; nil for a file that is not zstd.
-package func zstdIndexAnswer(_ argument: String) throws -> String? {
+/// Whether `argument` (a path, `file://…` or `zstd:…`) names a zstd file: its first 4 bytes
+/// are a zstd frame's magic number.
+package func isZstdFile(_ argument: String) throws -> Bool {
     let path = try indexedFilePath(argument)
     guard let handle = FileHandle(forReadingAtPath: path) else {
         throw BlobStreamError(.notFound, "cannot open '\(path)' to index it")
     }
     defer { try? handle.close() }
-    guard (try? handle.read(upToCount: 4)) == Data([0x28, 0xB5, 0x2F, 0xFD]) else { return nil }
+    return (try? handle.read(upToCount: 4)) == Data([0x28, 0xB5, 0x2F, 0xFD])
+}
+
+/// What `index` says of a zstd file in the seekable format, which needs no index (its seek
+/// table serves offsets); nil for any other file.
+package func zstdIndexAnswer(_ argument: String) throws -> String? {
+    let path = try indexedFilePath(argument)
+    guard try isZstdFile(argument), let handle = FileHandle(forReadingAtPath: path) else { return nil }
+    defer { try? handle.close() }
     let end = (try? handle.seekToEnd()) ?? 0
-    var seekable = false
-    if end >= 4 {
-        try? handle.seek(toOffset: end - 4)
-        seekable = (try? handle.read(upToCount: 4)) == Data([0xB1, 0xEA, 0x92, 0x8F])
-    }
-    return seekable
-        ? "\(path) is in zstd's seekable format: cat --offset zstd:\(argument) enters it through its own seek table; no index is written"
-        : "\(path) is a zstd file without a seek table, which is not indexed: an offset decodes from its start; make a seekable copy with 'blobstream compress --seekable zstd:\(argument) -o COPY.zst'"
+    guard end >= 4 else { return nil }
+    try? handle.seek(toOffset: end - 4)
+    guard (try? handle.read(upToCount: 4)) == Data([0xB1, 0xEA, 0x92, 0x8F]) else { return nil }
+    return
+        "\(path) is in zstd's seekable format: cat --offset zstd:\(argument) enters it through its own seek table; no index is written"
+}
+
+/// Indexes the frames of the zstd file `argument` names (`ZstdFrameIndex.build(fileAtPath:)`)
+/// and writes the index to `output` (by default `FILE.zst.zstidx` beside it). Returns a summary
+/// for the user, tab-separated: the index file, how many frames, its size.
+///
+/// - Throws: `UsageError` for a destination the tool may not write; what
+///   `ZstdFrameIndex.build(fileAtPath:windowLog:)` throws (`.unsupported` for a file of one frame,
+///   which cannot be entered midway).
+package func writeZstdFrameIndex(path argument: String, output: String? = nil, windowLog: Int) throws -> String {
+    let path = try indexedFilePath(argument)
+    let destination = try OutputFile(
+        output ?? ZstdFrameIndex.sidecar(of: path), role: "the zstd frame index", inputs: [path])
+    let index = try ZstdFrameIndex.build(fileAtPath: path, windowLog: windowLog)
+    let encoded = index.encoded()
+    try destination.write(Data(encoded))
+    let frames = index.frames.frames.filter { $0.decompressedSize > 0 }.count
+    return "\(destination.path)\t\(frames) frames\t\(encoded.count) bytes"
 }
 
 /// The entries of the archive a SOURCE names, from the index beside it when the SOURCE is a

@@ -3,13 +3,21 @@
 import BlobStream
 import BlobStreamArchive
 import BlobStreamGzip
+import BlobStreamZstd
 
 /// What `--verbose` says about an open source: for a `gzip:` source whether it reads
-/// through a seek-point index and on how many threads, for an archive member how it was
+/// through a seek-point index and on how many threads, for a `zstd:` source whether it has a
+/// frame index, for an archive member how it was
 /// found (a member index, a zip's central directory, a tar header walk, libarchive); nil
 /// for other sources.
 package func readingNote(for source: any BlobDataSource) -> String? {
     if let gzip = source as? GzipDataSource { return gzip.decoding.description }
+    if let zstd = source as? ZstdDataSource {
+        let how =
+            zstd.frameIndex.map { "entered through its frame index (\($0.frames.frames.count) frames)" }
+            ?? "no frame index (a seekable file is entered through its own seek table, another read from its start)"
+        return how + (zstd.unusedIndexReason.map { "; an index was found but not used: \($0)" } ?? "")
+    }
     if let member = source as? ArchiveMemberDataSource, let lookup = member.lookup {
         return lookup.description
             + (member.unusedIndexReason.map { "; an index was found but not used: \($0)" } ?? "")

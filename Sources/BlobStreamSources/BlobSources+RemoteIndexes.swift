@@ -2,6 +2,7 @@ import BlobStream
 import BlobStreamArchive
 import BlobStreamCompression
 import BlobStreamSystem
+import BlobStreamZstd
 import Foundation
 
 // Indexes of remote objects (on a store, or a web server's file with a strong ETag), built
@@ -15,13 +16,16 @@ extension BlobSources {
         case archive(ArchiveIndex)
         /// The seek points of a gzip object that holds no tar (or was asked for as gzip).
         case gzip(GzipIndex)
+        /// The frames of a zstd object in many frames that holds no tar.
+        case zstd(ZstdFrameIndex)
     }
 
     /// What an index of a remote object is built as.
     public enum RemoteIndexKind: Sendable, Equatable {
         /// As the object's first bytes say: a member index for a tar, a zip, or a gzip or zstd
-        /// stream whose first decompressed header is a tar's; gzip seek points for any other
-        /// gzip.
+        /// stream whose first decompressed header is a tar's; a frame index for another zstd
+        /// stream (of many frames: one of a single frame is refused); gzip seek points for any
+        /// other gzip.
         case whatItHolds
         /// Gzip seek points, whatever the gzip holds.
         case gzip
@@ -49,7 +53,22 @@ extension BlobSources {
         ofObjectAt url: String, as kind: RemoteIndexKind = .whatItHolds, gzipSpacing: Int = GzipIndex.defaultSpacing
     ) throws(BlobStreamError) -> (index: BuiltIndex, serverOrigin: String?) {
         let registry = makeRegistry()
-        if kind == .whatItHolds, try RemoteContent.isArchive(url, registry: registry) {
+        let held = kind == .whatItHolds ? try RemoteContent.held(url, registry: registry) : .gzip
+        if held == .zstdFrames {
+            let object = try RemoteContent.rangedSource(url, registry: registry)
+            object.open()
+            defer { object.close() }
+            guard let identity = try object.contentIdentity() else {
+                throw BlobStreamError(
+                    .unsupported,
+                    "cannot index \(url): the server sends no strong ETag, so no index could be checked against it later"
+                )
+            }
+            let pass = try RemoteContent.rangedSource(url, registry: registry)
+            let index = try ZstdFrameIndex.build(source: pass, name: url, identity: identity, windowLog: zstdWindowLog)
+            return (.zstd(index), object.serverOrigin)
+        }
+        if held == .archive {
             var origin: String?
             let index = try RemoteContent.typed(url) {
                 try ArchiveIndex.build(
@@ -96,6 +115,13 @@ extension BlobSources {
                 bytes, kind: .gzip, of: url, identity: identity, serverOrigin: serverOrigin,
                 at: destination ?? GzipIndex.sidecar(of: url))
             return [KeptIndex(location: location, contents: contents, byteCount: bytes.count)]
+        case .zstd(let zstdIndex):
+            let bytes = zstdIndex.encoded()
+            let location = try await keep(
+                bytes, kind: .zstd, of: url, identity: zstdIndex.identity, serverOrigin: serverOrigin,
+                at: destination ?? ZstdFrameIndex.sidecar(of: url))
+            let frames = zstdIndex.frames.frames.filter { $0.decompressedSize > 0 }.count
+            return [KeptIndex(location: location, contents: "\(frames) frames", byteCount: bytes.count)]
         case .archive(let archiveIndex):
             let bytes = [UInt8](archiveIndex.encoded())
             let location = try await keep(
@@ -167,12 +193,34 @@ enum RemoteContent {
     /// 512 inflated bytes, but for a gzip header with long extra fields.
     static let headLength = 64 << 10
 
-    /// Whether the object at `url` is an archive to index for its members: a tar (a header
-    /// at its start), a zip (a local header or an empty zip's end record), or a gzip or a zstd
-    /// stream whose first decompressed header is a tar's. A zstd stream that holds no tar is
-    /// `.unsupported` (it gets no index).
-    static func isArchive(_ url: String, registry: DataSourceRegistry) throws(BlobStreamError) -> Bool {
+    /// What an object holds, for its index.
+    enum Held: Equatable {
+        /// An archive to index for its members.
+        case archive
+        /// A zstd stream that holds no tar: its frames get an index.
+        case zstdFrames
+        /// Anything else: gzip seek points (or the gzip index build's error).
+        case gzip
+    }
+
+    /// What the object at `url` holds: an archive to index for its members (a tar, with a
+    /// header at its start; a zip, with a local header or an empty zip's end record; a gzip or
+    /// a zstd stream whose first decompressed header is a tar's), a zstd stream of something
+    /// else, or neither.
+    static func held(_ url: String, registry: DataSourceRegistry) throws(BlobStreamError) -> Held {
         let head = try firstBytes(of: url, count: headLength, registry: registry)
+        if head.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) {
+            let source = try makeSource(url, registry: registry)
+            (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
+            return ArchiveIndex.zstdHoldsTar(source: source, name: url) ? .archive : .zstdFrames
+        }
+        return try isArchive(head: head, url, registry: registry) ? .archive : .gzip
+    }
+
+    /// Whether the object whose first bytes are `head` is an archive to index for its members.
+    private static func isArchive(head: [UInt8], _ url: String, registry: DataSourceRegistry) throws(BlobStreamError)
+        -> Bool
+    {
         if head.starts(with: [0x1F, 0x8B]) {
             if let holdsTar = inflatedHeaderIsTar(head) { return holdsTar }
             // The first tar header is not in the head (a long gzip header): read on, small
@@ -180,17 +228,6 @@ enum RemoteContent {
             let source = try makeSource(url, registry: registry)
             (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
             return ArchiveIndex.gzipHoldsTar(source: source, name: url)
-        }
-        if head.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) {
-            let source = try makeSource(url, registry: registry)
-            (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
-            guard ArchiveIndex.zstdHoldsTar(source: source, name: url) else {
-                throw BlobStreamError(
-                    .unsupported,
-                    "cannot index \(url): a zstd object that holds no tar gets no index (zstd:\(url) is read from its start, or through its own seek table when it is in zstd's seekable format)"
-                )
-            }
-            return true
         }
         if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
             return true

@@ -97,6 +97,7 @@ public struct BlobSources: Sendable {
         let gzipIndexObjects = DataSourceRegistry()
         remote?.register(in: gzipIndexObjects, for: .gzipIndex)
         registerIndexedGzip(in: registry, indexObjects: gzipIndexObjects)
+        registerIndexedZstd(in: registry, indexObjects: memberIndexObjects)
         var namedIndex: String?
         if case .named(let index, _) = indexes { namedIndex = index }
         ArchiveSources.register(

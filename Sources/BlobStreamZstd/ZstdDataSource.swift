@@ -44,7 +44,9 @@ import Foundation
 /// the offset, and with `parallelism` over 1 the frames are decoded on that many threads,
 /// each whole and checked (place, sizes, checksums) before any of its bytes is handed out;
 /// a frame's end is then the check point. Otherwise (`seekTableNotUsed` says why) offsets
-/// decode from the start, as above.
+/// decode from the start, as above. A file in many frames without a table gets the same with
+/// a `ZstdFrameIndex` (`frameIndex`; `blobstream index FILE.zst` writes `FILE.zst.zstidx`,
+/// which the `zstd:` scheme of `BlobSources` finds beside the file or the object).
 ///
 /// ## Ownership and threads
 /// The source owns its upstream: `open()` opens it, `close()` (or deinitialization)
@@ -80,6 +82,14 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     private let knownLength: Int64?
     /// How many threads decode the frames of a seekable file at once.
     public let parallelism: Int
+    /// The index of the file's frames given to the initializer, used instead of a seek table.
+    public let frameIndex: ZstdFrameIndex?
+    /// Why a frame index found beside the file was not used (it does not match the file,
+    /// or is damaged), set by whoever looked for it; `blobstream cat --verbose` prints it.
+    public var unusedIndexReason: String? {
+        get { lock.withLock { unusedIndex } }
+        set { lock.withLock { unusedIndex = newValue } }
+    }
     /// A table that cannot be decoded in parallel was found: decode in turn.
     private var parallelDeclined = false
     private let reader: BlobUpstreamReader
@@ -92,6 +102,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
 
     private var started = false
     private var closed = false
+    private var unusedIndex: String?
     private var openAnnounced = false
     /// The decompressed offset of the next byte `read` hands out.
     private var target: Int64 = 0
@@ -126,10 +137,15 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     ///   - parallelism: how many threads decode the frames of a seekable file with a
     ///     regular seek table at once (see "Offsets"); by default the active cores. 1 decodes
     ///     on the caller's thread only.
+    ///   - frameIndex: the file's frames as a `ZstdFrameIndex` recorded them, for a file in
+    ///     many frames with no seek table of its own; used instead of looking for one. The
+    ///     caller checks that it describes this upstream (`ZstdFrameIndex.lookUp`, which the
+    ///     `zstd:` scheme of `BlobSources` uses, does). Each frame entered is still checked
+    ///     against it.
     public init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         windowLog: Int = ZstdWindow.defaultLog, inputBufferSize: Int = ZstdDataSource.defaultInputBufferSize,
-        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount
+        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, frameIndex: ZstdFrameIndex? = nil
     ) {
         precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
@@ -143,6 +159,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         self.knownLength = length
         self.parallelism = parallelism
         self.zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
+        self.frameIndex = frameIndex
+        if let frameIndex { seekTableLookUp = .found(frameIndex.frames) }
         relay.owner = self
     }
 
@@ -160,8 +178,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         lock.withLock { framesInParallelBefore + (parallel?.framesHandedOut ?? 0) }
     }
 
-    /// The upstream's seek table, once a move looked for it (see "Offsets"); nil before,
-    /// and for a file without one.
+    /// The upstream's seek table, once a move looked for it (see "Offsets"), or the frame
+    /// index's frames; nil before, and for a file without either.
     public var seekTable: ZstdSeekTable? {
         lock.withLock {
             if case .found(let table) = seekTableLookUp { return table }
@@ -176,7 +194,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         lock.withLock {
             switch seekTableLookUp {
             case .none(let why): return why
-            case .found(let table) where !table.isRegular:
+            case .found(let table) where !table.isRegular && frameIndex == nil:
                 return
                     "\(name): the seek table's frames are not all the same size, so an offset cannot be placed without decoding the frames before it"
             default: return nil
@@ -349,7 +367,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     private func enterThroughSeekTable() -> Bool {
         if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
         // An offset at or past the end: the last frame, whose end says which.
-        guard case .found(let table) = seekTableLookUp, table.isRegular,
+        // A frame index was made by decoding the frames: its places need not be regular.
+        guard case .found(let table) = seekTableLookUp, table.isRegular || frameIndex != nil,
             let index = table.frameIndex(containing: target) ?? table.frames.indices.last
         else { return true }
         let frame = table.frames[index]

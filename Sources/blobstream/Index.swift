@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobStreamCLI
+import BlobStreamCompression
 
 /// `blobstream index FILE`: writes the seek-point index of a gzip file, or the member index of
 /// an archive (a tar, compressed or not, or a zip).
@@ -7,7 +8,7 @@ struct IndexCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index",
         abstract:
-            "Index a gzip file (FILE.gz.gzidx: seek points) or a tar, tar.gz, tar.xz, tar.zst or zip archive (ARCHIVE.blobidx: members).",
+            "Index a gzip file (FILE.gz.gzidx: seek points), a zstd file in frames (FILE.zst.zstidx) or a tar, tar.gz, tar.xz, tar.zst or zip archive (ARCHIVE.blobidx: members).",
         discussion: """
             A gzip file (told by its first bytes) gets a seek-point index: indexed_gzip's GZIDX format \
             (indexed_gzip and rapidgzip read it) followed by BlobStream's record: the file's size, \
@@ -22,8 +23,10 @@ struct IndexCommand: AsyncParsableCommand {
             also records every zstd frame; cat then decodes a member from the frame that holds its header (a \
             file of one frame, as zstd alone writes it, from its start: index says so; compress --seekable \
             makes a copy in frames), checking each frame and the member's CRC-32. A zstd file that holds no tar \
-            gets no index: a seekable one is entered through its own seek table. An index that does not match \
-            its file is never used.
+            gets a frame index (FILE.zst.zstidx: each frame's place, sizes and checksum) when it is in many \
+            frames without a seek table (pzstd's, pieces concatenated): cat --offset zstd:FILE.zst then enters \
+            the frame that holds the offset; a seekable one needs none (its own seek table serves), and one of \
+            a single frame cannot have one. An index that does not match its file is never used.
             A gzip object on a store (s3://bucket/key) or a web server (http(s)://, with a strong ETag) is \
             read through ranged GETs and gets a seek-point index recording its size and ETag, written beside it \
             as an object of its own (s3://bucket/key.gzidx; --output names a path or another s3:// URL); \
@@ -95,11 +98,17 @@ struct IndexCommand: AsyncParsableCommand {
             try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
             return
         }
-        if try !isTarZstdFile(file), let answer = try zstdIndexAnswer(file) { throw ToolFailure(message: answer) }
-        let written =
-            try isGzipFile(file) && !isTarGzipFile(file)
-            ? writeGzipIndex(of: file, to: output, spacing: spacing)
-            : writeArchiveIndex(path: file, output: output, spacing: spacing, note: Console.note)
+        let written: String
+        if try isZstdFile(file) && !isTarZstdFile(file) {
+            // A zstd stream: its frames (a seekable file needs no index; one frame cannot have one).
+            if let answer = try zstdIndexAnswer(file) { throw ToolFailure(message: answer) }
+            written = try writeZstdFrameIndex(path: file, output: output, windowLog: ZstdWindow.defaultLog)
+        } else {
+            written =
+                try isGzipFile(file) && !isTarGzipFile(file)
+                ? writeGzipIndex(of: file, to: output, spacing: spacing)
+                : writeArchiveIndex(path: file, output: output, spacing: spacing, note: Console.note)
+        }
         try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
     }
 }

@@ -165,6 +165,52 @@ struct S3ReadToolTests {
         #expect(whole.status == 1 && whole.stderr.contains("photos.tar.zst"), "\(whole.stderr)")
     }
 
+    @Test(
+        "a .zst in frames with no seek table on the store: index writes KEY.zstidx beside it, cat --offset enters its frame; a replaced object's is not used"
+    )
+    func zstdFrameIndex() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let data = StoreFixture.bytes(600_000, seed: 21)
+        let local = fixture.folder.appendingPathComponent("data")
+        try data.write(to: local)
+        let made = try await S3Tool.runShell(
+            """
+            set -e; cd '\(fixture.folder.path)'; split -b 100000 data piece.
+            for f in piece.*; do zstd -q -c --check "$f"; done > frames.zst
+            """, environment: Self.environment(fixture))
+        try #require(made.status == 0, "\(made.stderr)")
+        let environment = Self.environment(fixture)
+        let object = "s3://\(fixture.bucket)/in/frames.zst"
+        let intact = try Data(contentsOf: fixture.folder.appendingPathComponent("frames.zst"))
+        _ = try await fixture.client.putObject(fixture.location("in/frames.zst"), body: ByteBuffer(bytes: intact))
+        let index = try await Self.run(["index", object], environment: environment)
+        #expect(index.status == 0, "\(index.stderr)")
+        #expect(
+            String(decoding: index.stdout, as: UTF8.self).hasPrefix(object + ".zstidx\t6 frames\t"),
+            "\(String(decoding: index.stdout, as: UTF8.self))")
+        // The object replaced by one with a byte of frame 0 changed: the index (another ETag) is
+        // not used, and says so; the read from the start meets the damage; an index pass fails.
+        var bytes = intact
+        bytes[2000] ^= 0x55
+        _ = try await fixture.client.putObject(fixture.location("in/frames.zst"), body: ByteBuffer(bytes: bytes))
+        let stale = try await Self.run(
+            ["cat", "--verbose", "--offset", "550000", "--length", "1000", "zstd:" + object], environment: environment)
+        #expect(stale.stderr.contains("an index was found but not used"), "\(stale.stderr)")
+        #expect(
+            stale.status == 1 && stale.stderr.contains("frames.zst"),
+            "a read from the start meets frame 0: \(stale.stderr)")
+        let again = try await Self.run(["index", object], environment: environment)
+        #expect(again.status == 1, "the damaged frame 0 fails the index pass: \(again.stderr)")
+        _ = try await fixture.client.putObject(fixture.location("in/frames.zst"), body: ByteBuffer(bytes: intact))
+        let rebuilt = try await Self.run(["index", object], environment: environment)
+        try #require(rebuilt.status == 0, "\(rebuilt.stderr)")
+        let read = try await Self.run(
+            ["cat", "--verbose", "--offset", "550000", "--length", "1000", "zstd:" + object], environment: environment)
+        #expect(read.status == 0 && read.stdout == data[550_000..<551_000], "\(read.stderr)")
+        #expect(read.stderr.contains("entered through its frame index (6 frames)"), "\(read.stderr)")
+    }
+
     @Test("a missing key and wrong credentials: exit 1, one line naming s3://bucket/key")
     func failures() async throws {
         let fixture = try await StoreFixture()

@@ -145,4 +145,35 @@ struct ToolZstdTests {
         let stream = try await Tool.shell("cd '\(dir.path)' && \"$BLOBSTREAM\" index zstd:frames.tar.zst")
         #expect(stream.status == 1 && stream.stderr.contains("seek table"), "\(stream.stderr)")
     }
+
+    @Test(
+        "index of a .zst in frames with no seek table: FILE.zst.zstidx; cat --offset enters its frame through it, a stale one is said"
+    )
+    func zstdFrameIndex() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "blobstream-zstidx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let made = try await Tool.shell(
+            """
+            cd '\(dir.path)' && head -c 3000000 /dev/urandom > data && split -b 500000 data piece. \
+            && for f in piece.*; do zstd -q -c --check "$f"; done > frames.zst
+            """)
+        try #require(made.status == 0, "\(made.stderr)")
+        let data = try Data(contentsOf: dir.appendingPathComponent("data"))
+        let index = try await Tool.shell("cd '\(dir.path)' && \"$BLOBSTREAM\" index frames.zst")
+        #expect(
+            index.status == 0 && index.text.hasPrefix("frames.zst.zstidx\t6 frames\t"), "\(index.text) \(index.stderr)")
+        let read = try await Tool.shell(
+            "cd '\(dir.path)' && \"$BLOBSTREAM\" cat --verbose --offset 2600000 --length 1000 zstd:frames.zst | sha256sum"
+        )
+        #expect(read.status == 0 && read.text.hasPrefix(Tool.sha256(data[2_600_000..<2_601_000])), "\(read.stderr)")
+        #expect(read.stderr.contains("entered through its frame index (6 frames)"), "\(read.stderr)")
+        // Touched after indexing: not used, and said; the bytes are still right.
+        let stale = try await Tool.shell(
+            "cd '\(dir.path)' && touch frames.zst && \"$BLOBSTREAM\" cat --verbose --offset 2600000 --length 1000 zstd:frames.zst | sha256sum"
+        )
+        #expect(stale.status == 0 && stale.text.hasPrefix(Tool.sha256(data[2_600_000..<2_601_000])), "\(stale.stderr)")
+        #expect(stale.stderr.contains("an index was found but not used"), "\(stale.stderr)")
+    }
 }

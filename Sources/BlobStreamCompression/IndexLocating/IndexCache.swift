@@ -24,9 +24,11 @@ public struct IndexCache: Sendable, Equatable {
         case gzip = "gzidx"
         /// An archive member index (`.blobidx`).
         case archive = "blobidx"
+        /// A zstd frame index (`.zstidx`).
+        case zstd = "zstidx"
 
         /// The index of this kind beside a source: the source's path or URL followed by
-        /// `.gzidx` or `.blobidx`, the one naming rule of every sidecar (local or remote).
+        /// `.gzidx`, `.blobidx` or `.zstidx`, the one naming rule of every sidecar (local or remote).
         public func sidecar(of pathOrURL: String) -> String { pathOrURL + "." + rawValue }
 
         /// How messages name an index of this kind: `gzip index`, `archive index`.
@@ -34,6 +36,7 @@ public struct IndexCache: Sendable, Equatable {
             switch self {
             case .gzip: "gzip index"
             case .archive: "archive index"
+            case .zstd: "zstd frame index"
             }
         }
     }

@@ -1,0 +1,61 @@
+// `zstd:` sources read through a frame index (`ZstdFrameIndex`): beside a file (the matching
+// `FILE.zst.zstidx`), beside a remote object (`KEY.zstidx`, one small request, or the copy
+// kept in the index cache), or the one named.
+
+import BlobStream
+import BlobStreamZstd
+import Foundation
+
+extension BlobSources {
+    /// Registers `zstd:` again so that a file in many frames is entered through the frame
+    /// index `indexes` picks: over a `file:` URL the matching sidecar or the one named; over a
+    /// remote object (`BlobRangeReading`) its index object beside it (or kept in the cache) or
+    /// the one named, checked against the object's size and strong ETag. A seekable file
+    /// needs none (its own table serves); without an index a file decodes from its start.
+    func registerIndexedZstd(in registry: DataSourceRegistry, indexObjects: DataSourceRegistry) {
+        let (use, cache, windowLog) = (indexes, indexCache, zstdWindowLog)
+        if case .none = use { return }
+        registry.register(scheme: ZstdSources.scheme) { url, registry in
+            let inner = BlobURL.removingScheme(url)
+            guard !inner.isEmpty else {
+                throw BlobStreamError(.malformedURL, "'\(url)' names no inner URL (expected zstd:<url>)")
+            }
+            let upstream = try registry.makeSource(url: inner)
+            var found: IndexLookUp<ZstdFrameIndex> = .absent
+            var named: String?
+            if case .named(let path, _) = use { named = path }
+            if BlobURL.scheme(of: inner)?.lowercased() == "file" {
+                let path = try BlobURL.path(ofFileURL: inner)
+                if let named {
+                    found = try ZstdFrameIndex.lookUp(forFileAtPath: path, indexPath: named)
+                } else {
+                    found = (try? ZstdFrameIndex.lookUp(forFileAtPath: path)) ?? .absent
+                }
+            } else if let object = upstream as? any BlobRangeReading {
+                object.open()
+                let lookUp = { () throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex> in
+                    try ZstdFrameIndex.lookUp(
+                        for: object, at: inner, indexURL: named, cache: named == nil ? cache : nil
+                    ) {
+                        try indexObjects.makeSource(url: $0)
+                    }
+                }
+                found = named == nil ? ((try? lookUp()) ?? .absent) : try lookUp()
+            } else if let named {
+                throw BlobStreamError(
+                    .unsupported,
+                    "\(inner): --index \(named) applies to zstd: sources over files and remote objects only")
+            }
+            var index: ZstdFrameIndex?
+            var unused: String?
+            switch found {
+            case .matching(let matching): index = matching
+            case .unusable(let reason): unused = reason
+            case .absent: break
+            }
+            let source = ZstdDataSource(upstream: upstream, name: inner, windowLog: windowLog, frameIndex: index)
+            source.unusedIndexReason = unused
+            return source
+        }
+    }
+}
