@@ -13,8 +13,11 @@ import BlobStreamZstd
 package func readingNote(for source: any BlobDataSource) -> String? {
     if let gzip = source as? GzipDataSource { return gzip.decoding.description }
     if let zstd = source as? ZstdDataSource {
+        // An index beside a remote object is looked for at the first move: now, to say it.
         let how =
-            zstd.frameIndex.map { "entered through its frame index (\($0.frames.frames.count) frames)" }
+            ((try? zstd.lookUpFrameIndex()) ?? nil).map {
+                "entered through its frame index (\($0.frames.frames.count) frames)"
+            }
             ?? "no frame index (a seekable file is entered through its own seek table, another read from its start)"
         return how + (zstd.unusedIndexReason.map { "; an index was found but not used: \($0)" } ?? "")
     }

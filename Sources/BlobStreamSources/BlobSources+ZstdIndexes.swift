@@ -9,8 +9,9 @@ import Foundation
 extension BlobSources {
     /// Registers `zstd:` again so that a file in many frames is entered through the frame
     /// index `indexes` picks: over a `file:` URL the matching sidecar or the one named; over a
-    /// remote object (`BlobRangeReading`) its index object beside it (or kept in the cache) or
-    /// the one named, checked against the object's size and strong ETag. A seekable file
+    /// remote object (`BlobRangeReading`) the one named, or its index object beside it (or
+    /// kept in the cache), looked for at the first move (`findFrameIndex`), each checked
+    /// against the object's size and strong ETag. A seekable file
     /// needs none (its own table serves); without an index a file decodes from its start.
     func registerIndexedZstd(in registry: DataSourceRegistry, indexObjects: DataSourceRegistry) {
         let (use, cache, windowLog) = (indexes, indexCache, zstdWindowLog)
@@ -24,6 +25,18 @@ extension BlobSources {
             var found: IndexLookUp<ZstdFrameIndex> = .absent
             var named: String?
             if case .named(let path, _) = use { named = path }
+            if named == nil, let object = upstream as? any BlobRangeReading,
+                BlobURL.scheme(of: inner)?.lowercased() != "file"
+            {
+                // Looked for at the first move only: a read from the start asks for nothing more,
+                // and one that starts with a move asks for the object's end beside its start.
+                let find = { () throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex> in
+                    (try? ZstdFrameIndex.lookUp(for: object, at: inner, cache: cache) {
+                        try indexObjects.makeSource(url: $0)
+                    }) ?? .absent
+                }
+                return ZstdDataSource(upstream: upstream, name: inner, windowLog: windowLog, findFrameIndex: find)
+            }
             if BlobURL.scheme(of: inner)?.lowercased() == "file" {
                 let path = try BlobURL.path(ofFileURL: inner)
                 if let named {
@@ -31,16 +44,11 @@ extension BlobSources {
                 } else {
                     found = (try? ZstdFrameIndex.lookUp(forFileAtPath: path)) ?? .absent
                 }
-            } else if let object = upstream as? any BlobRangeReading {
+            } else if let named, let object = upstream as? any BlobRangeReading {
                 object.open()
-                let lookUp = { () throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex> in
-                    try ZstdFrameIndex.lookUp(
-                        for: object, at: inner, indexURL: named, cache: named == nil ? cache : nil
-                    ) {
-                        try indexObjects.makeSource(url: $0)
-                    }
+                found = try ZstdFrameIndex.lookUp(for: object, at: inner, indexURL: named) {
+                    try indexObjects.makeSource(url: $0)
                 }
-                found = named == nil ? ((try? lookUp()) ?? .absent) : try lookUp()
             } else if let named {
                 throw BlobStreamError(
                     .unsupported,

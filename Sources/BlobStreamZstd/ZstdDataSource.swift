@@ -58,7 +58,8 @@ import Foundation
 /// (`.wouldDeadlock`). `interrupt()` or `close()` from another thread ends the wait.
 public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unchecked Sendable {
     // Unchecked Sendable: every mutable stored property, and `zstd` with the upstream
-    // reader it reads, is guarded by `lock`; `state` is thread-safe itself; the rest is
+    // reader it reads, is guarded by `lock` (the frame index look-up too: its closure runs
+    // under it, once); `state` is thread-safe itself; the rest is
     // immutable.
 
     /// The URL scheme this source is registered under (by whoever registers it).
@@ -82,8 +83,10 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     private let knownLength: Int64?
     /// How many threads decode the frames of a seekable file at once.
     public let parallelism: Int
-    /// The index of the file's frames given to the initializer, used instead of a seek table.
-    public let frameIndex: ZstdFrameIndex?
+    /// The index of the file's frames used instead of a seek table: the one given to the
+    /// initializer, or the one `findFrameIndex` found (at the first move, or when
+    /// `lookUpFrameIndex()` asked); nil otherwise.
+    public var frameIndex: ZstdFrameIndex? { lock.withLock { frameIndexLookUp.index } }
     /// Why a frame index found beside the file was not used (it does not match the file,
     /// or is damaged), set by whoever looked for it; `blobstream cat --verbose` prints it.
     public var unusedIndexReason: String? {
@@ -103,6 +106,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     private var started = false
     private var closed = false
     private var unusedIndex: String?
+    /// The frame index: given, to be looked for, found, or none.
+    private var frameIndexLookUp: FrameIndexLookUp
     private var openAnnounced = false
     /// The decompressed offset of the next byte `read` hands out.
     private var target: Int64 = 0
@@ -115,6 +120,21 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     private var parallel: ZstdParallelFrameReader?
     /// Frames handed out by parallel readers that were dropped (at a move).
     private var framesInParallelBefore = 0
+
+    /// Where the frame index stands.
+    private enum FrameIndexLookUp {
+        case given(ZstdFrameIndex)
+        case toFind(() throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex>)
+        case found(ZstdFrameIndex)
+        case none
+
+        var index: ZstdFrameIndex? {
+            switch self {
+            case .given(let index), .found(let index): index
+            case .toFind, .none: nil
+            }
+        }
+    }
 
     /// What looking for the seek table found.
     private enum SeekTableLookUp {
@@ -142,10 +162,15 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     ///     caller checks that it describes this upstream (`ZstdFrameIndex.lookUp`, which the
     ///     `zstd:` scheme of `BlobSources` uses, does). Each frame entered is still checked
     ///     against it.
+    ///   - findFrameIndex: looks for the frame index (beside an object on a store, say) when
+    ///     one is first needed: at the first move, or a read that could go on in parallel, so
+    ///     that a read from the start asks for nothing more. A matching index is used as one
+    ///     given; an unusable one is said in `unusedIndexReason`; an error fails the read.
     public init(
         upstream: any BlobDataSource, length: Int64? = nil, name: String? = nil,
         windowLog: Int = ZstdWindow.defaultLog, inputBufferSize: Int = ZstdDataSource.defaultInputBufferSize,
-        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, frameIndex: ZstdFrameIndex? = nil
+        parallelism: Int = ProcessInfo.processInfo.activeProcessorCount, frameIndex: ZstdFrameIndex? = nil,
+        findFrameIndex: (() throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex>)? = nil
     ) {
         precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
@@ -159,8 +184,14 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         self.knownLength = length
         self.parallelism = parallelism
         self.zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
-        self.frameIndex = frameIndex
-        if let frameIndex { seekTableLookUp = .found(frameIndex.frames) }
+        if let frameIndex {
+            frameIndexLookUp = .given(frameIndex)
+            seekTableLookUp = .found(frameIndex.frames)
+        } else if let findFrameIndex {
+            frameIndexLookUp = .toFind(findFrameIndex)
+        } else {
+            frameIndexLookUp = .none
+        }
         relay.owner = self
     }
 
@@ -194,7 +225,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         lock.withLock {
             switch seekTableLookUp {
             case .none(let why): return why
-            case .found(let table) where !table.isRegular && frameIndex == nil:
+            case .found(let table) where !table.isRegular && frameIndexLookUp.index == nil:
                 return
                     "\(name): the seek table's frames are not all the same size, so an offset cannot be placed without decoding the frames before it"
             default: return nil
@@ -226,6 +257,12 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         lock.lock()
         guard !started, !closed else { return lock.unlock() }
         started = true
+        if target > 0, frameIndexLookUp.index == nil, let object = reader.source as? any BlobRangeReading {
+            // A read that starts with a move looks for the seek table first: the object's end
+            // beside the first request, and no large block from its start.
+            object.expectRandomAccess()
+            object.expectEnd(ZstdReader.seekTableTail)
+        }
         reader.open()
         lock.unlock()
         announceOpenIfReady()
@@ -319,6 +356,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     /// stands; false when that failed (recorded).
     private func startParallelIfWorth() -> Bool {
         guard parallelism > 1, !parallelDeclined else { return true }
+        // Every compressed byte taken: no frame is left to decode in parallel.
+        if let length = reader.length, zstd.compressedOffset >= length { return true }
         if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
         guard case .found(let table) = seekTableLookUp,
             ZstdParallelFrameReader.canDecode(table, workers: parallelism)
@@ -344,9 +383,15 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         return true
     }
 
-    /// Looks for the upstream's seek table once (`seekTableLookUp`), and moves the upstream
-    /// back to where the decoder reads; false when that move failed (recorded).
+    /// Looks for the frame index to find, when there is one, then for the upstream's seek
+    /// table once (`seekTableLookUp`), and moves the upstream back to where the decoder reads;
+    /// false when the look-up or that move failed (recorded).
     private func lookUpSeekTable() -> Bool {
+        guard findFrameIndexIfAsked() else { return false }
+        if let index = frameIndexLookUp.index {
+            seekTableLookUp = .found(index.frames)
+            return true
+        }
         do {
             let table = try zstd.readSeekTable()
             seekTableLookUp = table.map { .found($0) } ?? .none(nil)
@@ -362,13 +407,43 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         return true
     }
 
+    /// Runs `findFrameIndex` when it has not run; false when it failed (recorded).
+    private func findFrameIndexIfAsked() -> Bool {
+        guard case .toFind(let find) = frameIndexLookUp else { return true }
+        frameIndexLookUp = .none
+        do {
+            switch try find() {
+            case .matching(let index): frameIndexLookUp = .found(index)
+            case .unusable(let reason): unusedIndex = reason
+            case .absent: break
+            }
+        } catch {
+            zstd.record(error)
+            return false
+        }
+        return true
+    }
+
+    /// Looks for the frame index now when `findFrameIndex` was given and has not run (a
+    /// blocking call: on the thread that reads, after `open()`), and returns the one in use.
+    /// What `blobstream cat --verbose` asks before it reads.
+    ///
+    /// - Throws: what `findFrameIndex` threw (the source has failed with it).
+    public func lookUpFrameIndex() throws(BlobStreamError) -> ZstdFrameIndex? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard findFrameIndexIfAsked() else { throw zstd.failure ?? BlobStreamError(.sourceFailed, "\(name): failed") }
+        if let index = frameIndexLookUp.index, case .notYet = seekTableLookUp { seekTableLookUp = .found(index.frames) }
+        return frameIndexLookUp.index
+    }
+
     /// Moves the decoder to the frame that holds `target`, through the upstream's seek table,
     /// when it has a regular one and that skips bytes; false when that failed (recorded).
     private func enterThroughSeekTable() -> Bool {
         if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
         // An offset at or past the end: the last frame, whose end says which.
         // A frame index was made by decoding the frames: its places need not be regular.
-        guard case .found(let table) = seekTableLookUp, table.isRegular || frameIndex != nil,
+        guard case .found(let table) = seekTableLookUp, table.isRegular || frameIndexLookUp.index != nil,
             let index = table.frameIndex(containing: target) ?? table.frames.indices.last
         else { return true }
         let frame = table.frames[index]

@@ -106,6 +106,9 @@ struct CompositionRootTests {
         let configuration = fixture.client.configuration
         let sources = BlobSources(remote: StoreSchemes(pool: pool) { configuration })
         for read in reads {
+            // Every exchange before (the index builds' PUTs) over and logged, then forgotten:
+            // a PUT the proxy finishes after the tool has its answer is not the library's.
+            _ = await proxy.settledLog()
             try await proxy.clearLog()
             let got = try await Self.read(
                 read.url, registry: sources.makeRegistry(), offset: read.offset, length: read.length)
@@ -136,5 +139,57 @@ struct CompositionRootTests {
             #expect(library.contains { $0.contains(".gzidx") || $0.contains(".blobidx") }, "\(library)")
         }
         try await pool.shutdown()
+    }
+
+    @Test(
+        "cat --offset zstd:s3://… of a seekable file: its seek table from the object's end, asked for beside the first request; then one frame"
+    )
+    func seekTableBesideTheFirstRequest() async throws {
+        let store = try await SwiftStoreTestServer.shared()
+        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        defer { proxy.stop() }
+        let fixture = try await StoreFixture(endpoint: proxy.endpoint)
+        defer { fixture.cleanUp() }
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        let data = StoreFixture.bytes(3_000_000, seed: 31)
+        let plain = fixture.folder.appendingPathComponent("data")
+        try data.write(to: plain)
+        let local = fixture.folder.appendingPathComponent("s.zst")
+        let made = try await S3ReadToolTests.run(
+            ["compress", "--seekable", "--frame-size", "256KiB", plain.path, "-o", local.path], environment: environment
+        )
+        try #require(made.status == 0, "\(made.stderr)")
+        let file = try Data(contentsOf: local)
+        _ = try await fixture.client.putObject(fixture.location("s.zst"), body: ByteBuffer(bytes: file))
+        _ = await proxy.settledLog()
+        try await proxy.clearLog()
+        let read = try await S3ReadToolTests.run(
+            ["cat", "--offset", "2900000", "--length", "1000", "zstd:s3://\(fixture.bucket)/s.zst"],
+            environment: environment)
+        #expect(read.status == 0 && read.stdout == data[2_900_000..<2_901_000], "\(read.stderr)")
+        let requests = Self.requests(await proxy.settledLog())
+        let object = requests.filter { $0.hasPrefix("GET /\(fixture.bucket)/s.zst ") }
+        // The first answer (from the start), the end beside it (footer and table), the frame.
+        #expect(object.count == 3, "\(requests)")
+        #expect(object.contains("GET /\(fixture.bucket)/s.zst bytes=-65536"), "\(requests)")
+        // The frame index looked for beside it (none there), once.
+        #expect(requests.filter { $0.contains("s.zst.zstidx") }.count == 1, "\(requests)")
+        // A whole read of a one-frame object asks for nothing but the object.
+        let one = try await S3Tool.runShell(
+            "zstd -q -c '\(plain.path)' > '\(fixture.folder.path)/one.zst'", environment: environment)
+        try #require(one.status == 0, "\(one.stderr)")
+        let oneFile = try Data(contentsOf: fixture.folder.appendingPathComponent("one.zst"))
+        _ = try await fixture.client.putObject(fixture.location("one.zst"), body: ByteBuffer(bytes: oneFile))
+        _ = await proxy.settledLog()
+        try await proxy.clearLog()
+        let whole = try await S3ReadToolTests.run(
+            ["checksum", "zstd:s3://\(fixture.bucket)/one.zst"], environment: environment)
+        #expect(
+            whole.status == 0 && String(decoding: whole.stdout, as: UTF8.self).hasPrefix(sha256Hex(data)),
+            "\(whole.stderr)")
+        let wholeRequests = Self.requests(await proxy.settledLog())
+        #expect(wholeRequests.allSatisfy { $0.hasPrefix("GET /\(fixture.bucket)/one.zst bytes=") }, "\(wholeRequests)")
+        #expect(!wholeRequests.contains { $0.contains("bytes=-") }, "\(wholeRequests)")
     }
 }

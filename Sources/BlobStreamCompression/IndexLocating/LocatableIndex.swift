@@ -16,6 +16,9 @@ public protocol LocatableIndex: Sendable {
     /// How many leading bytes of an index object its first request brings (its header and
     /// its table, so that a read through it starts with one request).
     static var leadingReadLength: Int { get }
+    /// How many of an index object's last bytes its first request asks for beside it (a GZIDX
+    /// keeps its record after its windows); 0: none, the index is read from its start.
+    static var trailingReadLength: Int { get }
     /// The identity of the source it was made for (size, modification time and sampled
     /// CRC-32s for a file; size and strong ETag for an object); nil for a foreign index
     /// (indexed_gzip's GZIDX), which is used only when named.
@@ -36,6 +39,9 @@ package protocol KeptIndexFileReading {
 }
 
 extension LocatableIndex {
+    /// `SourceIndexBytes.tailLength` (64 KiB): a GZIDX's record, a member index's gzip record.
+    public static var trailingReadLength: Int { SourceIndexBytes.tailLength }
+
     /// Where an implicit index of the source at `pathOrURL` lives: beside it, its path or URL
     /// followed by the kind's extension (`photos.tar.gz.blobidx`; for an object on a store,
     /// the object `KEY.gzidx` in the same bucket). The one naming rule of every sidecar.
@@ -135,7 +141,7 @@ extension LocatableIndex {
         // Its head and table in the first answer, no more of it held; its record, at its
         // end, asked for beside that answer.
         object.expectRead(0..<Int64(leadingReadLength))
-        object.expectEnd(SourceIndexBytes.tailLength)
+        if trailingReadLength > 0 { object.expectEnd(trailingReadLength) }
         object.open()
         return try Self(readingFrom: object, name: url)
     }

@@ -164,6 +164,11 @@ package final class ZstdReader {
         tableIndex = index
     }
 
+    /// How many of an object's last bytes a reader that will look for its seek table asks for
+    /// beside its first request (`BlobRangeReading.expectEnd`): the footer and a table of
+    /// about 5,000 frames with checksums (a 20 GiB file in 4 MiB frames).
+    package static let seekTableTail = 64 << 10
+
     /// Reads the upstream's seek table, when it ends with one (zstd's seekable format), and
     /// checks that it adds up (`ZstdSeekTable`). Moves the upstream: the caller moves it
     /// back (or restarts) before the next decode. Nil when the upstream cannot move in
@@ -192,8 +197,18 @@ package final class ZstdReader {
         try upstream.seek(to: compressedOffset)
     }
 
-    /// `count` upstream bytes from `offset`.
+    /// `count` upstream bytes from `offset`: by range from a source that reads by range (an
+    /// object's end may already be in hand: `ZstdReader.seekTableTail`), else by moving the
+    /// upstream there.
     private func readUpstream(at offset: Int64, count: Int) throws(BlobStreamError) -> [UInt8] {
+        if let ranged = upstream.source as? any BlobRangeReading {
+            let bytes = try ranged.bytes(at: [offset..<(offset + Int64(count))])
+            guard let first = bytes.first, first.count == count else {
+                throw BlobStreamError(
+                    .truncated, "\(name): the input ends before the \(count) bytes from \(offset) its length promised")
+            }
+            return [UInt8](first)
+        }
         try upstream.seek(to: offset)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count)
