@@ -244,6 +244,24 @@ struct TarZstdIndexTests {
         #expect(beside.error == nil && beside.data == files["d/r2.bin"])
     }
 
+    @Test(
+        "a seekable tar.zst (indexed on every core) with a byte changed in a frame cannot be indexed: .corrupt naming it"
+    )
+    func damagedSeekable() throws {
+        let dir = try makeTemporaryDirectory("tzst-damaged-seekable")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (path, _) = try Self.makeArchive(in: dir, framing: .seekable)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[bytes.count / 2] ^= 0x04
+        try bytes.write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try ArchiveIndex.build(archiveAt: path)
+            Issue.record("indexed")
+        } catch let error as BlobStreamError {
+            #expect(error.code == .corrupt && error.message.contains(path), "\(error)")
+        }
+    }
+
     @Test("a truncated tar.zst, or one with bytes after its last frame, cannot be indexed: a clear error naming it")
     func truncated() throws {
         let dir = try makeTemporaryDirectory("tzst-truncated")

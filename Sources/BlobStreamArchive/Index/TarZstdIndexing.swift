@@ -9,15 +9,23 @@ import Foundation
 // `--seekable`-style framing) is then decoded from its start.
 
 /// The decoding pass of a tar.zst index: the kit's zstd reader over the archive's source,
-/// recording each frame it decodes whole.
+/// recording each frame it decodes whole. A file in zstd's seekable format with a regular
+/// table (`parallel` workers allowing) is decoded on several threads instead, each frame
+/// checked against the table (place, sizes, checksum) before its bytes are handed out: the
+/// table's frames are then the ones recorded.
 final class ZstdTarDecompressor: TarDecompressor {
     let zstd: ZstdReader
     private let name: String
+    private let workers: Int
     private var opened = false
+    /// Decoding on several threads, through the file's seek table.
+    private(set) var parallel: ZstdParallelFrameReader?
 
-    /// Reads `source` (new, not opened: the pass opens and closes it).
-    init(source: any BlobDataSource, name: String) {
+    /// Reads `source` (new, not opened: the pass opens and closes it), on up to `workers`
+    /// threads.
+    init(source: any BlobDataSource, name: String, workers: Int = 1) {
         self.name = name
+        self.workers = workers
         zstd = ZstdReader(upstream: BlobUpstreamReader(source), name: name)
         zstd.recordsFrames = true
     }
@@ -32,15 +40,45 @@ final class ZstdTarDecompressor: TarDecompressor {
                     (error as? BlobStreamError)?.code ?? .sourceFailed, "\(name): failed to open: \(error)",
                     cause: error)
             }
+            if workers > 1 { try startParallel() }
         }
-        switch zstd.decode(into: buffer, capacity: capacity) {
+        switch parallel?.read(into: buffer, capacity: capacity) ?? zstd.decode(into: buffer, capacity: capacity) {
         case .bytes(let n): return n
         case .end: return 0
         case .failed(let error): throw error
         }
     }
 
+    /// Decodes in parallel when the file ends with a regular seek table that adds up.
+    private func startParallel() throws(BlobStreamError) {
+        guard let table = try? zstd.readSeekTable(), ZstdParallelFrameReader.canDecode(table, workers: workers) else {
+            try zstd.returnToDecodingPosition()
+            return
+        }
+        parallel = try ZstdParallelFrameReader(
+            table: table, offset: 0, upstream: zstd.upstream, name: name, windowLog: zstd.windowLog,
+            workers: workers)
+    }
+
+    /// Whether every compressed byte was decoded (or, in parallel, every frame the table
+    /// lists, the table being the rest of the file).
+    var isFinished: Bool {
+        if let parallel { return parallel.framesHandedOut == parallel.table.frames.count }
+        return zstd.isFinished
+    }
+
+    /// The frames decoded whole, in file order.
+    var frames: [ZstdSeekTable.Frame] { parallel?.table.frames ?? zstd.endedFrames }
+
+    /// Where the frames decoded end: the file's length (in parallel: its table's, checked
+    /// when it was read).
+    var compressedEnd: Int64? {
+        if parallel != nil { return zstd.upstream.length }
+        return zstd.compressedOffset
+    }
+
     func close() {
+        parallel?.stop()
         zstd.end()
         zstd.upstream.close()
     }
@@ -82,24 +120,25 @@ extension ArchiveIndex {
     /// Indexes the tar.zst `source` holds (new, not opened: the pass opens, reads and closes
     /// it), `identity` being the archive's: decodes it once (every frame's content checksum
     /// checked by libzstd where it has one), walks the tar headers in the decompressed bytes
-    /// with each member's CRC-32 computed on the way, and records every frame.
+    /// with each member's CRC-32 computed on the way, and records every frame. A seekable file
+    /// with a regular table is decoded on every core, each frame checked against the table.
     static func buildTarZstd(
         source: any BlobDataSource, name: String, identity: BlobContentIdentity
     ) throws(BlobStreamError) -> ArchiveIndex {
-        let decompressor = ZstdTarDecompressor(source: source, name: name)
+        let decompressor = ZstdTarDecompressor(
+            source: source, name: name, workers: ProcessInfo.processInfo.activeProcessorCount)
         defer { decompressor.close() }
         let members = try walkMembers(InflatedTarInput(producer: decompressor), path: name, layer: "zstd")
-        let zstd = decompressor.zstd
-        guard zstd.isFinished else {
+        guard decompressor.isFinished else {
             throw BlobStreamError(.sourceFailed, "archive '\(name)': the zstd stream did not reach its end")
         }
-        guard zstd.compressedOffset == identity.size else {
+        guard let end = decompressor.compressedEnd, end == identity.size else {
             throw BlobStreamError(
                 .changed,
-                "archive '\(name)': its zstd frames end at \(zstd.compressedOffset) bytes, the archive is \(identity.size): it changed while it was indexed"
+                "archive '\(name)': its zstd frames end at \(decompressor.compressedEnd ?? -1) bytes, the archive is \(identity.size): it changed while it was indexed"
             )
         }
-        var frames = zstd.endedFrames
+        var frames = decompressor.frames
         // Skippable frames after the last bytes (a seek table) hold nothing a member needs.
         while let last = frames.last, last.decompressedSize == 0, frames.count > 1 { frames.removeLast() }
         guard let table = ZstdSeekTable(frames: frames) else {
