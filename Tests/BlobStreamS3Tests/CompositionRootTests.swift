@@ -62,6 +62,23 @@ struct CompositionRootTests {
         }
     }
 
+    /// The shared store behind a proxy that logs every request, a bucket of its own, and the
+    /// tool's environment pointed at the proxy. The caller stops the proxy and cleans up.
+    static func proxiedStore() async throws -> (FaultProxy, StoreFixture, [String: String]) {
+        let store = try await SwiftStoreTestServer.shared()
+        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        let fixture: StoreFixture
+        do {
+            fixture = try await StoreFixture(endpoint: proxy.endpoint)
+        } catch {
+            proxy.stop()
+            throw error
+        }
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        return (proxy, fixture, environment)
+    }
+
     /// Fixtures/ConsumerPackage's `ComposedRead`, built by `make test` and `make tsan` before
     /// the tests (`swift build --product ComposedRead` in that folder).
     static let composedRead = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -75,13 +92,9 @@ struct CompositionRootTests {
             FileManager.default.isExecutableFile(atPath: Self.composedRead),
             "no \(Self.composedRead): build it first (cd Fixtures/ConsumerPackage && swift build --product ComposedRead)"
         )
-        let store = try await SwiftStoreTestServer.shared()
-        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        let (proxy, fixture, environment) = try await Self.proxiedStore()
         defer { proxy.stop() }
-        let fixture = try await StoreFixture(endpoint: proxy.endpoint)
         defer { fixture.cleanUp() }
-        var environment = S3ReadToolTests.environment(fixture)
-        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
         // A gzip object and its index beside it (built by the tool), and a tar and its member index.
         let (gz, text) = try S3GzipIndexTests.gzipObject(1_500_000, seed: 12)
         _ = try await fixture.client.putObject(fixture.location("t.gz"), body: ByteBuffer(bytes: gz))
@@ -145,13 +158,9 @@ struct CompositionRootTests {
         "cat --offset zstd:s3://… of a seekable file: its seek table from the object's end, asked for beside the first request; then one frame"
     )
     func seekTableBesideTheFirstRequest() async throws {
-        let store = try await SwiftStoreTestServer.shared()
-        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        let (proxy, fixture, environment) = try await Self.proxiedStore()
         defer { proxy.stop() }
-        let fixture = try await StoreFixture(endpoint: proxy.endpoint)
         defer { fixture.cleanUp() }
-        var environment = S3ReadToolTests.environment(fixture)
-        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
         let data = StoreFixture.bytes(3_000_000, seed: 31)
         let plain = fixture.folder.appendingPathComponent("data")
         try data.write(to: plain)

@@ -42,8 +42,6 @@ extension ArchiveIndex {
     static let maximumSamples = 1024
     /// The fixed part of a member record (format 3 offsets are in the inflated tar).
     static let memberRecordSize = 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 4
-    /// A tar.zst's frame record.
-    static let zstdFrameRecordSize = 8 + 8 + 1 + 4
 
     /// The index file's bytes (see `write(to:)`).
     public func encoded() -> Data {
@@ -103,14 +101,8 @@ extension ArchiveIndex {
             out += gzip
         }
         if format == .tarZstd {
-            let frames = zstdFrames?.frames ?? []
-            put(&out, UInt64(frames.count), 8)
-            for frame in frames {
-                put(&out, UInt64(frame.compressedSize), 8)
-                put(&out, UInt64(frame.decompressedSize), 8)
-                out.append(frame.checksum == nil ? 0 : 1)
-                put(&out, UInt64(frame.checksum ?? 0), 4)
-            }
+            put(&out, UInt64(zstdFrames?.frames.count ?? 0), 8)
+            zstdFrames?.appendRecords(to: &out)
         }
         let crc = out.withUnsafeBytes { ZlibCRC32.update(0, $0) }
         put(&out, UInt64(crc), 4)
@@ -279,31 +271,12 @@ extension ArchiveIndex {
     ) throws -> ZstdSeekTable {
         guard end - reader.position >= 8 else { throw bad("the zstd frame table is missing") }
         let count = try reader.take(8)
-        guard count > 0, count <= UInt64((end - reader.position) / zstdFrameRecordSize) else {
+        guard count > 0, count <= UInt64((end - reader.position) / ZstdSeekTable.recordSize) else {
             throw bad("it claims \(count) zstd frames, not 1 to what its bytes can hold")
         }
-        var frames: [ZstdSeekTable.Frame] = []
-        frames.reserveCapacity(Int(count))
-        var compressed: Int64 = 0
-        var decompressed: Int64 = 0
-        for k in 0..<Int(count) {
-            let compressedSize = try reader.take(8)
-            let decompressedSize = try reader.take(8)
-            let flags = UInt8(try reader.take(1))
-            let checksum = UInt32(try reader.take(4))
-            guard compressedSize > 0, compressedSize <= UInt64(archiveSize - compressed), flags & ~1 == 0,
-                decompressedSize <= UInt64(Int64.max - decompressed)
-            else { throw bad("zstd frame \(k) lies outside the \(archiveSize)-byte archive") }
-            frames.append(
-                ZstdSeekTable.Frame(
-                    compressedOffset: compressed, compressedSize: Int64(compressedSize),
-                    decompressedOffset: decompressed, decompressedSize: Int64(decompressedSize),
-                    checksum: flags & 1 != 0 ? checksum : nil))
-            compressed += Int64(compressedSize)
-            decompressed += Int64(decompressedSize)
-        }
-        guard let table = ZstdSeekTable(frames: frames) else { throw bad("its zstd frames do not follow one another") }
-        return table
+        return try ZstdSeekTable(
+            records: Int(count), fileSize: archiveSize, take: { (n: Int) throws(any Error) in try reader.take(n) },
+            bad: { (what: String) -> any Error in bad(what) })
     }
 
     private func put(_ out: inout [UInt8], _ value: UInt64, _ count: Int) {

@@ -43,7 +43,6 @@ public struct ZstdFrameIndex: Sendable, Equatable {
     static let magic: [UInt8] = Array("BLOBZIDX".utf8)
     /// The version this library writes and reads.
     public static let formatVersion: UInt16 = 1
-    static let frameRecordSize = 8 + 8 + 1 + 4
     static let maximumSamples = 1024
     static let maximumEntityTagLength = 1024
 
@@ -130,7 +129,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
     /// The index file's bytes (see "The file").
     public func encoded() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64 + frames.frames.count * Self.frameRecordSize)
+        out.reserveCapacity(64 + frames.frames.count * ZstdSeekTable.recordSize)
         func put(_ value: UInt64, _ count: Int) {
             for i in 0..<count { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
         }
@@ -146,12 +145,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         put(UInt64(tag.count), 2)
         out += tag
         put(UInt64(frames.frames.count), 8)
-        for frame in frames.frames {
-            put(UInt64(frame.compressedSize), 8)
-            put(UInt64(frame.decompressedSize), 8)
-            out.append(frame.checksum == nil ? 0 : 1)
-            put(UInt64(frame.checksum ?? 0), 4)
-        }
+        frames.appendRecords(to: &out)
         for crc in samples { put(UInt64(crc), 4) }
         let crc = out.withUnsafeBytes { ZlibCRC32.update(0, $0) }
         put(UInt64(crc), 4)
@@ -201,32 +195,13 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         let tagBytes = Array(bytes[position..<(position + tagLength)])
         position += tagLength
         let count = take(8)
-        guard count > 1, count <= UInt64((end - position) / Self.frameRecordSize),
-            Int(count) * Self.frameRecordSize + 4 * sampleCount == end - position
+        guard count > 1, count <= UInt64((end - position) / ZstdSeekTable.recordSize),
+            Int(count) * ZstdSeekTable.recordSize + 4 * sampleCount == end - position
         else { throw bad("it claims \(count) frames and \(sampleCount) samples, not what its bytes hold") }
-        var frames: [ZstdSeekTable.Frame] = []
-        frames.reserveCapacity(Int(count))
-        var compressed: Int64 = 0
-        var decompressed: Int64 = 0
-        for k in 0..<Int(count) {
-            let compressedSize = take(8)
-            let decompressedSize = take(8)
-            let flags = UInt8(take(1))
-            let checksum = UInt32(take(4))
-            guard compressedSize > 0, compressedSize <= UInt64(size - compressed), flags & ~1 == 0,
-                decompressedSize <= UInt64(Int64.max - decompressed)
-            else { throw bad("frame \(k) lies outside the \(size)-byte file") }
-            frames.append(
-                ZstdSeekTable.Frame(
-                    compressedOffset: compressed, compressedSize: Int64(compressedSize),
-                    decompressedOffset: decompressed, decompressedSize: Int64(decompressedSize),
-                    checksum: flags & 1 != 0 ? checksum : nil))
-            compressed += Int64(compressedSize)
-            decompressed += Int64(decompressedSize)
-        }
+        let table = try ZstdSeekTable(
+            records: Int(count), fileSize: size, take: { (n: Int) throws(BlobStreamError) in take(n) }, bad: bad)
         var samples: [UInt32] = []
         for _ in 0..<sampleCount { samples.append(UInt32(take(4))) }
-        guard let table = ZstdSeekTable(frames: frames) else { throw bad("its frames do not follow one another") }
         var identity = BlobContentIdentity(size: size, modified: modified, sampleCRC32s: samples)
         if tagLength > 0 {
             guard let tag = String(validating: tagBytes, as: UTF8.self) else { throw bad("its ETag is not UTF-8") }

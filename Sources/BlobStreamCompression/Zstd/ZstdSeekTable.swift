@@ -98,6 +98,54 @@ public struct ZstdSeekTable: Sendable, Equatable {
         self.hasChecksums = !frames.isEmpty && frames.allSatisfy { $0.decompressedSize == 0 || $0.checksum != nil }
     }
 
+    /// The size of a frame's record in an index file of this library (`appendRecords(to:)`).
+    package static let recordSize = 8 + 8 + 1 + 4
+
+    /// Appends each frame's record, little-endian, as an index file of this library keeps
+    /// its frames: compressed size u64 | decompressed size u64 | flags u8 (1 checksum) |
+    /// checksum u32. Offsets are not written: the frames follow one another from 0.
+    package func appendRecords(to out: inout [UInt8]) {
+        func put(_ value: UInt64, _ count: Int) {
+            for i in 0..<count { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
+        }
+        for frame in frames {
+            put(UInt64(frame.compressedSize), 8)
+            put(UInt64(frame.decompressedSize), 8)
+            out.append(frame.checksum == nil ? 0 : 1)
+            put(UInt64(frame.checksum ?? 0), 4)
+        }
+    }
+
+    /// Reads `count` frame records (`appendRecords(to:)`) through `take` (the next `n` bytes,
+    /// little-endian), each checked to lie inside a file of `fileSize` bytes; `bad` makes the
+    /// error that says what does not.
+    package init<E: Error>(
+        records count: Int, fileSize: Int64, take: (Int) throws(E) -> UInt64, bad: (String) -> E
+    ) throws(E) {
+        var frames: [Frame] = []
+        frames.reserveCapacity(count)
+        var compressed: Int64 = 0
+        var decompressed: Int64 = 0
+        for k in 0..<count {
+            let compressedSize = try take(8)
+            let decompressedSize = try take(8)
+            let flags = UInt8(try take(1))
+            let checksum = UInt32(try take(4))
+            guard compressedSize > 0, compressedSize <= UInt64(fileSize - compressed), flags & ~1 == 0,
+                decompressedSize <= UInt64(Int64.max - decompressed)
+            else { throw bad("zstd frame \(k) lies outside the \(fileSize)-byte file") }
+            frames.append(
+                Frame(
+                    compressedOffset: compressed, compressedSize: Int64(compressedSize),
+                    decompressedOffset: decompressed, decompressedSize: Int64(decompressedSize),
+                    checksum: flags & 1 != 0 ? checksum : nil))
+            compressed += Int64(compressedSize)
+            decompressed += Int64(decompressedSize)
+        }
+        guard let table = ZstdSeekTable(frames: frames) else { throw bad("its zstd frames do not follow one another") }
+        self = table
+    }
+
     /// The bytes before the table: where its skippable frame starts.
     public var compressedLength: Int64 { frames.last.map { $0.compressedOffset + $0.compressedSize } ?? 0 }
 
