@@ -47,7 +47,7 @@ package struct UploadArguments: ParsableArguments {
 
     @Flag(
         help:
-            "Build the object's index from the bytes as they go out (a tar, a tar.gz or any gzip: told from the bytes) and write it once the object is whole, bound to it as `index URL` binds it: beside an s3:// object (KEY.blobidx, KEY.gzidx), or where --index-output says (needed for an http(s):// target)."
+            "Build the object's index from the bytes as they go out (a tar, a tar.gz or any gzip, a tar.zst or a .zst in many frames: told from the bytes) and write it once the object is whole, bound to it as `index URL` binds it: beside an s3:// object (KEY.blobidx, KEY.gzidx), or where --index-output says (needed for an http(s):// target)."
     )
     package var buildIndex = false
 

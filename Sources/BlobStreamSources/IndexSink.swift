@@ -2,6 +2,7 @@ import BlobStream
 import BlobStreamArchive
 import BlobStreamCompression
 import BlobStreamFiles
+import BlobStreamZstd
 import Foundation
 
 #if canImport(Glibc)
@@ -14,7 +15,8 @@ import Foundation
 ///
 /// The format is told from the first bytes, never from a name: gzip's magic (a member index
 /// with its gzip seek points when the gzip stream holds a tar, else the gzip seek points
-/// alone), or a ustar header at offset 257 (a plain tar). Other bytes get no index, and
+/// alone), zstd's (a member index with its frames when the stream holds a tar, else a frame
+/// index when it is in many frames), or a ustar header at offset 257 (a plain tar). Other bytes get no index, and
 /// `finish(identity:)` says why (a zip's member index comes from its central directory, at
 /// its end; index it once it is stored).
 ///
@@ -39,6 +41,8 @@ public final class IndexSink: @unchecked Sendable {
         case archive(ArchiveIndex)
         /// The seek points of a gzip stream that holds no tar.
         case gzip(GzipIndex)
+        /// The frames of a zstd stream in many frames that holds no tar.
+        case zstd(ZstdFrameIndex)
         /// No index: the bytes are not a format a builder takes from a stream, and why.
         case none(reason: String)
     }
@@ -118,6 +122,9 @@ public final class IndexSink: @unchecked Sendable {
             try check(index.compressedSize, total, identity)
             index.identity = identity
             return .gzip(index)
+        case .zstd(let index):
+            try check(index.frames.compressedLength <= total ? total : index.frames.compressedLength, total, identity)
+            return .zstd(ZstdFrameIndex(frames: index.frames, identity: identity))
         }
     }
 
@@ -192,7 +199,7 @@ public final class IndexSink: @unchecked Sendable {
 
     /// The builders a stream can be fed to.
     private enum Builder {
-        case gzip, tar
+        case gzip, tar, zstd
     }
 
     /// The builder the format of `bytes` takes, or why none does.
@@ -200,6 +207,7 @@ public final class IndexSink: @unchecked Sendable {
         if bytes.starts(with: [0x1F, 0x8B]) {
             return .success(.gzip)
         }
+        if bytes.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) { return .success(.zstd) }
         if bytes.count >= 262, bytes[257..<262].elementsEqual("ustar".utf8) { return .success(.tar) }
         let why: String
         if bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) || bytes.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
@@ -207,7 +215,8 @@ public final class IndexSink: @unchecked Sendable {
         } else if bytes.starts(with: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) {
             why = "xz: a tar.xz's member index is built from a file only"
         } else {
-            why = "the bytes are neither gzip (no 1f 8b at their start) nor a tar (no ustar header at offset 257)"
+            why =
+                "the bytes are neither gzip (no 1f 8b at their start), zstd (no 28 b5 2f fd) nor a tar (no ustar header at offset 257)"
         }
         return .failure(BlobStreamError(.unsupported, "\(name): no index: \(why)"))
     }
@@ -223,6 +232,20 @@ public final class IndexSink: @unchecked Sendable {
                 }
             case .tar:
                 return .success(.archive(try ArchiveIndex.buildTar(streamedFrom: source, name: name)))
+            case .zstd:
+                switch try ArchiveIndex.buildZstd(streamedFrom: source, name: name) {
+                case .archive(let index): return .success(.archive(index))
+                case .frames(let table) where table.frames.filter({ $0.decompressedSize > 0 }).count < 2:
+                    return .success(
+                        .none(
+                            reason:
+                                "\(name): no index: it is one zstd frame, which cannot be entered midway (blobstream compress --seekable writes frames, and a seek table that needs no index)"
+                        ))
+                case .frames(let table):
+                    let placeholder = BlobContentIdentity(
+                        size: table.compressedLength, modified: .init(seconds: 0, nanoseconds: 0), sampleCRC32s: [])
+                    return .success(.zstd(ZstdFrameIndex(frames: table, identity: placeholder)))
+                }
             }
         } catch {
             return .failure(error)

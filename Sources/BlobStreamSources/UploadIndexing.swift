@@ -92,6 +92,7 @@ public final class UploadIndexing: Sendable {
         case .none(let reason): return .notIndexed(reason: reason)
         case .archive(let index): built = .archive(index)
         case .gzip(let index): built = .gzip(index)
+        case .zstd(let index): built = .zstd(index)
         }
         return .kept(try await sources.keep(built, of: url, serverOrigin: origin, at: destination))
     }

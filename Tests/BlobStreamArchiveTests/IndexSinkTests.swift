@@ -98,6 +98,82 @@ struct IndexSinkTests {
     }
 
     @Test(
+        "a tar.zst fed in pieces (one frame, or frames and a seek table) gives the member index the file gives; members read through it",
+        arguments: [false, true])
+    func tarZstd(seekable: Bool) throws {
+        let fixtures = try ArchiveFixtures.get()
+        let dir = try makeTemporaryDirectory("index-sink-zst")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let tar = try #require(fixtures.archives["pax.tar"])
+        let path = dir + "/a.tar.zst"
+        if seekable {
+            let compressor = try ZstdSeekableCompressor(level: 3, frameSize: 32 * 1024)
+            var out = Data()
+            try Data(contentsOf: URL(fileURLWithPath: tar)).withUnsafeBytes { bytes in
+                try compressor.append(bytes) { out.append(contentsOf: $0) }
+            }
+            try compressor.finish { out.append(contentsOf: $0) }
+            try out.write(to: URL(fileURLWithPath: path))
+        } else {
+            try run("zstd", ["-q", "--check", tar, "-o", path])
+        }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let fromFile = try ArchiveIndex.build(archiveAt: path)
+        let sink = IndexSink(name: path)
+        Self.feed(bytes, to: sink, pieces: [1, 7, 4_093])
+        let identity = try BlobContentIdentity(ofFileAtPath: path)
+        guard case .archive(let index) = try sink.finish(identity: identity) else {
+            Issue.record("no member index")
+            return
+        }
+        #expect(index.format == .tarZstd && index.identity == identity)
+        #expect(index.members == fromFile.members)
+        #expect(index.zstdFrames == fromFile.zstdFrames)
+        for name in ArchiveIndexTests.members(index) {
+            let read = drain(ArchiveMemberDataSource(archive: path, member: name, index: .index(index)))
+            #expect(read.error == nil && read.data == fixtures.files[stripDotSlash(name)], "\(name)")
+        }
+    }
+
+    @Test("a .zst in many frames fed in pieces gives its frame index; one frame gives none, and says why")
+    func zstdFrames() throws {
+        let dir = try makeTemporaryDirectory("index-sink-zstd-frames")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let plain = randomBytes(300_000, seed: 9) + Data(repeating: 0x62, count: 300_000)
+        try write(plain, to: dir + "/plain")
+        try run(
+            "sh",
+            [
+                "-c",
+                "cd '\(dir)' && split -b 100000 plain p. && for f in p.*; do zstd -q -c --check \"$f\"; done > frames.zst && zstd -q -c plain > one.zst",
+            ])
+        let frames = try Data(contentsOf: URL(fileURLWithPath: dir + "/frames.zst"))
+        let sink = IndexSink(name: "frames.zst")
+        Self.feed(frames, to: sink, pieces: [3, 65_537])
+        let identity = try BlobContentIdentity(ofFileAtPath: dir + "/frames.zst")
+        guard case .zstd(let index) = try sink.finish(identity: identity) else {
+            Issue.record("no frame index")
+            return
+        }
+        #expect(index == (try ZstdFrameIndex.build(fileAtPath: dir + "/frames.zst")))
+        #expect(index.frames.frames.count == 6)
+        let one = try Data(contentsOf: URL(fileURLWithPath: dir + "/one.zst"))
+        let oneSink = IndexSink(name: "one.zst")
+        Self.feed(one, to: oneSink, pieces: [65_536])
+        guard case .none(let reason) = try oneSink.finish(identity: Self.objectIdentity(size: one.count)) else {
+            Issue.record("an index of one frame")
+            return
+        }
+        #expect(reason.contains("one.zst") && reason.contains("one zstd frame"), "\(reason)")
+        // A flipped byte in a frame: an error, never an index.
+        var damaged = frames
+        damaged[frames.count / 2] ^= 0x08
+        let bad = IndexSink(name: "damaged.zst")
+        Self.feed(damaged, to: bad, pieces: [10_000])
+        #expect(throws: BlobStreamError.self) { _ = try bad.finish(identity: Self.objectIdentity(size: damaged.count)) }
+    }
+
+    @Test(
         "bytes no builder takes from a stream: no index, and a reason naming the format",
         arguments: [
             ("zip", Data([0x50, 0x4B, 0x03, 0x04]) + Data(repeating: 0, count: 100), "central directory"),

@@ -75,6 +75,47 @@ struct S3UploadIndexTests {
         }
     }
 
+    @Test(
+        "a seekable tar.zst from a pipe: KEY.blobidx beside it, equal to what index s3:// builds; members read through it"
+    )
+    func tarZstdIndexed() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (gz, members) = try await Self.tarGzip(in: fixture)
+        let path = fixture.folder.appendingPathComponent("a.tar.zst").path
+        let environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        let made = try await S3Tool.run(
+            ["compress", "--seekable", "--frame-size", "1MiB", "gzip:" + gz, "-o", path], environment: environment)
+        try #require(made.status == 0, "\(made.stderr)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let key = "up/a.tar.zst"
+        let upload = try await S3Tool.run(
+            [
+                "upload", "-", "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", fixture.store.endpoint,
+                "--part-size", "5MiB", "--build-index",
+            ], environment: environment, stdin: bytes)
+        #expect(upload.status == 0, "\(upload.stderr)")
+        let built = try ArchiveIndex(decoding: try await fixture.stored(key + ".blobidx"), name: "built")
+        #expect(built.format == .tarZstd && built.identity.entityTag != nil)
+        #expect((built.zstdFrames?.frames.count ?? 0) > 10)
+        let copy = "up/copy.tar.zst"
+        _ = try await S3Tool.run(
+            ["upload", path, "--to", "s3://\(fixture.bucket)/\(copy)", "--endpoint-url", fixture.store.endpoint],
+            environment: environment)
+        let readEnvironment = S3ReadToolTests.environment(fixture)
+        let indexed = try await S3ReadToolTests.run(
+            ["index", "s3://\(fixture.bucket)/\(copy)"], environment: readEnvironment)
+        #expect(indexed.status == 0, "\(indexed.stderr)")
+        let reference = try ArchiveIndex(decoding: try await fixture.stored(copy + ".blobidx"), name: "reference")
+        #expect(built.members == reference.members && built.zstdFrames == reference.zstdFrames)
+        for (name, data) in members {
+            let read = try await S3ReadToolTests.run(
+                ["cat", "--verbose", "archive:s3://\(fixture.bucket)/\(key)!/\(name)"], environment: readEnvironment)
+            #expect(read.status == 0 && read.stdout == data, "\(name): \(read.stderr)")
+            #expect(read.stderr.contains("found through its member index"), "\(name): \(read.stderr)")
+        }
+    }
+
     @Test("a gzip that holds no tar, from a file: KEY.gzidx beside it; reads at an offset through it")
     func gzipIndexed() async throws {
         let fixture = try await StoreFixture()

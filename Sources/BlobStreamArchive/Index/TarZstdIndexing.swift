@@ -148,6 +148,51 @@ extension ArchiveIndex {
     }
 }
 
+extension ArchiveIndex {
+    /// What a zstd stream gave: a member index (it holds a tar), or its frames alone.
+    package enum ZstdStreamIndex {
+        case archive(ArchiveIndex)
+        case frames(ZstdSeekTable)
+    }
+
+    /// Indexes the zstd stream `source` streams (new, not opened; read once, in order, never
+    /// seeked: a pipe will do), in one pass: when its first 512 decompressed bytes are a ustar
+    /// header, the member index of the tar it holds (its identity a placeholder of the
+    /// compressed size: `bind(to:)` gives it the archive's); otherwise its frames (every
+    /// frame's checksum checked either way).
+    package static func buildZstd(streamedFrom source: any BlobDataSource, name: String) throws(BlobStreamError)
+        -> ZstdStreamIndex
+    {
+        let decompressor = ZstdTarDecompressor(source: source, name: name)
+        defer { decompressor.close() }
+        let input = InflatedTarInput(producer: decompressor)
+        let isTar =
+            (try? input.bytes(at: 0, count: 512, what: "the first header"))
+            .map { $0[257..<262].elementsEqual("ustar".utf8) } ?? false
+        var members: [Member] = []
+        if isTar {
+            members = try walkMembers(input, path: name, layer: "zstd")
+        } else {
+            do {
+                try input.drain()
+            } catch {
+                throw BlobStreamError(error.code, "\(name): \(error.message)", cause: error.cause)
+            }
+        }
+        guard decompressor.isFinished, let end = decompressor.compressedEnd else {
+            throw BlobStreamError(.sourceFailed, "\(name): the zstd stream did not reach its end")
+        }
+        var frames = decompressor.frames
+        while let last = frames.last, last.decompressedSize == 0, frames.count > 1 { frames.removeLast() }
+        guard let table = ZstdSeekTable(frames: frames) else {
+            throw BlobStreamError(.sourceFailed, "\(name): its zstd frames do not follow one another")
+        }
+        guard isTar else { return .frames(table) }
+        let placeholder = BlobContentIdentity(size: end, modified: .init(seconds: 0, nanoseconds: 0), sampleCRC32s: [])
+        return .archive(ArchiveIndex(format: .tarZstd, identity: placeholder, members: members, zstdFrames: table))
+    }
+}
+
 /// A tar.zst member read through an index (`ArchiveIndex.Format.tarZstd`): decoding starts at
 /// the frame that holds the member's header, each frame from there checked against the
 /// index's record of it (where it starts, its sizes, its checksum) as well as by libzstd. A
