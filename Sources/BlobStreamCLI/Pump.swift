@@ -16,6 +16,26 @@ package func pump(
     _ stream: BlobInputStream, name: String, progress: ProgressLine? = nil, limit: Int64? = nil,
     unverifiedPrefix: Bool = false, sendingToPipe: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> Void
 ) throws {
+    guard sendingToPipe else {
+        return try pump(stream, name: name, progress: progress, limit: limit, unverifiedPrefix: unverifiedPrefix, body)
+    }
+    // Into a pipe: the chunks read (decoded) are written on a thread of their own, so that the
+    // next chunk is decoded while the last is copied into the pipe.
+    try withoutActuallyEscaping(body) { body in
+        let writer = PipeWriter(size: 128 * 1024, count: 4, consume: body)
+        defer { writer.stop() }
+        try pump(
+            stream, name: name, progress: progress, limit: limit, unverifiedPrefix: unverifiedPrefix, writer: writer,
+            body)
+    }
+}
+
+/// `pump` itself; with `writer` (into a pipe), chunks read go through it, and it is drained
+/// before anything else is written.
+private func pump(
+    _ stream: BlobInputStream, name: String, progress: ProgressLine?, limit: Int64?, unverifiedPrefix: Bool,
+    writer: PipeWriter? = nil, _ body: (UnsafeRawBufferPointer) throws -> Void
+) throws {
     let size = 128 * 1024
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
     defer { buffer.deallocate() }
@@ -23,10 +43,11 @@ package func pump(
     var total: Int64 = 0
     var lent: UnsafeMutablePointer<UInt8>?
     var lentCount = 0
-    var regions = sendingToPipe ? StoredRegions(stream) : nil
+    var regions = writer != nil ? StoredRegions(stream) : nil
     while limit.map({ total < $0 }) ?? true {
         let left = limit.map { $0 - total }
         if let region = regions?.next() {
+            try writer?.drain()
             let count = left.map { min($0, region.count) } ?? region.count
             let moved = try Console.sendOut(from: region.descriptor, offset: region.offset, count: count)
             if moved > 0 {
@@ -45,21 +66,26 @@ package func pump(
         // A source that has a buffer of its own (an archive member) lends it: no copy.
         if stream.getBuffer(&lent, length: &lentCount), let lent {
             let count = left.map { Int(min(Int64(lentCount), $0)) } ?? lentCount
+            try writer?.drain()
             try body(UnsafeRawBufferPointer(start: lent, count: count))
             total += Int64(count)
             progress?.update(total)
             continue
         }
-        let n = stream.read(bytes, maxLength: left.map { Int(min(Int64(size), $0)) } ?? size)
+        let slot = try writer?.slot()
+        let into = slot?.buffer.assumingMemoryBound(to: UInt8.self) ?? bytes
+        let n = stream.read(into, maxLength: left.map { Int(min(Int64(size), $0)) } ?? size)
+        if let slot { writer?.submit(slot.index, count: max(n, 0)) }
         if n == 0 { break }
         if n < 0 {
             progress?.finish()
             throw failure(name, stream.streamError ?? BlobStreamError(.closed, "the stream closed before its end"))
         }
-        try body(UnsafeRawBufferPointer(start: buffer, count: n))
+        if writer == nil { try body(UnsafeRawBufferPointer(start: buffer, count: n)) }
         total += Int64(n)
         progress?.update(total)
     }
+    try writer?.drain()
     if let limit, total == limit, !unverifiedPrefix {
         do {
             try stream.readOnToCheckPoint()

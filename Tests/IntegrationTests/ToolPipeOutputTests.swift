@@ -64,4 +64,36 @@ struct ToolPipeOutputTests {
         #expect(truncated.stderr.contains("r.bin") && truncated.stderr.contains("truncated"), "\(truncated.stderr)")
         #expect(truncated.stdout == r.prefix(truncated.stdout.count))
     }
+
+    @Test(
+        "decoded sources into a pipe (written on a thread of their own) between files sent whole: the bytes in order; a reader that stops early ends the run"
+    )
+    func decodedAndSentInOrder() async throws {
+        let folder = try Folder()
+        let made = try await Tool.shell(
+            """
+            set -e; cd \(folder.path("")); head -c 3000000 /dev/urandom > r.bin; seq 1 300000 > a.txt
+            zstd -q -c a.txt > a.zst; gzip -c r.bin > r.gz; mkdir t; cp r.bin t/; tar -cf t.tar -C t r.bin
+            zstd -q -c r.bin > r.zst
+            """)
+        try #require(made.status == 0, "\(made.stderr)")
+        let r = try Data(contentsOf: URL(fileURLWithPath: folder.path("r.bin")))
+        let a = try Data(contentsOf: URL(fileURLWithPath: folder.path("a.txt")))
+        let sources = [
+            "zstd:" + folder.path("a.zst"), folder.path("r.bin"), "gzip:" + folder.path("r.gz"),
+            folder.path("t.tar") + "!/r.bin", "zstd:" + folder.path("a.zst"),
+        ]
+        let mixed = try await Tool.blobstream(["cat"] + sources)
+        #expect(mixed.status == 0, "\(mixed.stderr)")
+        #expect(Tool.sha256(mixed.stdout) == Tool.sha256(a + r + r + r + a))
+        let part = try await Tool.blobstream([
+            "cat", "--offset", "1000", "--length", "2000000", "zstd:" + folder.path("r.zst"),
+        ])
+        #expect(part.status == 0 && Tool.sha256(part.stdout) == Tool.sha256(r[1000..<2_001_000]), "\(part.stderr)")
+        // The pipe's reader goes after 1000 bytes: the tool ends (no hang), with nothing more to say
+        // on stdout than what was taken.
+        let early = try await Tool.shell(
+            "\"$BLOBSTREAM\" cat zstd:\(folder.path("r.zst")) zstd:\(folder.path("r.zst")) | head -c 1000 | wc -c")
+        #expect(early.text.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "\(early.text) \(early.stderr)")
+    }
 }
