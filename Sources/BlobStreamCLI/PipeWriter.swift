@@ -42,7 +42,9 @@ final class PipeWriter: @unchecked Sendable {
         thread.start()
     }
 
-    deinit { slots.forEach { $0.deallocate() } }
+    deinit {
+        for slot in slots { slot.deallocate() }
+    }
 
     /// A free slot to read the next chunk into (waits while every slot is full).
     ///
