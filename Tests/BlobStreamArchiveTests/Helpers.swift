@@ -6,6 +6,7 @@ import Crypto
 import Foundation
 @_exported import SharedTestHelpers
 import Synchronization
+import Testing
 
 // Helpers shared by the archive tests: running bsdtar / GNU tar / ar, a temporary folder,
 // deterministic bytes, draining a stream, pipes.
@@ -157,4 +158,40 @@ func removeAtExit(_ path: String) {
             for path in leftovers.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
         }
     }
+}
+
+/// Changes one byte of the archive at `path` in its second half that the index's identity does
+/// not sample (its modification time kept, to the nanosecond), so that a read through `index`
+/// goes on and meets the damage in the compressed data; then reads every member of `files`
+/// through the index. Returns how many failed: each failure is `.corrupt` or `.truncated` and
+/// names the member and the archive; every member that reads cleanly has its bytes.
+func membersFailedAfterAnUnsampledFlip(
+    archive path: String, index: ArchiveIndex, files: [String: Data]
+) throws -> Int {
+    let pristine = try Data(contentsOf: URL(fileURLWithPath: path))
+    try run("cp", ["-p", path, path + ".time"])
+    var flipped: Int?
+    for candidate in stride(from: pristine.count / 2, to: pristine.count - 4096, by: 7_919) {
+        var damaged = pristine
+        damaged[candidate] ^= 0x20
+        try damaged.write(to: URL(fileURLWithPath: path))
+        try run("touch", ["-r", path + ".time", path])
+        if (try? index.check(againstFileAtPath: path)) != nil {
+            flipped = candidate
+            break
+        }
+    }
+    #expect(flipped != nil, "no byte outside the identity's samples")
+    var failures = 0
+    for (name, expected) in files {
+        let result = drain(ArchiveMemberDataSource(archive: path, member: name, index: .index(index)))
+        if let error = result.error {
+            failures += 1
+            #expect(error.code == .corrupt || error.code == .truncated, "\(name): \(error.code)")
+            #expect(error.message.contains(name) && error.message.contains(path), "\(error.message)")
+        } else {
+            #expect(result.data == expected, "\(name)")
+        }
+    }
+    return failures
 }

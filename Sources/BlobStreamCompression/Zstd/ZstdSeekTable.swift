@@ -146,6 +146,21 @@ public struct ZstdSeekTable: Sendable, Equatable {
         self = table
     }
 
+    /// A table of `frames` placed one after another from offset 0 (their sizes and checksums
+    /// as given, their offsets made again); nil when a size is not positive.
+    package static func placing(_ frames: [Frame]) -> ZstdSeekTable? {
+        var placed = frames
+        var compressed: Int64 = 0
+        var decompressed: Int64 = 0
+        for i in placed.indices {
+            placed[i].compressedOffset = compressed
+            placed[i].decompressedOffset = decompressed
+            compressed += placed[i].compressedSize
+            decompressed += placed[i].decompressedSize
+        }
+        return ZstdSeekTable(frames: placed)
+    }
+
     /// The bytes before the table: where its skippable frame starts.
     public var compressedLength: Int64 { frames.last.map { $0.compressedOffset + $0.compressedSize } ?? 0 }
 
