@@ -47,7 +47,7 @@ package struct S3UploadArguments: ParsableArguments {
 
     @Option(
         help:
-            "The S3 checksum stored beside the object: CRC32, CRC32C, SHA1, SHA256 or CRC64NVME (as awscli's; without it, CRC32 when the store keeps S3 checksums, unless AWS_REQUEST_CHECKSUM_CALCULATION=when_required)."
+            "The S3 checksum stored beside the object: CRC32, CRC32C, SHA1, SHA256 or CRC64NVME (as awscli's; without it, the full-object CRC64NVME when the store keeps S3 checksums; the upload prints the object's CRC64NVME in any case, unless AWS_REQUEST_CHECKSUM_CALCULATION=when_required)."
     )
     package var checksumAlgorithm: String?
 

@@ -13,10 +13,12 @@ struct UploadChecks: Sendable {
     /// True when the store said it keeps the checksum.
     var stored: Bool
 
-    /// What to compute over a part: its check, its checksum, and its MD5 when it is to be
-    /// compared with a part already stored (`comparing`).
+    /// What to compute over a part: its check, its checksum, its CRC-64/NVME (every upload
+    /// reports the object's), and its MD5 when it is to be compared with a part already
+    /// stored (`comparing`).
     func plan(comparing: Bool) -> DigestPlan {
-        DigestPlan(sha256: body == .payloadSHA256, md5: body == .contentMD5 || comparing, checksum: checksum)
+        DigestPlan(
+            sha256: body == .payloadSHA256, md5: body == .contentMD5 || comparing, checksum: checksum, crc64nvme: true)
     }
 }
 
@@ -37,9 +39,10 @@ extension S3UploadOptions {
         ].compactMap { name, value in value.map { (name, $0) } }
     }
 
-    /// The checksum asked for, or sent anyway (`.whenSupported`: CRC-32, as botocore).
+    /// The checksum asked for, or sent anyway (`.whenSupported`: the full-object CRC-64/NVME,
+    /// which every upload computes, and which S3 keeps for an object sent with none).
     var checksumToAsk: S3ChecksumAlgorithm? {
-        checksumAlgorithm ?? (checksumCalculation == .whenSupported ? .crc32 : nil)
+        checksumAlgorithm ?? (checksumCalculation == .whenSupported ? .crc64nvme : nil)
     }
 
     /// `error` from PutObject or CreateMultipartUpload, its message naming the setting the

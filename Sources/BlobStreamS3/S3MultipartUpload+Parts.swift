@@ -12,6 +12,16 @@ extension S3MultipartUpload {
         var sent: Bool
         var size: Int
         var checksum: S3Checksum?
+        var crc64nvme: S3Checksum?
+
+        init(number: Int, size: Int, sent: (etag: String, sent: Bool, digest: PartDigest)) {
+            self.number = number
+            self.etag = sent.etag
+            self.sent = sent.sent
+            self.size = size
+            checksum = sent.digest.checksum
+            crc64nvme = sent.digest.crc64nvme
+        }
     }
 
     /// What the parts have come to so far, for progress and the result.
@@ -23,7 +33,7 @@ extension S3MultipartUpload {
             var bytes: Int64 = 0
             var sent = 0
             var bytesSent: Int64 = 0
-            var parts: [Int: (etag: String, checksum: S3Checksum?)] = [:]
+            var parts: [Int: (etag: String, checksum: S3Checksum?, crc64nvme: S3Checksum?)] = [:]
         }
         private let state = NIOLockedValueBox(State())
 
@@ -35,7 +45,7 @@ extension S3MultipartUpload {
                     $0.sent += 1
                     $0.bytesSent += Int64(outcome.size)
                 }
-                $0.parts[outcome.number] = (outcome.etag, outcome.checksum)
+                $0.parts[outcome.number] = (outcome.etag, outcome.checksum, outcome.crc64nvme)
                 return $0.bytes
             }
         }
@@ -47,6 +57,15 @@ extension S3MultipartUpload {
         /// The parts in order, for CompleteMultipartUpload.
         var parts: [S3CompletedPart] {
             checksummedParts.map { S3CompletedPart(number: $0.number, etag: $0.etag, checksum: $0.checksum?.base64) }
+        }
+
+        /// The object's CRC-64/NVME (base64), combined from its parts' (nil unless every part
+        /// has one).
+        var crc64nvme: String? {
+            let values = state.withLockedValue { $0.parts.sorted { $0.key < $1.key }.map(\.value.crc64nvme) }
+            let parts = values.compactMap { $0 }
+            guard parts.count == values.count else { return nil }
+            return S3Checksum.object(parts, type: .fullObject)
         }
 
         /// The parts in order with their checksums.
@@ -76,16 +95,15 @@ extension S3MultipartUpload {
                 let size = Int(min(Int64(partSize), length - offset))
                 group.addTask {
                     if size > options.filePartInMemoryLimit {
-                        let (etag, sent, checksum) = try await sendStreamedPart(
+                        let sent = try await sendStreamedPart(
                             offset: offset, size: size, number: number, uploadID: uploadID, stored: stored[number],
                             facts: facts)
-                        return PartOutcome(number: number, etag: etag, sent: sent, size: size, checksum: checksum)
+                        return PartOutcome(number: number, size: size, sent: sent)
                     }
                     let body = try await readPart(offset: offset, size: size, facts: facts)
-                    let (etag, sent, checksum) = try await sendPart(
-                        body, number: number, uploadID: uploadID, stored: stored[number])
+                    let sent = try await sendPart(body, number: number, uploadID: uploadID, stored: stored[number])
                     buffers.recycle(consume body)
-                    return PartOutcome(number: number, etag: etag, sent: sent, size: size, checksum: checksum)
+                    return PartOutcome(number: number, size: size, sent: sent)
                 }
             }
             for try await done in group {
@@ -154,11 +172,11 @@ extension S3MultipartUpload {
                 let partNumber = number
                 group.addTask {
                     let body = handoff.take()
-                    let (etag, sent, checksum) = try await sendPart(
+                    let sent = try await sendPart(
                         body, number: partNumber, uploadID: uploadID, stored: stored[partNumber])
                     let size = body.readableBytes
                     buffers.recycle(consume body)
-                    return PartOutcome(number: partNumber, etag: etag, sent: sent, size: size, checksum: checksum)
+                    return PartOutcome(number: partNumber, size: size, sent: sent)
                 }
                 if let ready = upcoming.take() {
                     next = ready
@@ -231,6 +249,7 @@ extension S3MultipartUpload {
         result.checksum = completed.storedChecksum ?? completed.objectChecksum
         result.checksumAlgorithm = checks.checksum?.rawValue
         result.checksumStored = checks.stored
+        result.crc64nvme = tally.crc64nvme
         return result
     }
 }

@@ -36,14 +36,14 @@ extension S3MultipartUpload {
     }
 
     /// Sends part `number`, `size` bytes at `offset`, streamed, unless the same bytes are
-    /// stored already; returns its ETag and whether it was sent.
+    /// stored already; returns its ETag, whether it was sent, and its digest.
     func sendStreamedPart(
         offset: Int64, size: Int, number: Int, uploadID: String, stored: S3StoredPart?, facts: PartReader.Facts
-    ) async throws -> (etag: String, sent: Bool, checksum: S3Checksum?) {
+    ) async throws -> (etag: String, sent: Bool, digest: PartDigest) {
         let digest = try await digestPart(
             offset: offset, size: size, facts: facts, plan: checks.plan(comparing: stored != nil))
         if let stored, stored.size == Int64(size), stored.etag == digest.md5Hex {
-            return (stored.etag, false, digest.checksum)
+            return (stored.etag, false, digest)
         }
         let etag = try await withRetries("UploadPart \(number)") {
             try await withStreamedBody(offset: offset, size: size, digest: digest, facts: facts) { body in
@@ -52,7 +52,7 @@ extension S3MultipartUpload {
                     check: checks.body)
             }
         }
-        return (etag, true, digest.checksum)
+        return (etag, true, digest)
     }
 
     /// The whole source, `length` bytes, in one PutObject, streamed.
@@ -70,6 +70,6 @@ extension S3MultipartUpload {
                 }
             }
         }
-        return try await checkSingle(etag: etag, size: length, checksum: digest.checksum, answer: answer)
+        return try await checkSingle(etag: etag, size: length, digest: digest, answer: answer)
     }
 }

@@ -137,10 +137,10 @@ public struct S3UploadOptions: Sendable {
 
 /// When an upload sends a checksum it was not asked for (awscli's `request_checksum_calculation`).
 public enum S3ChecksumCalculation: String, Sendable, Equatable {
-    /// When the store keeps S3 checksums: a multipart upload asks for CRC-32 (botocore's
-    /// default) when it is created and sends it only if the store says it keeps it (a single
-    /// PutObject, which cannot ask first, sends none). A store that keeps none (Swift's
-    /// s3api) costs no hashing.
+    /// When the store keeps S3 checksums: a multipart upload asks for the full-object
+    /// CRC-64/NVME (the checksum S3 keeps for an object sent with none; every upload computes
+    /// it anyway, for `UploadResult.crc64nvme`) when it is created, and sends it only if the
+    /// store says it keeps it (a single PutObject, which cannot ask first, sends none).
     case whenSupported = "when_supported"
     /// Only when `checksumAlgorithm` names one.
     case whenRequired = "when_required"

@@ -208,14 +208,16 @@ struct S3MultipartUpload: Sendable {
                 throw options.namingRefusedSetting(error)
             }
         }
-        return try await checkSingle(etag: etag, size: body.readableBytes, checksum: digest.checksum, answer: answer)
+        return try await checkSingle(etag: etag, size: body.readableBytes, digest: digest, answer: answer)
     }
 
     /// The object a single PutObject stored has the size sent, and the checksum the store's
-    /// answer gives (if any) is the one sent (`checksum`); the result, with that checksum.
-    func checkSingle(etag: String, size: Int, checksum: S3Checksum?, answer: S3Client.Response) async throws
+    /// answer gives (if any) is the one sent (`digest.checksum`); the result, with that
+    /// checksum and the CRC-64/NVME.
+    func checkSingle(etag: String, size: Int, digest: PartDigest, answer: S3Client.Response) async throws
         -> UploadResult
     {
+        let checksum = digest.checksum
         let info = try await withRetries("HeadObject") { try await client.headObject(location) }
         guard info.size == Int64(size) else {
             throw BlobStreamError.s3(
@@ -228,6 +230,7 @@ struct S3MultipartUpload: Sendable {
         result.checksum = echoed ?? checksum?.base64
         result.checksumAlgorithm = checksum?.algorithm.rawValue
         result.checksumStored = echoed != nil
+        result.crc64nvme = digest.crc64nvme?.base64
         return result
     }
 
@@ -278,19 +281,19 @@ struct S3MultipartUpload: Sendable {
     }
 
     /// Sends one part unless the same bytes are stored already (its MD5 is the stored
-    /// ETag); returns its ETag, whether it was sent, and its checksum.
+    /// ETag); returns its ETag, whether it was sent, and its digest.
     func sendPart(_ body: ByteBuffer, number: Int, uploadID: String, stored: S3StoredPart?) async throws -> (
-        etag: String, sent: Bool, checksum: S3Checksum?
+        etag: String, sent: Bool, digest: PartDigest
     ) {
         let digest = checks.plan(comparing: stored != nil).digest(body)
         if let stored, stored.size == Int64(body.readableBytes), stored.etag == digest.md5Hex {
-            return (stored.etag, false, digest.checksum)
+            return (stored.etag, false, digest)
         }
         let etag = try await withRetries("UploadPart \(number)") {
             try await client.uploadPart(
                 location, uploadID: uploadID, number: number, payload: .bytes(body), digest: digest, check: checks.body)
         }
-        return (etag, true, digest.checksum)
+        return (etag, true, digest)
     }
 
     /// Aborts the upload, also when the task is cancelled (in a task of its own); returns

@@ -48,6 +48,12 @@ public struct UploadResult: Sendable {
     /// True when the store said it keeps `checksum` (it gave it back); false when it took the
     /// request without a word of it (OpenStack Swift's s3api keeps none), or none was sent.
     public var checksumStored = false
+    /// The CRC-64/NVME of all the object's bytes, base64 as S3 shows a `FULL_OBJECT`
+    /// checksum (`x-amz-checksum-crc64nvme`): computed from the bytes as they were sent (or,
+    /// resuming, read to compare with the parts stored), each part's value combined with the
+    /// others', with no second pass. `blobstream checksum -a crc64nvme` prints the same
+    /// value in hex. Nil for a client that computes none (an HTTP upload).
+    public var crc64nvme: String? = nil
 
     /// A result with the given values (for other clients that implement `UploadClient`);
     /// `entityTag` is the `ETag` header's value, if any, without its quotes.

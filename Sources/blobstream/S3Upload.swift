@@ -234,17 +234,30 @@ enum S3UploadCommand {
         )
     }
 
-    /// `, CRC64NVME <base64> (hex <hex>)` for the checksum the store keeps; for one asked
-    /// for that the store took without keeping, the value computed here and that the store
-    /// keeps none. The hex form (of a whole-object CRC) is what `blobstream checksum -a
-    /// crc64nvme` (or `crc32`, `crc32c`) prints for the same bytes.
+    /// `, CRC32C <base64> (hex <hex>)` for the S3 checksum the store keeps; for one asked for
+    /// that the store took without keeping, the value computed here and that the store keeps
+    /// none. Then, for every S3 upload, `, CRC64NVME <base64> (hex <hex>…)`: the whole
+    /// object's CRC-64/NVME, said to be computed here unless the store gave it back. The hex
+    /// form (of a whole-object CRC) is what `blobstream checksum -a crc64nvme` (or `crc32`,
+    /// `crc32c`) prints for the same bytes.
     private static func checksumNote(_ result: UploadResult, asked: S3ChecksumAlgorithm?) -> String {
-        guard let algorithm = result.checksumAlgorithm, let value = result.checksum else { return "" }
-        let hex = hexOfCRC(value, algorithm: algorithm).map { "hex \($0)" }
-        if result.checksumStored { return ", \(algorithm) \(value)" + (hex.map { " (\($0))" } ?? "") }
-        guard asked != nil else { return "" }
-        let notes = (hex.map { [$0] } ?? []) + ["computed here: the store keeps no S3 checksum"]
-        return ", \(algorithm) \(value) (\(notes.joined(separator: "; ")))"
+        let keptNone = "computed here: the store keeps no S3 checksum"
+        var note = ""
+        let algorithm = result.checksumAlgorithm
+        if let algorithm, algorithm != "CRC64NVME", let value = result.checksum {
+            let hex = hexOfCRC(value, algorithm: algorithm).map { "hex \($0)" }
+            if result.checksumStored {
+                note += ", \(algorithm) \(value)" + (hex.map { " (\($0))" } ?? "")
+            } else if asked != nil {
+                note += ", \(algorithm) \(value) (\(((hex.map { [$0] } ?? []) + [keptNone]).joined(separator: "; ")))"
+            }
+        }
+        let sentCRC64 = algorithm == "CRC64NVME" ? result.checksum : nil
+        guard let crc64 = sentCRC64 ?? result.crc64nvme else { return note }
+        let kept = sentCRC64 != nil && result.checksumStored
+        let source: String? = kept ? nil : sentCRC64 != nil && asked != nil ? keptNone : "computed here"
+        let notes = [hexOfCRC(crc64, algorithm: "CRC64NVME").map { "hex \($0)" }, source].compactMap { $0 }
+        return note + ", CRC64NVME \(crc64) (\(notes.joined(separator: "; ")))"
     }
 
     /// The hex digits of a whole-object CRC given in base64 (big-endian, as S3 shows it);

@@ -80,6 +80,10 @@ struct S3LargePartTests {
             CountingFile(path).source, to: location, options: options
         ).result
         #expect(result.parts == 3 && result.partsSent == 2)
+        // The parts found stored count in the object's CRC-64/NVME as those sent do.
+        var crc64 = S3Checksum(.crc64nvme)
+        crc64.update(data)
+        #expect(result.crc64nvme == crc64.base64)
         #expect(sha256Hex(try await fixture.stored("resumed")) == sha256Hex(data))
     }
 

@@ -116,7 +116,7 @@ struct S3ObjectSettingsTests {
     }
 
     @Test(
-        "without --checksum-algorithm (when_supported): asked for on create; the store keeps none, so no part hashes one"
+        "without --checksum-algorithm (when_supported): the full-object CRC-64/NVME asked for on create; the store keeps none, so no part carries one"
     )
     func whenSupported() async throws {
         let store = try await SwiftStoreTestServer.shared()
@@ -133,7 +133,9 @@ struct S3ObjectSettingsTests {
             environment: S3Tool.environment(fixture.store, home: fixture.folder))
         #expect(result.status == 0, "\(result.stderr)")
         let log = try await proxy.log()
-        #expect(log.first { $0.method == "POST" }?.headers["x-amz-checksum-algorithm"] == "CRC32")
+        let create = log.first { $0.method == "POST" }
+        #expect(create?.headers["x-amz-checksum-algorithm"] == "CRC64NVME")
+        #expect(create?.headers["x-amz-checksum-type"] == "FULL_OBJECT")
         let parts = log.filter { $0.target.contains("partNumber=") }
         #expect(parts.count == 3)
         #expect(parts.allSatisfy { part in part.headers.keys.allSatisfy { !$0.hasPrefix("x-amz-checksum-") } })

@@ -100,6 +100,9 @@ struct S3StoreTests {
         #expect(result.entityTag?.hasSuffix("-6") == true)
         #expect(result.objectSize == Int64(data.count))
         #expect(finished && reports.last == Int64(data.count))
+        var crc64 = S3Checksum(.crc64nvme)
+        crc64.update(data)
+        #expect(result.crc64nvme == crc64.base64)
         #expect(sha256Hex(try await fixture.stored("dir/big.bin")) == sha256Hex(data))
         let info = try await fixture.client.headObject(fixture.location("dir/big.bin"))
         #expect(info.contentType == "application/x-test")
@@ -119,6 +122,9 @@ struct S3StoreTests {
         ).result
         #expect(result.parts == 0 && result.uploadID == nil)
         #expect(result.objectSize == Int64(count))
+        var crc64 = S3Checksum(.crc64nvme)
+        crc64.update(data)
+        #expect(result.crc64nvme == crc64.base64)
         #expect(result.entityTag == Insecure.MD5.hash(data: data).map { String(format: "%02x", $0) }.joined())
         #expect(try await fixture.stored("small") == data)
         let info = try await fixture.client.headObject(fixture.location("small"))
@@ -258,6 +264,10 @@ struct S3StoreTests {
         #expect(result.uploadID == pending[0].uploadID)
         #expect(result.parts == 6)
         #expect(result.partsSent == 6 - stored.count)
+        // The parts found stored count in the object's CRC-64/NVME as those sent do.
+        var crc64 = S3Checksum(.crc64nvme)
+        crc64.update(data)
+        #expect(result.crc64nvme == crc64.base64)
         #expect(sha256Hex(try await fixture.stored("resumed")) == sha256Hex(data))
         #expect(try await fixture.client.listMultipartUploads(fixture.location("resumed")).isEmpty)
     }

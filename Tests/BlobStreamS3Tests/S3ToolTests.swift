@@ -102,7 +102,9 @@ struct S3ToolTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("uploaded \(data.count) bytes"))
         #expect(result.stderr.contains("in 3 parts"))
-        #expect(result.stderr.contains("/s\n"))
+        // The rate, then the object's CRC-64/NVME (computed here: the store keeps none).
+        #expect(result.stderr.contains("/s, CRC64NVME "), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("; computed here)\n"), "\(result.stderr)")
         #expect(sha256Hex(try await fixture.stored("a/big.bin")) == sha256Hex(data))
         #expect(try await fixture.client.headObject(fixture.location("a/big.bin")).contentType == "application/x-big")
     }

@@ -5,11 +5,13 @@ import Foundation
 import NIOCore
 
 /// What to compute over a request's body: the payload SHA-256 the signature covers, the
-/// MD5 for `Content-MD5` (or to compare with a stored part's ETag), an S3 checksum.
+/// MD5 for `Content-MD5` (or to compare with a stored part's ETag), an S3 checksum, and the
+/// CRC-64/NVME every upload reports (`crc64nvme`; the S3 checksum's when that is one).
 struct DigestPlan: Sendable, Equatable {
     var sha256 = false
     var md5 = false
     var checksum: S3ChecksumAlgorithm?
+    var crc64nvme = false
 
     /// The digest of `bytes`, all at once.
     func digest(_ bytes: ByteBuffer) -> PartDigest {
@@ -23,23 +25,27 @@ struct DigestPlan: Sendable, Equatable {
         private var sha256: SHA256?
         private var md5: Insecure.MD5?
         private var checksum: S3Checksum?
+        /// The CRC-64/NVME when asked and not the S3 checksum already.
+        private var crc64nvme: S3Checksum?
 
         init(_ plan: DigestPlan) {
             sha256 = plan.sha256 ? SHA256() : nil
             md5 = plan.md5 ? Insecure.MD5() : nil
             checksum = plan.checksum.map { S3Checksum($0) }
+            crc64nvme = plan.crc64nvme && plan.checksum != .crc64nvme ? S3Checksum(.crc64nvme) : nil
         }
 
         mutating func update(_ bytes: UnsafeRawBufferPointer) {
             sha256?.update(bufferPointer: bytes)
             md5?.update(bufferPointer: bytes)
             checksum?.update(bytes)
+            crc64nvme?.update(bytes)
         }
 
         func finish() -> PartDigest {
             PartDigest(
                 sha256Hex: sha256.map { SigV4Signer.hex($0.finalize()) }, md5: md5.map { Data($0.finalize()) },
-                checksum: checksum)
+                checksum: checksum, crc64nvme: crc64nvme ?? (checksum?.algorithm == .crc64nvme ? checksum : nil))
         }
     }
 }
@@ -53,6 +59,8 @@ struct PartDigest: Sendable {
     var md5: Data?
     /// The S3 checksum, when computed.
     var checksum: S3Checksum?
+    /// The CRC-64/NVME, when computed (the S3 checksum itself when that is one).
+    var crc64nvme: S3Checksum? = nil
 
     /// The payload hash the signature covers: the SHA-256, else `UNSIGNED-PAYLOAD`.
     var payloadHash: String { sha256Hex ?? SigV4Signer.unsignedPayload }
