@@ -113,6 +113,10 @@ extension HTTPRangeDataSource {
         }
         switch read {
         case .success(let n):
+            // The `n` bytes handed out end at `position` (those a forward move dropped before
+            // them were not handed out: `checkWhole` then drops the check).
+            let handedOut = UnsafeRawBufferPointer(start: buffer, count: n)
+            if let error = checkWhole(handedOut, at: position - Int64(n), of: object) { return fail(error) }
             if position == object.length { state.isAtEnd = true }
             return n
         case .failure(let error):

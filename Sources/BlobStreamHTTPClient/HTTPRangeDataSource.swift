@@ -89,6 +89,8 @@ public final class HTTPRangeDataSource: BlobDataSource {
     var answers: AnswerState
     var position: Int64 = 0
     var opened = false, closed = false
+    /// The check of a read whole from the first byte (`options.wholeObjectCheck`).
+    var wholeCheck = WholeCheckState.notStarted
 
     /// Makes a source for `url` (`http` or `https`); nothing is sent until `open()`. A
     /// client that cannot be configured (an unreadable CA bundle) fails the open.
@@ -208,6 +210,9 @@ public final class HTTPRangeDataSource: BlobDataSource {
         let from = Int(position - block.start)
         let n = min(maxLength, block.bytes.count - from)
         buffer.update(from: block.bytes.start + from, count: n)
+        if let error = checkWhole(UnsafeRawBufferPointer(start: buffer, count: n), at: position, of: object) {
+            return fail(error)
+        }
         position += Int64(n)
         if position == object.length { state.isAtEnd = true }
         return n
@@ -236,6 +241,11 @@ public final class HTTPRangeDataSource: BlobDataSource {
             return false
         }
         let from = Int(position - block.start)
+        let lent = UnsafeRawBufferPointer(start: block.bytes.start + from, count: block.bytes.count - from)
+        if let error = checkWhole(lent, at: position, of: object) {
+            fail(error)
+            return false
+        }
         buffer.pointee = block.bytes.start + from
         length.pointee = block.bytes.count - from
         position = block.end

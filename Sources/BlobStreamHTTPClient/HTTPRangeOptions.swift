@@ -123,6 +123,11 @@ public struct HTTPRangeOptions: Sendable {
     public var pool: HTTPClientPool?
     /// The hook for each request (see `Prepare`); nil: requests go as made.
     public var prepare: Prepare?
+    /// Makes the check of a read that goes whole from the object's first byte to its end
+    /// (see `HTTPWholeObjectCheck`), when the source hands out its first byte at offset 0
+    /// (nil from the closure: no check); nil: none. `S3Sources` sets one that checks the
+    /// store's `FULL_OBJECT` checksum, unless the caller's options have one.
+    public var wholeObjectCheck: (@Sendable (HTTPObjectFacts) -> (any HTTPWholeObjectCheck)?)? = nil
 
     /// Options with the given values (8 MiB blocks, three read ahead, the default retry
     /// policy, 5 redirects, connection options from the environment, the shared pool

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import BlobStream
 import BlobStreamHTTPClient
 import Foundation
@@ -92,6 +93,34 @@ public enum S3Sources {
             let signed = signer.sign(unsigned, payloadHash: SigV4Signer.emptyPayloadHash, date: Date())
             request.headers = HTTPHeaders(signed.headers.map { ($0.name, $0.value) })
         }
+        if signing.wholeObjectCheck == nil {
+            signing.wholeObjectCheck = wholeObjectCheck(
+                url: url, target: target, signer: signer, options: options, name: location.description)
+        }
         return HTTPRangeDataSource(url: url, options: signing, name: location.description)
+    }
+
+    /// The check of a read whole from the first byte: against the `FULL_OBJECT` checksum the
+    /// store keeps (`S3WholeObjectCheck`), for an object larger than the first GET's block,
+    /// asked for with a signed `HEAD` sent with the client the source sends with.
+    private static func wholeObjectCheck(
+        url: URL, target: (base: String, path: String, host: String), signer: SigV4Signer, options: HTTPRangeOptions,
+        name: String
+    ) -> @Sendable (HTTPObjectFacts) -> (any HTTPWholeObjectCheck)? {
+        { facts in
+            guard facts.length > S3WholeObjectCheck.smallestChecked,
+                let client = try? options.client
+                    ?? (options.pool ?? .shared(connection: options.connection)).client(
+                        for: url)
+            else { return nil }
+            var unsigned = SigV4Request(method: "HEAD", path: target.path)
+            unsigned.headers = [(name: "Host", value: target.host), (name: "x-amz-checksum-mode", value: "ENABLED")]
+            let signed = signer.sign(unsigned, payloadHash: SigV4Signer.emptyPayloadHash, date: Date())
+            guard
+                let head = try? HTTPClient.Request(
+                    url: url, method: .HEAD, headers: HTTPHeaders(signed.headers.map { ($0.name, $0.value) }))
+            else { return nil }
+            return S3WholeObjectCheck(name: name, facts: facts, head: head, client: client)
+        }
     }
 }

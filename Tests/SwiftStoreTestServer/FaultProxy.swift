@@ -44,6 +44,10 @@ public final class FaultProxy: Sendable {
         /// Answer `status` with `headers` and `body` (an XML document, say) itself; the upstream
         /// never sees the request.
         case answer(status: Int, headers: [String: String], body: String)
+        /// Forward, then relay the answer with every bit of its body's byte at `offset` (nil:
+        /// the middle one) flipped, its head untouched: a store that serves other bytes under
+        /// the object's own ETag and checksum.
+        case flipAnswer(offset: Int? = nil)
         /// A store down for `seconds`: from the request the rule first acts on, every request
         /// (whatever its method and path) is answered `status` until `seconds` have passed.
         case outage(seconds: Double, status: Int)
@@ -58,6 +62,7 @@ public final class FaultProxy: Sendable {
             case .cut: "cut"
             case .rewrite: "rewrite"
             case .answer: "answer"
+            case .flipAnswer: "flipAnswer"
             case .outage: "outage"
             }
         }
@@ -132,6 +137,14 @@ public final class FaultProxy: Sendable {
             headers: [String: String], method: String? = nil, path: String? = nil, nth: Int = 1, times: Int = 1
         ) -> Rule {
             Rule(method: method, path: path, nth: nth, times: times, action: .rewrite(headers: headers))
+        }
+
+        /// Flips a byte of the answer's body to the `nth` matching request (and `times - 1`
+        /// more; 0: all from the `nth` on), at `offset` in the body (nil: the middle one).
+        public static func flipAnswer(
+            method: String? = nil, path: String? = nil, nth: Int = 1, times: Int = 1, offset: Int? = nil
+        ) -> Rule {
+            Rule(method: method, path: path, nth: nth, times: times, action: .flipAnswer(offset: offset))
         }
 
         /// From the `nth` matching request on, answers every request `status` (503: the

@@ -88,6 +88,8 @@ struct FaultProxyExchange: Sendable {
                 seen.status = try await forwardCut(bytes, to: client, afterBytes: afterBytes)
             } else if case .rewrite(let fields) = chosen?.rule.action {
                 seen.status = try await forwardRewritten(bytes, to: client, headers: fields)
+            } else if case .flipAnswer(let offset) = chosen?.rule.action {
+                seen.status = try await forwardFlipped(bytes, to: client, offset: offset)
             } else {
                 seen.status = try await forward(bytes, to: client)
             }
@@ -157,6 +159,25 @@ struct FaultProxyExchange: Sendable {
         try await client.write(Array((lines.joined(separator: "\r\n")).utf8) + answer[end...])
         await client.close()
         return Self.status(of: Array(answer[..<end]))
+    }
+
+    /// Sends `request` upstream, reads the whole answer, relays it with its body's byte at
+    /// `offset` (nil: the middle one) flipped, and closes the client's connection.
+    private func forwardFlipped(_ request: [UInt8], to client: PeerConnection, offset: Int?) async throws -> Int? {
+        var answer = try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
+            try await upstream.write(request)
+            var answer: [UInt8] = []
+            while let data = try await upstream.readAvailable() { answer += data }
+            return answer
+        }
+        let separator: [UInt8] = [13, 10, 13, 10]
+        if let end = answer.indices.first(where: { answer[$0...].starts(with: separator) }), end + 4 < answer.count {
+            let body = answer.count - (end + 4)
+            answer[end + 4 + min(offset ?? body / 2, body - 1)] ^= 0xFF
+        }
+        try await client.write(answer)
+        await client.close()
+        return Self.status(of: answer)
     }
 
     /// Answers `status` with an S3-style XML error; returns the status.

@@ -1,0 +1,141 @@
+import AsyncHTTPClient
+import BlobStream
+import BlobStreamHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// Checks a read of an S3 object whole, from its first byte to its end, against the
+/// `FULL_OBJECT` checksum the store keeps of it (a CRC-64/NVME, CRC-32 or CRC-32C: S3 keeps
+/// CRC-64/NVME for every object uploaded without a checksum): a wrong byte fails the read at
+/// its end, naming both values, instead of a clean end.
+///
+/// - The checksum comes from a `HEAD` with `x-amz-checksum-mode: ENABLED`, sent when the
+///   first byte is handed out, on the source's own client and event loops (never the
+///   cooperative pool), for an object larger than `smallestChecked`: a smaller one's `HEAD`
+///   would double its requests.
+/// - Until the `HEAD` answers, the bytes go through the three CRCs a full-object checksum
+///   can be; then through its own only, or none.
+/// - A `COMPOSITE` checksum (`…-N`: the checksum of the parts' checksums) cannot be combined
+///   without the parts' sizes: the read is unchecked, and `note` says so. So is a read whose
+///   `HEAD` failed, whose store keeps no checksum (OpenStack Swift's s3api), or whose object
+///   changed (another ETag) before the `HEAD`.
+final class S3WholeObjectCheck: HTTPWholeObjectCheck {
+    /// The smallest object checked: 8 MiB, the first GET's block.
+    static let smallestChecked: Int64 = 8 << 20
+    /// The longest the end of a read waits for the `HEAD`'s answer.
+    static let answerWait: TimeAmount = .seconds(30)
+
+    /// The `HEAD`'s outcome, set on an event loop.
+    private let answer = NIOLockedValueBox<Result<HTTPClient.Response, any Error>?>(nil)
+    /// Signalled when `answer` is set.
+    private let answered = ConditionLock(value: 0)
+    private let name: String
+    private let etag: String?
+    /// The CRCs of the bytes so far: the three candidates until the `HEAD` answers.
+    private var sums: [S3Checksum] = [S3Checksum(.crc64nvme), S3Checksum(.crc32c), S3Checksum(.crc32)]
+    /// The checksum the store keeps, once the `HEAD` answered with a full-object one.
+    private var kept: (algorithm: S3ChecksumAlgorithm, value: String)?
+    /// True once the `HEAD`'s answer narrowed `sums`.
+    private var narrowed = false
+    /// Why the read is unchecked, once known.
+    private var unchecked: String?
+    private(set) var note: String?
+
+    /// A check for the object `name` (`s3://bucket/key`) with `facts`; its `HEAD` goes out
+    /// at once through `client`, signed by `sign`.
+    init(name: String, facts: HTTPObjectFacts, head: HTTPClient.Request, client: HTTPClient) {
+        self.name = name
+        self.etag = facts.etag
+        let (answer, answered) = (self.answer, self.answered)
+        client.execute(request: head, deadline: .now() + Self.answerWait).whenComplete { result in
+            answer.withLockedValue { $0 = result.mapError { $0 } }
+            answered.lock()
+            answered.unlock(withValue: 1)
+        }
+    }
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        if !narrowed, let result = answer.withLockedValue({ $0 }) { narrow(result) }
+        for index in sums.indices { sums[index].update(bytes) }
+    }
+
+    func finish() -> BlobStreamError? {
+        if !narrowed {
+            if answered.lock(whenValue: 1, timeoutSeconds: Self.answerWait.seconds) { answered.unlock() }
+            narrow(answer.withLockedValue { $0 } ?? .failure(HTTPClientError.deadlineExceeded))
+        }
+        guard let kept, let sum = sums.first else {
+            note = "unchecked: \(unchecked ?? "no checksum")"
+            return nil
+        }
+        if sum.base64 == kept.value {
+            note = "checked against the store's FULL_OBJECT \(kept.algorithm.rawValue) \(kept.value)"
+            return nil
+        }
+        note = "the bytes read are not the object's: \(kept.algorithm.rawValue) \(sum.base64)"
+        return BlobStreamError(
+            .corrupt,
+            "\(name): the bytes read have \(kept.algorithm.rawValue) \(sum.base64) (hex \(sum.hex)), but the store keeps FULL_OBJECT \(kept.algorithm.rawValue) \(kept.value) for the object\(etag.map { " (ETag \($0))" } ?? ""): other bytes than those stored were received"
+        )
+    }
+
+    /// Keeps the CRC the `HEAD`'s answer names, or none.
+    private func narrow(_ result: Result<HTTPClient.Response, any Error>) {
+        narrowed = true
+        let found = Self.fullObjectChecksum(result, etag: etag)
+        switch found {
+        case .success(let checksum):
+            kept = checksum
+            sums = sums.filter { $0.algorithm == checksum.algorithm }
+        case .failure(let why):
+            unchecked = why.reason
+            sums = []
+        }
+    }
+
+    /// Why a read is unchecked.
+    struct Unchecked: Error {
+        var reason: String
+    }
+
+    /// The full-object CRC a `HEAD`'s answer gives, or why there is none to check against.
+    static func fullObjectChecksum(_ result: Result<HTTPClient.Response, any Error>, etag: String?) -> Result<
+        (algorithm: S3ChecksumAlgorithm, value: String), Unchecked
+    > {
+        let response: HTTPClient.Response
+        switch result {
+        case .success(let answer): response = answer
+        case .failure(let error):
+            return .failure(Unchecked(reason: "the HEAD that asks for the store's checksum failed (\(error))"))
+        }
+        guard (200..<300).contains(Int(response.status.code)) else {
+            return .failure(
+                Unchecked(reason: "the HEAD that asks for the store's checksum was answered \(response.status.code)"))
+        }
+        if let etag, let now = response.headers.first(name: "ETag"), now != etag {
+            return .failure(Unchecked(reason: "the object changed after it was read (ETag \(now), not \(etag))"))
+        }
+        let algorithms = S3ChecksumAlgorithm.allCases.compactMap { algorithm in
+            response.headers.first(name: algorithm.headerName).map { (algorithm, $0) }
+        }
+        guard let (algorithm, value) = algorithms.first else {
+            return .failure(Unchecked(reason: "the store keeps no checksum of the object"))
+        }
+        let type = response.headers.first(name: "x-amz-checksum-type")?.uppercased()
+        guard algorithm.combinesParts, !value.contains("-"), type != S3ChecksumType.composite.rawValue else {
+            return .failure(
+                Unchecked(
+                    reason:
+                        "the store keeps a COMPOSITE \(algorithm.rawValue) (\(value)), the checksum of its parts' checksums, which the parts' sizes would be needed to check"
+                ))
+        }
+        return .success((algorithm, value))
+    }
+}
+
+extension TimeAmount {
+    /// Whole seconds, at least 1.
+    fileprivate var seconds: Double { max(Double(nanoseconds) / 1e9, 1) }
+}

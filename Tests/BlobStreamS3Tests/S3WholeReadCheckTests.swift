@@ -1,0 +1,109 @@
+import BlobStream
+import BlobStreamHTTPClient
+import BlobStreamS3
+import BlobStreamTestSupport
+import Foundation
+import NIOCore
+import SwiftStoreTestServer
+import Testing
+
+/// A read of an object whole, from its first byte to its end, is checked against the
+/// `FULL_OBJECT` checksum the store keeps (asked for with a `HEAD` carrying
+/// `x-amz-checksum-mode: ENABLED`). The store (OpenStack Swift 2.30) keeps none, so the fault
+/// proxy in front of it says what a store that keeps one says, and serves flipped bytes.
+@Suite("S3 reads checked whole against the store's FULL_OBJECT checksum", .serialized)
+struct S3WholeReadCheckTests {
+    /// 20 MiB and 3 bytes: three first-GET blocks of 8 MiB, so the object is checked.
+    static let data = StoreFixture.bytes((20 << 20) + 3, seed: 71)
+
+    static var crc64: S3Checksum {
+        var crc = S3Checksum(.crc64nvme)
+        crc.update(data)
+        return crc
+    }
+
+    /// What the `HEAD` of a store that keeps `value` as its `type` checksum answers.
+    static func kept(_ value: String, type: String = "FULL_OBJECT", algorithm: String = "crc64nvme") -> FaultProxy.Rule
+    {
+        .rewrite(
+            headers: ["x-amz-checksum-\(algorithm)": value, "x-amz-checksum-type": type], method: "HEAD", times: 0)
+    }
+
+    @Test(
+        "`cat s3://…`: checked through one HEAD; a flipped byte under the right checksum fails the read, naming both values"
+    )
+    func tool() async throws {
+        let store = try await SwiftStoreTestServer.shared()
+        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        defer { proxy.stop() }
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        _ = try await fixture.client.putObject(fixture.location("whole.bin"), body: ByteBuffer(bytes: Self.data))
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        let url = "s3://\(fixture.bucket)/whole.bin"
+        let crc = Self.crc64
+
+        try await proxy.setRules([Self.kept(crc.base64)])
+        let honest = try await S3ReadToolTests.run(["cat", url], environment: environment)
+        #expect(honest.status == 0, "\(honest.stderr)")
+        #expect(honest.stdout == Self.data)
+        let heads = try await proxy.log().filter { $0.method == "HEAD" }
+        #expect(heads.count == 1, "\(heads)")
+        #expect(heads.first?.headers["x-amz-checksum-mode"] == "ENABLED")
+
+        // Every GET's answer has one byte flipped, under the object's own ETag: only the
+        // checksum can tell. The read fails at its end, its last bytes not handed out.
+        try await proxy.setRules([Self.kept(crc.base64), .flipAnswer(method: "GET", times: 0, offset: 1000)])
+        let flipped = try await S3ReadToolTests.run(["cat", url], environment: environment)
+        #expect(flipped.status == 1, "\(flipped.stderr)")
+        #expect(flipped.stderr.contains(url), "\(flipped.stderr)")
+        #expect(flipped.stderr.contains("the store keeps FULL_OBJECT CRC64NVME \(crc.base64)"), "\(flipped.stderr)")
+        #expect(flipped.stdout.count < Self.data.count)
+
+        // A read from an offset is not a whole read: no HEAD.
+        try await proxy.setRules([Self.kept(crc.base64)])
+        try await proxy.clearLog()
+        let part = try await S3ReadToolTests.run(["cat", "--offset", "1000", url], environment: environment)
+        #expect(part.status == 0, "\(part.stderr)")
+        #expect(part.stdout == Self.data.dropFirst(1000))
+        #expect(try await proxy.log().filter { $0.method == "HEAD" }.isEmpty)
+    }
+
+    @Test(
+        "the library's note: checked (CRC-64/NVME, CRC-32C), unchecked with a COMPOSITE checksum or with none",
+        arguments: [
+            ("crc64nvme", "FULL_OBJECT", "checked against the store's FULL_OBJECT CRC64NVME"),
+            ("crc32c", "FULL_OBJECT", "checked against the store's FULL_OBJECT CRC32C"),
+            ("crc32c", "COMPOSITE", "unchecked: the store keeps a COMPOSITE CRC32C"),
+            ("none", "", "unchecked: the store keeps no checksum of the object"),
+        ])
+    func notes(algorithm: String, type: String, note: String) async throws {
+        let store = try await SwiftStoreTestServer.shared()
+        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        defer { proxy.stop() }
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        _ = try await fixture.client.putObject(fixture.location("whole.bin"), body: ByteBuffer(bytes: Self.data))
+        if let kind = S3ChecksumAlgorithm(name: algorithm) {
+            var sum = S3Checksum(kind)
+            sum.update(Self.data)
+            try await proxy.setRules([
+                Self.kept(sum.base64 + (type == "COMPOSITE" ? "-3" : ""), type: type, algorithm: algorithm)
+            ])
+        }
+        var configuration = fixture.client.configuration
+        configuration.endpoint = URL(string: proxy.endpoint)!
+        let url = "s3://\(fixture.bucket)/whole.bin"
+        let read = try await offThePool { [configuration] in
+            let source = try S3Sources.makeSource(url: url, configuration: configuration)
+            let stream = BlobInputStream(dataSource: source)
+            stream.open()
+            defer { stream.close() }
+            let (data, last) = stream.readToEnd(chunkSize: 1 << 20)
+            return (data, last, source.wholeObjectCheckNote)
+        }
+        #expect(read.0 == Self.data && read.1 == 0)
+        #expect(read.2?.hasPrefix(note) == true, "\(String(describing: read.2))")
+    }
+}
