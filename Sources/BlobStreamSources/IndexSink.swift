@@ -16,9 +16,10 @@ import Foundation
 /// The format is told from the first bytes, never from a name: gzip's magic (a member index
 /// with its gzip seek points when the gzip stream holds a tar, else the gzip seek points
 /// alone), zstd's (a member index with its frames when the stream holds a tar, else a frame
-/// index when it is in many frames), or a ustar header at offset 257 (a plain tar). Other bytes get no index, and
-/// `finish(identity:)` says why (a zip's member index comes from its central directory, at
-/// its end; index it once it is stored).
+/// index when it is in many frames), a ustar header at offset 257 (a plain tar), or a zip's
+/// local header (its member index: the local headers and the central directory, which comes
+/// last, are kept as they pass; see `ArchiveIndex.buildZip(streamedFrom:name:)`). Other bytes
+/// get no index, and `finish(identity:)` says why.
 ///
 /// The builder runs on a thread of its own, fed through a socket pair of about 1 MiB:
 /// `consume(_:)` waits while the builder is that far behind, so the memory held is that
@@ -199,7 +200,7 @@ public final class IndexSink: @unchecked Sendable {
 
     /// The builders a stream can be fed to.
     private enum Builder {
-        case gzip, tar, zstd
+        case gzip, tar, zstd, zip
     }
 
     /// The builder the format of `bytes` takes, or why none does.
@@ -209,10 +210,11 @@ public final class IndexSink: @unchecked Sendable {
         }
         if bytes.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) { return .success(.zstd) }
         if bytes.count >= 262, bytes[257..<262].elementsEqual("ustar".utf8) { return .success(.tar) }
-        let why: String
         if bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) || bytes.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
-            why = "a zip's member index is built from its central directory, at its end: index it once it is stored"
-        } else if bytes.starts(with: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) {
+            return .success(.zip)
+        }
+        let why: String
+        if bytes.starts(with: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) {
             why = "xz: a tar.xz's member index is built from a file only"
         } else {
             why =
@@ -232,6 +234,13 @@ public final class IndexSink: @unchecked Sendable {
                 }
             case .tar:
                 return .success(.archive(try ArchiveIndex.buildTar(streamedFrom: source, name: name)))
+            case .zip:
+                do throws(BlobStreamError) {
+                    return .success(.archive(try ArchiveIndex.buildZip(streamedFrom: source, name: name)))
+                } catch  where error.code == .unsupported {
+                    // No central directory, or one too large to keep: no index, and why.
+                    return .success(.none(reason: "\(name): no index: \(error.message)"))
+                }
             case .zstd:
                 switch try ArchiveIndex.buildZstd(streamedFrom: source, name: name) {
                 case .archive(let index): return .success(.archive(index))

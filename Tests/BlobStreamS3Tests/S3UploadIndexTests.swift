@@ -116,6 +116,40 @@ struct S3UploadIndexTests {
         }
     }
 
+    @Test(
+        "a zip from a pipe: KEY.blobidx beside it from its central directory, as index s3:// builds; members read through it"
+    )
+    func zipIndexed() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (_, members) = try await Self.tarGzip(in: fixture)
+        let path = fixture.folder.appendingPathComponent("a.zip").path
+        let made = try await S3Tool.runShell(
+            "cd '\(fixture.folder.appendingPathComponent("tree").path)' && bsdtar --format zip -cf '\(path)' d",
+            environment: ProcessInfo.processInfo.environment)
+        try #require(made.status == 0, "\(made.stderr)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        let key = "up/a.zip"
+        let upload = try await S3Tool.run(
+            [
+                "upload", "-", "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", fixture.store.endpoint,
+                "--part-size", "5MiB", "--build-index",
+            ], environment: environment, stdin: bytes)
+        #expect(upload.status == 0 && !upload.stderr.contains("warning"), "\(upload.stderr)")
+        let built = try ArchiveIndex(decoding: try await fixture.stored(key + ".blobidx"), name: "built")
+        #expect(built.format == .zip && built.identity.entityTag != nil)
+        let reference = try ArchiveIndex.build(archiveAt: path)
+        #expect(built.members == reference.members)
+        let readEnvironment = S3ReadToolTests.environment(fixture)
+        for (name, data) in members {
+            let read = try await S3ReadToolTests.run(
+                ["cat", "--verbose", "archive:s3://\(fixture.bucket)/\(key)!/\(name)"], environment: readEnvironment)
+            #expect(read.status == 0 && read.stdout == data, "\(name): \(read.stderr)")
+            #expect(read.stderr.contains("found through its member index"), "\(name): \(read.stderr)")
+        }
+    }
+
     @Test("a gzip that holds no tar, from a file: KEY.gzidx beside it; reads at an offset through it")
     func gzipIndexed() async throws {
         let fixture = try await StoreFixture()
