@@ -19,7 +19,7 @@ struct S3ChecksumTests {
 
     @Test(
         "CRC-32 in Swift (S3's) equals zlib's (the codecs') at every length and alignment, and combines as zlib's",
-        arguments: [0, 1, 7, 8, 15, 16, 17, 1000, 65_537])
+        arguments: [0, 1, 7, 8, 15, 16, 17, 1000, 4095, 4096, 4097, 4150, 65_537])
     func crc32MatchesZlib(count: Int) {
         let bytes = (0..<count + 3).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 3) }
         for start in 0..<3 {
@@ -45,9 +45,11 @@ struct S3ChecksumTests {
         #expect(CRC64NVME.update(0, Array("aaaaaaaaaa".utf8)) == 0x0C1A_8003_6D65_C555)
     }
 
-    @Test("any split gives the same CRC, and combine joins two CRCs as the whole's", arguments: [0, 1, 7, 8, 9, 4095])
+    @Test(
+        "any split gives the same CRC, and combine joins two CRCs as the whole's (buffers of three lanes among them)",
+        arguments: [0, 1, 7, 8, 9, 4095, 4100, 9000])
     func splitsAndCombine(cut: Int) {
-        let bytes = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 5) }
+        let bytes = (0..<9001).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 5) }
         let head = Array(bytes[..<cut])
         let tail = Array(bytes[cut...])
         #expect(CRC32C.update(CRC32C.update(0, head), tail) == CRC32C.update(0, bytes))
