@@ -12,8 +12,11 @@ import Foundation
 /// checksum as its own. The owner hands out a frame's bytes only once it was decoded and
 /// checked: a damaged frame is an error before any of its bytes, never other bytes.
 ///
-/// Memory is bounded: at most `workers + 1` frames (compressed and decoded) are in flight,
-/// and only tables whose frames are at most `largestFrame` long are read this way.
+/// Memory is bounded: at most `workers + 2` frames (compressed and decoded) are in flight,
+/// so that the workers go on while the owner's reader writes a frame out (into a pipe, say),
+/// and only tables whose frames are at most `largestFrame` long are read this way. A frame's
+/// buffers are used again for a later frame once its bytes were handed out: a new buffer's
+/// pages would be faulted in and zeroed by the kernel again for every frame.
 ///
 /// Thread safety: the queue, `stopped` and every job's result are guarded by `shared`'s
 /// condition; the owner's fields are used by one owner, one call at a time; `stop()` may
@@ -31,27 +34,59 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
             && table.frames.allSatisfy { $0.compressedSize <= 2 * largestFrame }
     }
 
+    /// The memory of one frame in flight: its compressed bytes and its decoded bytes, each
+    /// at least as large as the frame needs.
+    final class Buffers: @unchecked Sendable {
+        // Unchecked Sendable: handed from the owner to one worker and back with its job.
+        private(set) var input: UnsafeMutableRawBufferPointer
+        private(set) var output: UnsafeMutableRawBufferPointer
+
+        init(input: Int, output: Int) {
+            self.input = .allocate(byteCount: max(1, input), alignment: 16)
+            self.output = .allocate(byteCount: max(1, output), alignment: 16)
+        }
+
+        /// Grows either buffer that is smaller than asked for.
+        func reserve(input needed: Int, output wanted: Int) {
+            if input.count < needed {
+                input.deallocate()
+                input = .allocate(byteCount: needed, alignment: 16)
+            }
+            if output.count < wanted {
+                output.deallocate()
+                output = .allocate(byteCount: wanted, alignment: 16)
+            }
+        }
+
+        deinit {
+            input.deallocate()
+            output.deallocate()
+        }
+    }
+
     /// One frame, decoded by one worker.
     final class Job: @unchecked Sendable {
         // Unchecked Sendable: `output` is written by one worker before `done` is set under
         // the shared condition, and read by the owner only after it saw `done` there.
         let index: Int
         let frame: ZstdSeekTable.Frame
+        let buffers: Buffers
+        /// The frame's compressed bytes (the start of `buffers.input`).
         let input: UnsafeMutableRawBufferPointer
+        /// Its decoded bytes (the start of `buffers.output`).
         let output: UnsafeMutableRawBufferPointer
         var done = false
         var error: BlobStreamError?
 
-        init(index: Int, frame: ZstdSeekTable.Frame) {
+        init(index: Int, frame: ZstdSeekTable.Frame, buffers: Buffers?) {
             self.index = index
             self.frame = frame
-            input = .allocate(byteCount: Int(frame.compressedSize), alignment: 16)
-            output = .allocate(byteCount: max(1, Int(frame.decompressedSize)), alignment: 16)
-        }
-
-        deinit {
-            input.deallocate()
-            output.deallocate()
+            let (compressed, decoded) = (Int(frame.compressedSize), max(1, Int(frame.decompressedSize)))
+            let buffers = buffers ?? Buffers(input: compressed, output: decoded)
+            buffers.reserve(input: compressed, output: decoded)
+            self.buffers = buffers
+            input = UnsafeMutableRawBufferPointer(rebasing: buffers.input[0..<compressed])
+            output = UnsafeMutableRawBufferPointer(rebasing: buffers.output[0..<decoded])
         }
     }
 
@@ -74,6 +109,8 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
 
     /// Frames read and queued, in order, not all handed out.
     private var inFlight: [Job] = []
+    /// The buffers of frames handed out, for the next frames.
+    private var spare: [Buffers] = []
     /// The next frame whose compressed bytes are read.
     private var nextFrame: Int
     /// Bytes of `inFlight[0]` handed out (or skipped).
@@ -179,7 +216,7 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
             }
             let remaining = Int(job.frame.decompressedSize) - handed
             if remaining == 0 {
-                inFlight.removeFirst()
+                spare.append(inFlight.removeFirst().buffers)
                 handed = 0
                 framesHandedOut += 1
                 continue
@@ -199,11 +236,11 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
         return .failed(failure!)
     }
 
-    /// Reads the compressed bytes of the next frames and queues them, up to `workers + 1`
+    /// Reads the compressed bytes of the next frames and queues them, up to `workers + 2`
     /// in flight.
     private func queueFrames() throws(BlobStreamError) {
-        while inFlight.count < workers + 1 && nextFrame < table.frames.count {
-            let job = Job(index: nextFrame, frame: table.frames[nextFrame])
+        while inFlight.count < workers + 2 && nextFrame < table.frames.count {
+            let job = Job(index: nextFrame, frame: table.frames[nextFrame], buffers: spare.popLast())
             var filled = 0
             while filled < job.input.count {
                 switch upstream.read(
