@@ -383,11 +383,12 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         return true
     }
 
-    /// Looks for the frame index to find, when there is one, then for the upstream's seek
-    /// table once (`seekTableLookUp`), and moves the upstream back to where the decoder reads;
-    /// false when the look-up or that move failed (recorded).
+    /// Looks for the upstream's seek table once (`seekTableLookUp`), then, unless it is
+    /// regular (a seekable file needs no index), for the frame index to find, when there is
+    /// one; moves the upstream back to where the decoder reads. False when the look-up or that
+    /// move failed (recorded). On a store the table comes from the object's end, asked for
+    /// beside the first request: a seekable object costs no look-up of a `KEY.zstidx`.
     private func lookUpSeekTable() -> Bool {
-        guard findFrameIndexIfAsked() else { return false }
         if let index = frameIndexLookUp.index {
             seekTableLookUp = .found(index.frames)
             return true
@@ -404,6 +405,9 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
             zstd.record(error)
             return false
         }
+        if case .found(let table) = seekTableLookUp, table.isRegular { return true }
+        guard findFrameIndexIfAsked() else { return false }
+        if let index = frameIndexLookUp.index { seekTableLookUp = .found(index.frames) }
         return true
     }
 
