@@ -12,6 +12,10 @@ public enum DataSourceReadUse: Sendable, Hashable {
     /// A gzip index object beside a gzip object (`FILE.gz.gzidx`): its header and point table
     /// in one first answer, each window asked for when a decode needs it.
     case gzipIndex
+    /// An object read whole, in order, by a pass that builds its index (`blobstream index
+    /// s3://…`): the pass inflates as it goes, so the read need only keep ahead of the
+    /// inflater, in less memory than a download.
+    case indexBuild
 }
 
 /// A set of schemes that registers its sources in a registry, read as a use needs: how a

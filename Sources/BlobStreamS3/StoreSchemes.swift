@@ -62,6 +62,11 @@ public struct StoreSchemes: DataSourceSchemes {
         case .gzipIndex:
             options.blockSize = 512 << 10
             options.readAhead = 0
+        case .indexBuild:
+            // 8 MiB blocks, 3 in flight (a download keeps 4 of 12 MiB on a store): an index
+            // pass of a tar.gz stays within 128 MiB with its index in memory.
+            options.blockSize = 8 << 20
+            options.readAhead = 2
         }
         return options
     }

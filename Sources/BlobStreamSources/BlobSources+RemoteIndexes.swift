@@ -52,7 +52,7 @@ extension BlobSources {
     public func buildIndex(
         ofObjectAt url: String, as kind: RemoteIndexKind = .whatItHolds, gzipSpacing: Int = GzipIndex.defaultSpacing
     ) throws(BlobStreamError) -> (index: BuiltIndex, serverOrigin: String?) {
-        let registry = makeRegistry()
+        let registry = makeRegistry(readingContentFor: .indexBuild)
         let held = kind == .whatItHolds ? try RemoteContent.held(url, registry: registry) : .gzip
         if held == .zstdFrames {
             let object = try RemoteContent.rangedSource(url, registry: registry)

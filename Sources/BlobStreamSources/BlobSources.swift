@@ -30,7 +30,7 @@ import Foundation
 ///
 /// The remote schemes are registered three times, once per use (`DataSourceReadUse`): the
 /// content, the member index objects and the gzip index objects, each read with the block
-/// size its use needs. The schemes are given, not linked: a program that reads only local
+/// size its use needs (an index pass reads the content as `.indexBuild`). The schemes are given, not linked: a program that reads only local
 /// sources links no networking stack (BlobStreamSources depends on no HTTP client).
 public struct BlobSources: Sendable {
     /// Which index the `gzip:` and `archive:` sources read through.
@@ -85,8 +85,14 @@ public struct BlobSources: Sendable {
     /// A registry of every source (see the type's discussion). Make one per run, or per task,
     /// and read every source through it.
     public func makeRegistry() -> DataSourceRegistry {
+        makeRegistry(readingContentFor: .content)
+    }
+
+    /// `makeRegistry()`, the remote content read as `use` needs (`.indexBuild` for a pass
+    /// that builds an index).
+    func makeRegistry(readingContentFor use: DataSourceReadUse) -> DataSourceRegistry {
         let registry = DataSourceRegistry()
-        remote?.register(in: registry, for: .content)
+        remote?.register(in: registry, for: use)
         FileSources.register(in: registry)
         GzipSources.register(in: registry, engine: inflate, usesSidecarIndex: indexes == .beside)
         ZstdSources.register(in: registry, windowLog: zstdWindowLog)
