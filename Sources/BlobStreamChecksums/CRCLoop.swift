@@ -91,22 +91,18 @@
     ) -> UInt64 {
         let x = UInt64(littleEndian: at.loadUnaligned(as: UInt64.self)) ^ register
         let y = UInt64(littleEndian: at.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-        var a = table[15 * 256 + Int(truncatingIfNeeded: x & 0xFF)]
-        a ^= table[14 * 256 + Int(truncatingIfNeeded: (x >> 8) & 0xFF)]
-        a ^= table[13 * 256 + Int(truncatingIfNeeded: (x >> 16) & 0xFF)]
-        a ^= table[12 * 256 + Int(truncatingIfNeeded: (x >> 24) & 0xFF)]
-        a ^= table[11 * 256 + Int(truncatingIfNeeded: (x >> 32) & 0xFF)]
-        a ^= table[10 * 256 + Int(truncatingIfNeeded: (x >> 40) & 0xFF)]
-        a ^= table[9 * 256 + Int(truncatingIfNeeded: (x >> 48) & 0xFF)]
-        a ^= table[8 * 256 + Int(truncatingIfNeeded: x >> 56)]
-        var b = table[7 * 256 + Int(truncatingIfNeeded: y & 0xFF)]
-        b ^= table[6 * 256 + Int(truncatingIfNeeded: (y >> 8) & 0xFF)]
-        b ^= table[5 * 256 + Int(truncatingIfNeeded: (y >> 16) & 0xFF)]
-        b ^= table[4 * 256 + Int(truncatingIfNeeded: (y >> 24) & 0xFF)]
-        b ^= table[3 * 256 + Int(truncatingIfNeeded: (y >> 32) & 0xFF)]
-        b ^= table[2 * 256 + Int(truncatingIfNeeded: (y >> 40) & 0xFF)]
-        b ^= table[1 * 256 + Int(truncatingIfNeeded: (y >> 48) & 0xFF)]
-        b ^= table[Int(truncatingIfNeeded: y >> 56)]
-        return a ^ b
+        return eightBytes(x, table + 8 * 256) ^ eightBytes(y, table)
+    }
+
+    /// The lookups of the eight bytes of `word` (the first in memory first) in eight tables
+    /// from `tables`: the first byte in the last table, whose entries are the furthest from
+    /// the end.
+    @inline(__always) private static func eightBytes(_ word: UInt64, _ tables: UnsafePointer<UInt64>) -> UInt64 {
+        var result = tables[Int(truncatingIfNeeded: word >> 56)]
+        for byte in 0..<7 {
+            let index = Int(truncatingIfNeeded: (word >> UInt64(8 * byte)) & 0xFF)
+            result ^= tables[(7 - byte) * 256 + index]
+        }
+        return result
     }
 }

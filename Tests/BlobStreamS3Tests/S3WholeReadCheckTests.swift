@@ -29,16 +29,27 @@ struct S3WholeReadCheckTests {
             headers: ["x-amz-checksum-\(algorithm)": value, "x-amz-checksum-type": type], method: "HEAD", times: 0)
     }
 
+    /// A fixture whose bucket holds `whole.bin` (`data`), and the fault proxy in front of the store.
+    static func storedBehindProxy() async throws -> (FaultProxy, StoreFixture) {
+        let store = try await SwiftStoreTestServer.shared()
+        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        do {
+            let fixture = try await StoreFixture()
+            _ = try await fixture.client.putObject(fixture.location("whole.bin"), body: ByteBuffer(bytes: data))
+            return (proxy, fixture)
+        } catch {
+            proxy.stop()
+            throw error
+        }
+    }
+
     @Test(
         "`cat s3://…`: checked through one HEAD; a flipped byte under the right checksum fails the read, naming both values"
     )
     func tool() async throws {
-        let store = try await SwiftStoreTestServer.shared()
-        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        let (proxy, fixture) = try await Self.storedBehindProxy()
         defer { proxy.stop() }
-        let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
-        _ = try await fixture.client.putObject(fixture.location("whole.bin"), body: ByteBuffer(bytes: Self.data))
         var environment = S3ReadToolTests.environment(fixture)
         environment["AWS_ENDPOINT_URL"] = proxy.endpoint
         let url = "s3://\(fixture.bucket)/whole.bin"
@@ -80,12 +91,9 @@ struct S3WholeReadCheckTests {
             ("none", "", "unchecked: the store keeps no checksum of the object"),
         ])
     func notes(algorithm: String, type: String, note: String) async throws {
-        let store = try await SwiftStoreTestServer.shared()
-        let proxy = try await FaultProxy.start(upstream: store.endpoint)
+        let (proxy, fixture) = try await Self.storedBehindProxy()
         defer { proxy.stop() }
-        let fixture = try await StoreFixture()
         defer { fixture.cleanUp() }
-        _ = try await fixture.client.putObject(fixture.location("whole.bin"), body: ByteBuffer(bytes: Self.data))
         if let kind = S3ChecksumAlgorithm(name: algorithm) {
             var sum = S3Checksum(kind)
             sum.update(Self.data)

@@ -114,12 +114,7 @@ struct FaultProxyExchange: Sendable {
     /// Sends `request` upstream, reads the whole answer, relays its head and `afterBytes` of
     /// its body (nil: half; no body: half the head), and closes the client's connection.
     private func forwardCut(_ request: [UInt8], to client: PeerConnection, afterBytes: Int?) async throws -> Int? {
-        let answer = try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
-            try await upstream.write(request)
-            var answer: [UInt8] = []
-            while let data = try await upstream.readAvailable() { answer += data }
-            return answer
-        }
+        let answer = try await wholeAnswer(to: request)
         let separator: [UInt8] = [13, 10, 13, 10]
         let end = answer.indices.first { answer[$0...].starts(with: separator) }
         let head = end.map { Array(answer[..<$0]) } ?? answer
@@ -139,12 +134,7 @@ struct FaultProxyExchange: Sendable {
     private func forwardRewritten(_ request: [UInt8], to client: PeerConnection, headers: [String: String])
         async throws -> Int?
     {
-        let answer = try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
-            try await upstream.write(request)
-            var answer: [UInt8] = []
-            while let data = try await upstream.readAvailable() { answer += data }
-            return answer
-        }
+        let answer = try await wholeAnswer(to: request)
         let separator: [UInt8] = [13, 10, 13, 10]
         guard let end = answer.indices.first(where: { answer[$0...].starts(with: separator) }) else {
             try await client.write(answer)
@@ -164,12 +154,7 @@ struct FaultProxyExchange: Sendable {
     /// Sends `request` upstream, reads the whole answer, relays it with its body's byte at
     /// `offset` (nil: the middle one) flipped, and closes the client's connection.
     private func forwardFlipped(_ request: [UInt8], to client: PeerConnection, offset: Int?) async throws -> Int? {
-        var answer = try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
-            try await upstream.write(request)
-            var answer: [UInt8] = []
-            while let data = try await upstream.readAvailable() { answer += data }
-            return answer
-        }
+        var answer = try await wholeAnswer(to: request)
         let separator: [UInt8] = [13, 10, 13, 10]
         if let end = answer.indices.first(where: { answer[$0...].starts(with: separator) }), end + 4 < answer.count {
             let body = answer.count - (end + 4)
@@ -178,6 +163,16 @@ struct FaultProxyExchange: Sendable {
         try await client.write(answer)
         await client.close()
         return Self.status(of: answer)
+    }
+
+    /// Sends `request` upstream and reads its whole answer (head and body).
+    private func wholeAnswer(to request: [UInt8]) async throws -> [UInt8] {
+        try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
+            try await upstream.write(request)
+            var answer: [UInt8] = []
+            while let data = try await upstream.readAvailable() { answer += data }
+            return answer
+        }
     }
 
     /// Answers `status` with an S3-style XML error; returns the status.
