@@ -70,6 +70,10 @@ extension SourceOptions {
                     stream, name: source, progress: progress, limit: length, unverifiedPrefix: unverifiedPrefix,
                     sendingToPipe: sendingToPipe, consume)
             }
+            // After the read: what it came to (a whole read checked against the store's checksum).
+            if verbose, let report = (stream.dataSource as? any BlobReadReporting)?.readReport {
+                Console.note("\(source): \(report)")
+            }
         }
     }
 }

@@ -56,3 +56,8 @@ extension HTTPRangeDataSource {
         }
     }
 }
+
+extension HTTPRangeDataSource: BlobReadReporting {
+    /// `wholeObjectCheckNote`: what the check of a read whole from the first byte came to.
+    public var readReport: String? { wholeObjectCheckNote }
+}

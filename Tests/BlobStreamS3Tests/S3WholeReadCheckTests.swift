@@ -56,9 +56,12 @@ struct S3WholeReadCheckTests {
         let crc = Self.crc64
 
         try await proxy.setRules([Self.kept(crc.base64)])
-        let honest = try await S3ReadToolTests.run(["cat", url], environment: environment)
+        let honest = try await S3ReadToolTests.run(["cat", "--verbose", url], environment: environment)
         #expect(honest.status == 0, "\(honest.stderr)")
         #expect(honest.stdout == Self.data)
+        #expect(
+            honest.stderr.contains("\(url): checked against the store's FULL_OBJECT CRC64NVME \(crc.base64)"),
+            "\(honest.stderr)")
         let heads = await proxy.settledLog().filter { $0.method == "HEAD" }
         #expect(heads.count == 1, "\(heads)")
         #expect(heads.first?.headers["x-amz-checksum-mode"] == "ENABLED")
