@@ -8,15 +8,6 @@ import Foundation
 // before it is decoded. A cut, damaged or foreign input is `.truncated` or `.corrupt` naming
 // the source and the compressed offset; never a clean end.
 
-/// The windows a zstd frame may ask of a decoder.
-public enum ZstdWindow {
-    /// zstd's own default limit, 2^27 bytes (128 MiB): what `zstd -d` accepts without
-    /// `--long`, and what a frame made by `zstd -19` or less (without `--long`) stays under.
-    public static let defaultLog = 27
-    /// The largest window libzstd can decode on a 64-bit machine: 2^31 bytes (2 GiB).
-    public static let maximumLog = 31
-}
-
 /// Decodes the zstd frames an upstream reader hands it, into the caller's buffers, one call
 /// at a time (its owner serializes the calls). Reads the upstream in the blocking style
 /// (`waiting: true`): the owner's reads wait for an asynchronous upstream's bytes.
@@ -279,7 +270,7 @@ package final class ZstdReader {
         }
         if header.frameType != ZSTD_skippableFrame {
             if header.windowSize > UInt64(1) << UInt64(windowLog) {
-                let needed = Self.log2(roundingUp: header.windowSize)
+                let needed = ZstdWindow.log2(roundingUp: header.windowSize)
                 throw BlobStreamError(
                     .unsupported,
                     "\(name): the frame at compressed offset \(compressedOffset) needs a window of \(header.windowSize) bytes (2^\(needed)), over the limit of 2^\(windowLog); allow it with --long=\(needed) (windowLog: \(needed))"
@@ -402,9 +393,5 @@ package final class ZstdReader {
 
     private static func errorName(_ answer: Int) -> String {
         ZSTD_getErrorName(answer).map { String(cString: $0) } ?? "error \(answer)"
-    }
-
-    private static func log2(roundingUp value: UInt64) -> Int {
-        value <= 1 ? 0 : 64 - (value - 1).leadingZeroBitCount
     }
 }
