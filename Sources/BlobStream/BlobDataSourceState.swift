@@ -156,6 +156,17 @@ public final class BlobDataSourceState: Sendable {
     /// after `hasBytesAvailable`.
     var bytesAvailableTurns: Int { bytesTurns.load(ordering: .acquiring) }
 
+    /// Says what a `read` returned, before the caller sees it: 0 is the end, a negative
+    /// count is `failure` (or, with none recorded, `name` closed). For the package's sources,
+    /// which release their lock first.
+    package func announceRead(_ count: Int, failure: BlobStreamError?, name: String) {
+        if count == 0 {
+            isAtEnd = true
+        } else if count < 0 {
+            error = failure ?? BlobStreamError(.closed, "\(name): closed")
+        }
+    }
+
     /// How many subscriptions are registered (for the package's tests).
     package var observerCount: Int { registry.withLock { $0.observers.count } }
 

@@ -57,10 +57,9 @@ import Foundation
 /// archive member's does), unless it is called where the upstream announces
 /// (`.wouldDeadlock`). `interrupt()` or `close()` from another thread ends the wait.
 public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unchecked Sendable {
-    // Unchecked Sendable: every mutable stored property, and `zstd` with the upstream
-    // reader it reads, is guarded by `lock` (the frame index look-up too: its closure runs
-    // under it, once); `state` is thread-safe itself; the rest is
-    // immutable.
+    // Unchecked Sendable: every mutable stored property, and `zstd` with the upstream reader
+    // it reads, is guarded by `lock` (the frame index look-up too: its closure runs under it,
+    // once); `state` is thread-safe itself; the rest is immutable.
 
     /// The URL scheme this source is registered under (by whoever registers it).
     public static let scheme = "zstd"
@@ -72,7 +71,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     public let state = BlobDataSourceState()
 
     /// The source of the compressed bytes; owned (opened and closed) by this source.
-    public var upstream: any BlobDataSource { reader.source }
+    public var upstream: any BlobDataSource { owned.reader.source }
 
     /// The name used in error messages.
     public let name: String
@@ -86,64 +85,28 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     /// The index of the file's frames used instead of a seek table: the one given to the
     /// initializer, or the one `findFrameIndex` found (at the first move, or when
     /// `lookUpFrameIndex()` asked); nil otherwise.
-    public var frameIndex: ZstdFrameIndex? { lock.withLock { frameIndexLookUp.index } }
+    public var frameIndex: ZstdFrameIndex? { lock.withLock { placement.frameIndex } }
     /// Why a frame index found beside the file was not used (it does not match the file,
     /// or is damaged), set by whoever looked for it; `blobstream cat --verbose` prints it.
     public var unusedIndexReason: String? {
-        get { lock.withLock { unusedIndex } }
-        set { lock.withLock { unusedIndex = newValue } }
+        get { lock.withLock { placement.unusedIndexReason } }
+        set { lock.withLock { placement.unusedIndexReason = newValue } }
     }
-    /// A table that cannot be decoded in parallel was found: decode in turn.
-    private var parallelDeclined = false
-    private let reader: BlobUpstreamReader
+    /// The upstream, and whether it was started or closed (guarded by `lock`).
+    private let owned: OwnedUpstream
     private let zstd: ZstdReader
     private let lock = NSLock()
-    /// Carries the upstream's announcements here until the open is settled.
-    private let relay: UpstreamOpenRelay
 
     // MARK: Guarded by `lock`
 
-    private var started = false
-    private var closed = false
-    private var unusedIndex: String?
-    /// The frame index: given, to be looked for, found, or none.
-    private var frameIndexLookUp: FrameIndexLookUp
-    private var openAnnounced = false
+    /// The seek table and the frame index: where frames are.
+    private var placement: ZstdFramePlacement
     /// The decompressed offset of the next byte `read` hands out.
     private var target: Int64 = 0
     private var scratch: UnsafeMutableRawPointer?
     private static let scratchSize = 64 * 1024
-    /// The upstream's seek table, once looked for (at the first move).
-    private var seekTableLookUp: SeekTableLookUp = .notYet
-    /// Decoding frames on several threads (a seekable file with a regular table), from the
-    /// first read or move; nil otherwise.
-    private var parallel: ZstdParallelFrameReader?
-    /// Frames handed out by parallel readers that were dropped (at a move).
-    private var framesInParallelBefore = 0
-
-    /// Where the frame index stands.
-    private enum FrameIndexLookUp {
-        case given(ZstdFrameIndex)
-        case toFind(() throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex>)
-        case found(ZstdFrameIndex)
-        case none
-
-        var index: ZstdFrameIndex? {
-            switch self {
-            case .given(let index), .found(let index): index
-            case .toFind, .none: nil
-            }
-        }
-    }
-
-    /// What looking for the seek table found.
-    private enum SeekTableLookUp {
-        case notYet
-        /// A table that adds up; used for moves when it is regular.
-        case found(ZstdSeekTable)
-        /// None: the upstream cannot move, or ends with no table, or a damaged one (why).
-        case none(String?)
-    }
+    /// Frames decoded on several threads (a seekable file with a regular table).
+    private var parallel: ZstdParallelStage
 
     /// Makes a source that decodes `upstream`.
     ///
@@ -175,24 +138,16 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         precondition(parallelism > 0, "parallelism must be positive")
         precondition(inputBufferSize > 0, "inputBufferSize must be positive")
         let name = name ?? "zstd stream over \(type(of: upstream))"
-        let relay = UpstreamOpenRelay(label: "BlobStreamZstd.ZstdDataSource.open")
-        let reader = BlobUpstreamReader(upstream, bufferSize: inputBufferSize) { relay.upstreamChanged() }
-        self.relay = relay
-        self.reader = reader
+        let owned = OwnedUpstream(upstream, bufferSize: inputBufferSize, label: "BlobStreamZstd.ZstdDataSource.open")
+        self.owned = owned
         self.name = name
         self.windowLog = windowLog
         self.knownLength = length
         self.parallelism = parallelism
-        self.zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
-        if let frameIndex {
-            frameIndexLookUp = .given(frameIndex)
-            seekTableLookUp = .found(frameIndex.frames)
-        } else if let findFrameIndex {
-            frameIndexLookUp = .toFind(findFrameIndex)
-        } else {
-            frameIndexLookUp = .none
-        }
-        relay.owner = self
+        self.zstd = ZstdReader(upstream: owned.reader, name: name, windowLog: windowLog)
+        self.parallel = ZstdParallelStage(workers: parallelism)
+        self.placement = ZstdFramePlacement(name: name, frameIndex: frameIndex, findFrameIndex: findFrameIndex)
+        owned.announce(to: self)
     }
 
     deinit {
@@ -206,32 +161,17 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     /// Frames decoded on other threads and handed out so far (see "Offsets"): 0 unless the
     /// upstream is a seekable file and a read went on past a whole frame.
     public var framesDecodedInParallel: Int {
-        lock.withLock { framesInParallelBefore + (parallel?.framesHandedOut ?? 0) }
+        lock.withLock { parallel.framesHandedOut }
     }
 
     /// The upstream's seek table, once a move looked for it (see "Offsets"), or the frame
     /// index's frames; nil before, and for a file without either.
-    public var seekTable: ZstdSeekTable? {
-        lock.withLock {
-            if case .found(let table) = seekTableLookUp { return table }
-            return nil
-        }
-    }
+    public var seekTable: ZstdSeekTable? { lock.withLock { placement.seekTable } }
 
     /// Why moves decode from the start although the file ends with a seek table: it is
     /// damaged (it does not add up), or not regular (`ZstdSeekTable.isRegular`); nil
     /// otherwise.
-    public var seekTableNotUsed: String? {
-        lock.withLock {
-            switch seekTableLookUp {
-            case .none(let why): return why
-            case .found(let table) where !table.isRegular && frameIndexLookUp.index == nil:
-                return
-                    "\(name): the seek table's frames are not all the same size, so an offset cannot be placed without decoding the frames before it"
-            default: return nil
-            }
-        }
-    }
+    public var seekTableNotUsed: String? { lock.withLock { placement.seekTableNotUsed } }
 
     // MARK: - BlobDataSource
 
@@ -244,28 +184,26 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue (where the open is announced).
-    public var completionContext: BlobCompletionContext { reader.completionContext.including(relay.queue) }
+    public var completionContext: BlobCompletionContext { owned.completionContext }
 
     /// The end of the last frame decoded whole: every byte before it passed its frame's checks.
     public var verifiedPrefix: BlobVerifiedPrefix {
-        lock.withLock { .checked(upTo: parallel?.checkedUpTo ?? zstd.checkedUpTo) }
+        lock.withLock { .checked(upTo: parallel.frames?.checkedUpTo ?? zstd.checkedUpTo) }
     }
 
     /// Opens the upstream; completes when the upstream has opened (at once for a
     /// synchronous upstream, later on its context otherwise).
     public func open() {
-        lock.lock()
-        guard !started, !closed else { return lock.unlock() }
-        started = true
-        if target > 0, frameIndexLookUp.index == nil, let object = reader.source as? any BlobRangeReading {
+        let started = owned.start(locking: lock) { upstream in
             // A read that starts with a move looks for the seek table first: the object's end
             // beside the first request, and no large block from its start.
+            guard target > 0, placement.frameIndex == nil, let object = upstream as? any BlobRangeReading else {
+                return
+            }
             object.expectRandomAccess()
             object.expectEnd(ZstdReader.seekTableTail)
         }
-        reader.open()
-        lock.unlock()
-        announceOpenIfReady()
+        if started { announceOpenIfReady() }
     }
 
     /// Decodes up to `maxLength` bytes into `buffer`.
@@ -274,26 +212,22 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         let n = readLocked(buffer, maxLength: maxLength)
         let failure = zstd.failure
         lock.unlock()
-        if n == 0 {
-            state.isAtEnd = true
-        } else if n < 0 {
-            state.error = failure ?? BlobStreamError(.closed, "\(name): closed")
-        }
+        state.announceRead(n, failure: failure, name: name)
         return n
     }
 
     private func readLocked(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        guard !closed, started, zstd.failure == nil else { return -1 }
+        guard owned.isReadable, zstd.failure == nil else { return -1 }
         guard maxLength > 0 else { return 0 }
         // A read that went on past a whole frame goes on in parallel (a short read stays on
         // the caller's thread, decoding one frame).
-        if parallel == nil && zstd.framesDecoded > 0 && zstd.isBetweenFrames && target == zstd.produced
-            && !startParallelIfWorth()
+        if parallel.frames == nil && zstd.framesDecoded > 0 && zstd.isBetweenFrames && target == zstd.produced
+            && !parallel.startIfWorth(at: target, zstd, &placement)
         {
             return -1
         }
-        if let parallel {
-            switch parallel.read(into: buffer, capacity: maxLength) {
+        if let frames = parallel.frames {
+            switch frames.read(into: buffer, capacity: maxLength) {
             case .bytes(let n):
                 target += Int64(n)
                 return n
@@ -303,7 +237,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
                 return -1
             }
         }
-        if target != zstd.produced && !enterThroughSeekTable() { return -1 }
+        if target != zstd.produced && !placement.enter(target, zstd) { return -1 }
         // Forward to `target`: decode and discard.
         while zstd.produced < target {
             if scratch == nil { scratch = .allocate(byteCount: Self.scratchSize, alignment: 16) }
@@ -335,8 +269,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     ) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard !closed, started, zstd.failure == nil, let parallel else { return false }
-        switch parallel.lend() {
+        guard owned.isReadable, zstd.failure == nil, let frames = parallel.frames else { return false }
+        switch frames.lend() {
         case .bytes(let bytes):
             target += Int64(bytes.count)
             buffer.pointee = UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -349,85 +283,6 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         }
     }
 
-    /// At a frame's end, after a whole frame was decoded: goes on decoding the next frames on
-    /// several threads when `parallelism` allows more than one and the upstream is a seekable
-    /// file whose table is regular, with frames no larger than
-    /// `ZstdParallelFrameReader.largestFrame`, and places the next frame where the decoder
-    /// stands; false when that failed (recorded).
-    private func startParallelIfWorth() -> Bool {
-        guard parallelism > 1, !parallelDeclined else { return true }
-        // Every compressed byte taken: no frame is left to decode in parallel.
-        if let length = reader.length, zstd.compressedOffset >= length { return true }
-        if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
-        guard case .found(let table) = seekTableLookUp,
-            ZstdParallelFrameReader.canDecode(table, workers: parallelism)
-        else {
-            parallelDeclined = true
-            return true
-        }
-        guard let index = table.frameIndex(containing: target) else { return true } // at the end
-        let next = table.frames[index]
-        guard next.decompressedOffset == target, next.compressedOffset == zstd.compressedOffset else {
-            // The table does not place the next frame where the decoder found it: go on in turn.
-            parallelDeclined = true
-            return true
-        }
-        do {
-            parallel = try ZstdParallelFrameReader(
-                table: table, offset: target, upstream: reader, name: name, windowLog: windowLog,
-                workers: parallelism)
-        } catch {
-            zstd.record(error)
-            return false
-        }
-        return true
-    }
-
-    /// Looks for the upstream's seek table once (`seekTableLookUp`), then, unless it is
-    /// regular (a seekable file needs no index), for the frame index to find, when there is
-    /// one; moves the upstream back to where the decoder reads. False when the look-up or that
-    /// move failed (recorded). On a store the table comes from the object's end, asked for
-    /// beside the first request: a seekable object costs no look-up of a `KEY.zstidx`.
-    private func lookUpSeekTable() -> Bool {
-        if let index = frameIndexLookUp.index {
-            seekTableLookUp = .found(index.frames)
-            return true
-        }
-        do {
-            let table = try zstd.readSeekTable()
-            seekTableLookUp = table.map { .found($0) } ?? .none(nil)
-        } catch {
-            seekTableLookUp = .none("\(name): the seek table is not used: \(error.message)")
-        }
-        do {
-            try zstd.returnToDecodingPosition()
-        } catch {
-            zstd.record(error)
-            return false
-        }
-        if case .found(let table) = seekTableLookUp, table.isRegular { return true }
-        guard findFrameIndexIfAsked() else { return false }
-        if let index = frameIndexLookUp.index { seekTableLookUp = .found(index.frames) }
-        return true
-    }
-
-    /// Runs `findFrameIndex` when it has not run; false when it failed (recorded).
-    private func findFrameIndexIfAsked() -> Bool {
-        guard case .toFind(let find) = frameIndexLookUp else { return true }
-        frameIndexLookUp = .none
-        do {
-            switch try find() {
-            case .matching(let index): frameIndexLookUp = .found(index)
-            case .unusable(let reason): unusedIndex = reason
-            case .absent: break
-            }
-        } catch {
-            zstd.record(error)
-            return false
-        }
-        return true
-    }
-
     /// Looks for the frame index now when `findFrameIndex` was given and has not run (a
     /// blocking call: on the thread that reads, after `open()`), and returns the one in use.
     /// What `blobstream cat --verbose` asks before it reads.
@@ -436,29 +291,10 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     public func lookUpFrameIndex() throws(BlobStreamError) -> ZstdFrameIndex? {
         lock.lock()
         defer { lock.unlock() }
-        guard findFrameIndexIfAsked() else { throw zstd.failure ?? BlobStreamError(.sourceFailed, "\(name): failed") }
-        if let index = frameIndexLookUp.index, case .notYet = seekTableLookUp { seekTableLookUp = .found(index.frames) }
-        return frameIndexLookUp.index
-    }
-
-    /// Moves the decoder to the frame that holds `target`, through the upstream's seek table,
-    /// when it has a regular one and that skips bytes; false when that failed (recorded).
-    private func enterThroughSeekTable() -> Bool {
-        if case .notYet = seekTableLookUp, !lookUpSeekTable() { return false }
-        // An offset at or past the end: the last frame, whose end says which.
-        // A frame index was made by decoding the frames: its places need not be regular.
-        guard case .found(let table) = seekTableLookUp, table.isRegular || frameIndexLookUp.index != nil,
-            let index = table.frameIndex(containing: target) ?? table.frames.indices.last
-        else { return true }
-        let frame = table.frames[index]
-        guard target < zstd.produced || frame.decompressedOffset > zstd.produced else { return true }
-        do {
-            try zstd.restart(atFrame: index, of: table)
-        } catch {
-            zstd.record(error)
-            return false
+        guard placement.findFrameIndexIfAsked(zstd) else {
+            throw zstd.failure ?? BlobStreamError(.sourceFailed, "\(name): failed")
         }
-        return true
+        return placement.frameIndex
     }
 
     /// The decompressed offset of the next byte.
@@ -484,7 +320,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
 
     /// Whether the move leaves an announced end (the stream must read again); or the refusal.
     private func seekLocked(_ offset: Int64) -> Result<Bool, BlobStreamError> {
-        if closed { return .failure(BlobStreamError(.closed, "\(name): closed")) }
+        if owned.isClosed { return .failure(BlobStreamError(.closed, "\(name): closed")) }
         if let failure = zstd.failure {
             return .failure(
                 BlobStreamError(
@@ -495,15 +331,13 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
                 BlobStreamError(
                     .invalidOffset, "\(name): cannot move to offset \(offset): past the end (\(knownLength) bytes)"))
         }
-        if let parallel {
+        if parallel.frames != nil {
             // The next read starts again at the new offset's frame.
             parallel.stop()
-            framesInParallelBefore += parallel.framesHandedOut
-            self.parallel = nil
             target = offset
-            return .success(openAnnounced)
+            return .success(owned.isSettled)
         }
-        if started && offset < zstd.produced {
+        if owned.isStarted && offset < zstd.produced {
             do {
                 try zstd.restart()
             } catch {
@@ -514,28 +348,22 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
             }
         }
         target = offset
-        return .success(openAnnounced && !(zstd.isFinished && target == zstd.produced))
+        return .success(owned.isSettled && !(zstd.isFinished && target == zstd.produced))
     }
 
     /// Passes the interruption on to the upstream, where a read may be blocked.
     public func interrupt() {
-        reader.interrupt()
+        owned.interrupt()
     }
 
     /// Closes the upstream and frees libzstd's state. Further reads return −1.
     public func close() {
-        reader.interrupt()
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        parallel?.stop()
-        framesInParallelBefore += parallel?.framesHandedOut ?? 0
-        parallel = nil
-        zstd.end()
-        reader.close() // owned, opened or not; stops observing it
-        scratch?.deallocate()
-        scratch = nil
+        owned.close(locking: lock) {
+            parallel.stop()
+            zstd.end()
+            scratch?.deallocate()
+            scratch = nil
+        }
     }
 
     // MARK: - Opening
@@ -543,19 +371,9 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     /// Announces the open (or the upstream's failure to open) once the upstream's is done.
     func announceOpenIfReady() {
         lock.lock()
-        guard started, !closed, !openAnnounced else { return lock.unlock() }
-        switch relay.outcome(of: reader, name: name) {
-        case .notYet: lock.unlock()
-        case .failed(let error):
-            openAnnounced = true
-            let failure = zstd.record(error)
-            lock.unlock()
-            state.error = failure
-        case .opened:
-            openAnnounced = true
-            lock.unlock()
-            state.isOpenCompleted = true
-            state.hasBytesAvailable = true
-        }
+        var outcome = owned.outcome(name: name)
+        if case .failed(let error) = outcome { outcome = .failed(zstd.record(error)) }
+        lock.unlock()
+        outcome.announce(on: state)
     }
 }

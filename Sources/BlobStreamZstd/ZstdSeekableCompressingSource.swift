@@ -35,17 +35,13 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
     /// The zstd level.
     public let level: Int
 
-    private let reader: BlobUpstreamReader
+    /// The upstream, and whether it was started or closed (guarded by `lock`).
+    private let owned: OwnedUpstream
     private let compressor: ZstdSeekableCompressor
     private let lock = NSLock()
-    /// Carries the upstream's announcements here until the open is settled.
-    private let relay: UpstreamOpenRelay
 
     // MARK: Guarded by `lock`
 
-    private var started = false
-    private var closed = false
-    private var openAnnounced = false
     private var failure: BlobStreamError?
     /// Compressed bytes made and not handed out yet.
     private var pending: [UInt8] = []
@@ -68,18 +64,17 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
         name: String? = nil
     ) throws(BlobStreamError) {
         let compressor = try ZstdSeekableCompressor(level: level, frameSize: frameSize)
-        let relay = UpstreamOpenRelay(label: "BlobStreamZstd.ZstdSeekableCompressingSource.open")
-        self.reader = BlobUpstreamReader(upstream, bufferSize: 256 * 1024) { relay.upstreamChanged() }
-        self.relay = relay
+        self.owned = OwnedUpstream(
+            upstream, bufferSize: 256 * 1024, label: "BlobStreamZstd.ZstdSeekableCompressingSource.open")
         self.compressor = compressor
         self.frameSize = frameSize
         self.level = level
         self.name = name ?? "seekable zstd of \(type(of: upstream))"
-        relay.owner = self
+        owned.announce(to: self)
     }
 
     /// The source of the bytes compressed; owned (opened and closed) by this source.
-    public var upstream: any BlobDataSource { reader.source }
+    public var upstream: any BlobDataSource { owned.reader.source }
 
     /// The seek table of the frames made so far: the whole file's once the read reached
     /// its end.
@@ -87,16 +82,11 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
 
     /// `.caller` over a synchronous upstream; otherwise the upstream's context or this
     /// source's private queue (where the open is announced).
-    public var completionContext: BlobCompletionContext { reader.completionContext.including(relay.queue) }
+    public var completionContext: BlobCompletionContext { owned.completionContext }
 
     /// Opens the upstream; completes when it has opened.
     public func open() {
-        lock.lock()
-        guard !started, !closed else { return lock.unlock() }
-        started = true
-        reader.open()
-        lock.unlock()
-        announceOpenIfReady()
+        if owned.start(locking: lock) { announceOpenIfReady() }
     }
 
     /// Hands out up to `maxLength` compressed bytes; 0 after the seek table.
@@ -105,16 +95,12 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
         let n = readLocked(buffer, maxLength: maxLength)
         let error = failure
         lock.unlock()
-        if n == 0 {
-            state.isAtEnd = true
-        } else if n < 0 {
-            state.error = error ?? BlobStreamError(.closed, "\(name): closed")
-        }
+        state.announceRead(n, failure: error, name: name)
         return n
     }
 
     private func readLocked(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        guard !closed, started, failure == nil else { return -1 }
+        guard owned.isReadable, failure == nil else { return -1 }
         guard maxLength > 0 else { return 0 }
         while pendingStart == pending.count {
             if finished { return 0 }
@@ -138,7 +124,7 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
     /// Feeds the compressor the upstream's next bytes (or its end); what it makes goes to
     /// `pending`.
     private func compressMore() throws(BlobStreamError) {
-        switch reader.fill(waiting: true) {
+        switch owned.reader.fill(waiting: true) {
         case .bytes(let bytes):
             do {
                 try compressor.append(bytes) { pending.append(contentsOf: $0) }
@@ -146,7 +132,7 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
                 throw error as? BlobStreamError ?? BlobStreamError(.sourceFailed, "\(name): \(error)")
             }
             consumed += Int64(bytes.count)
-            reader.consume(bytes.count)
+            owned.reader.consume(bytes.count)
         case .end:
             do {
                 try compressor.finish { pending.append(contentsOf: $0) }
@@ -165,37 +151,23 @@ public final class ZstdSeekableCompressingSource: BlobDataSource, UpstreamOpenAn
 
     /// Passes the interruption on to the upstream, where a read may be blocked.
     public func interrupt() {
-        reader.interrupt()
+        owned.interrupt()
     }
 
     /// Closes the upstream. Further reads return −1.
     public func close() {
-        reader.interrupt()
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        reader.close()
-        pending = []
-        pendingStart = 0
+        owned.close(locking: lock) {
+            pending = []
+            pendingStart = 0
+        }
     }
 
     /// Announces the open (or the upstream's failure to open) once the upstream's is done.
     func announceOpenIfReady() {
         lock.lock()
-        guard started, !closed, !openAnnounced else { return lock.unlock() }
-        switch relay.outcome(of: reader, name: name) {
-        case .notYet: lock.unlock()
-        case .failed(let error):
-            openAnnounced = true
-            failure = failure ?? error
-            lock.unlock()
-            state.error = error
-        case .opened:
-            openAnnounced = true
-            lock.unlock()
-            state.isOpenCompleted = true
-            state.hasBytesAvailable = true
-        }
+        let outcome = owned.outcome(name: name)
+        if case .failed(let error) = outcome { failure = failure ?? error }
+        lock.unlock()
+        outcome.announce(on: state)
     }
 }
