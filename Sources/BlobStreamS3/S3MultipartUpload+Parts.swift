@@ -8,20 +8,9 @@ extension S3MultipartUpload {
     /// A part sent or found stored.
     struct PartOutcome: Sendable {
         var number: Int
-        var etag: String
-        var sent: Bool
         var size: Int
-        var checksum: S3Checksum?
-        var crc64nvme: S3Checksum?
-
-        init(number: Int, size: Int, sent: (etag: String, sent: Bool, digest: PartDigest)) {
-            self.number = number
-            self.etag = sent.etag
-            self.sent = sent.sent
-            self.size = size
-            checksum = sent.digest.checksum
-            crc64nvme = sent.digest.crc64nvme
-        }
+        /// Its ETag, whether it was sent (or found stored), and the digest of its bytes.
+        var sent: (etag: String, sent: Bool, digest: PartDigest)
     }
 
     /// What the parts have come to so far, for progress and the result.
@@ -41,11 +30,13 @@ extension S3MultipartUpload {
         func record(_ outcome: PartOutcome) -> Int64 {
             state.withLockedValue {
                 $0.bytes += Int64(outcome.size)
-                if outcome.sent {
+                if outcome.sent.sent {
                     $0.sent += 1
                     $0.bytesSent += Int64(outcome.size)
                 }
-                $0.parts[outcome.number] = (outcome.etag, outcome.checksum, outcome.crc64nvme)
+                $0.parts[outcome.number] = (
+                    outcome.sent.etag, outcome.sent.digest.checksum, outcome.sent.digest.crc64nvme
+                )
                 return $0.bytes
             }
         }

@@ -199,44 +199,7 @@ final class IndexedMemberReader {
                         compressedLength: member.compressedSize ?? 0, name: archive.naming.messagePrefix,
                         engine: options.inflateEngine)
                 }
-                if index.format == .tarGzip {
-                    guard let gzipIndex = index.gzipIndex else {
-                        throw archive.naming.makeError(.corrupt, "the tar.gz index holds no gzip seek points")
-                    }
-                    slice.mismatchCode = .corrupt
-                    slice.decompression = MemberGzipReading(
-                        reader: archive.reader, index: gzipIndex, name: archive.naming.archiveName,
-                        engine: options.inflateEngine,
-                        size: member.size)
-                }
-                if index.format == .tar || index.format == .zip {
-                    // The member's headers and bytes in one request, and nothing read ahead
-                    // past them.
-                    archive.reader.expectRead(
-                        member.headerOffset..<member.dataOffset + (member.compressedSize ?? member.size))
-                }
-                if index.format == .tarZstd {
-                    guard let frames = index.zstdFrames else {
-                        throw archive.naming.makeError(.corrupt, "the tar.zst index holds no zstd frames")
-                    }
-                    slice.mismatchCode = .corrupt
-                    slice.decompression = MemberZstdReading(
-                        reader: archive.reader, table: frames, name: archive.naming.archiveName,
-                        end: member.dataOffset + member.size, size: member.size)
-                }
-                if index.format == .tarXz {
-                    guard let path = options.archivePath ?? (archive.upstream as? ArchiveFileSource)?.path else {
-                        throw archive.naming.makeError(
-                            .unsupported, "a tar.xz read through its index needs the archive's path")
-                    }
-                    slice.mismatchCode = .corrupt
-                    do {
-                        slice.decompression = try MemberXzReading(path: path)
-                    } catch {
-                        throw archive.naming.makeError(
-                            error.code, "cannot read the blocks of the tar.xz: \(error.message)", cause: error)
-                    }
-                }
+                slice.decompression = try decompression(of: member, in: index, options: options)
                 // Before any byte is served: the archive's own headers must say what the
                 // index says (see `checkHeaders(of:format:)`).
                 try checkHeaders(of: chain, format: index.format, decompression: slice.decompression)
@@ -248,6 +211,43 @@ final class IndexedMemberReader {
                     .corrupt, "hard links form a loop or a chain too long: \(links.joined(separator: " -> "))")
             }
             wanted = ArchiveMemberDataSource.normalized(Array(target.utf8))
+        }
+    }
+
+    /// How the member's bytes are decoded out of a compressed archive's stream (tar.gz,
+    /// tar.zst, tar.xz); nil for a tar or a zip, whose members stand in the archive's own
+    /// bytes (their headers and bytes are then asked for in one request, and nothing past).
+    private func decompression(
+        of member: ArchiveIndex.Member, in index: ArchiveIndex, options: ArchiveMemberOptions
+    ) throws(BlobStreamError) -> (any MemberDecompression)? {
+        switch index.format {
+        case .tar, .zip:
+            archive.reader.expectRead(member.headerOffset..<member.dataOffset + (member.compressedSize ?? member.size))
+            return nil
+        case .tarGzip:
+            guard let gzipIndex = index.gzipIndex else {
+                throw archive.naming.makeError(.corrupt, "the tar.gz index holds no gzip seek points")
+            }
+            return MemberGzipReading(
+                reader: archive.reader, index: gzipIndex, name: archive.naming.archiveName,
+                engine: options.inflateEngine, size: member.size)
+        case .tarZstd:
+            guard let frames = index.zstdFrames else {
+                throw archive.naming.makeError(.corrupt, "the tar.zst index holds no zstd frames")
+            }
+            return MemberZstdReading(
+                reader: archive.reader, table: frames, name: archive.naming.archiveName,
+                end: member.dataOffset + member.size, size: member.size)
+        case .tarXz:
+            guard let path = options.archivePath ?? (archive.upstream as? ArchiveFileSource)?.path else {
+                throw archive.naming.makeError(.unsupported, "a tar.xz read through its index needs the archive's path")
+            }
+            do {
+                return try MemberXzReading(path: path)
+            } catch {
+                throw archive.naming.makeError(
+                    error.code, "cannot read the blocks of the tar.xz: \(error.message)", cause: error)
+            }
         }
     }
 }
