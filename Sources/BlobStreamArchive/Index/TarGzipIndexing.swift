@@ -7,6 +7,13 @@ import Foundation
 protocol TarDecompressor: AnyObject {
     /// Up to `capacity` decompressed bytes; 0 at the end.
     func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) throws(BlobStreamError) -> Int
+    /// Lends the next decompressed bytes (at most `maximum`) to `body` instead of copying
+    /// them: their count, 0 at the end; nil when it cannot lend (then `read`).
+    func lend(maximum: Int, to body: (UnsafeRawBufferPointer) -> Void) throws(BlobStreamError) -> Int?
+}
+
+extension TarDecompressor {
+    func lend(maximum: Int, to body: (UnsafeRawBufferPointer) -> Void) throws(BlobStreamError) -> Int? { nil }
 }
 
 extension GzipIndexStreamingBuilder: TarDecompressor {}
@@ -112,6 +119,7 @@ final class InflatedTarInput: SequentialTarBytes {
     /// stops early at the end of the bytes (the next `fill` then finds too few).
     func discard(upTo target: Int64) throws(TarWalkError) {
         while position < target {
+            if count == head, !ended, try skim(upTo: target) { continue }
             if count == head {
                 try fill(1)
                 if count == head { return }
@@ -125,6 +133,29 @@ final class InflatedTarInput: SequentialTarBytes {
             }
             head += take
         }
+    }
+
+    /// With nothing held: hands the producer's next bytes before `target` to the hash, lent
+    /// rather than copied into the buffer; false when the producer cannot lend.
+    private func skim(upTo target: Int64) throws(TarWalkError) -> Bool {
+        let from = position
+        let lent: Int?
+        do {
+            lent = try producer.lend(maximum: Int(min(target - from, Int64(Int.max)))) { bytes in
+                let low = max(from, hashedRange.lowerBound)
+                let high = min(from + Int64(bytes.count), hashedRange.upperBound)
+                if low < high {
+                    crc = ZlibCRC32.update(
+                        crc, UnsafeRawBufferPointer(rebasing: bytes[Int(low - from)..<Int(high - from)]))
+                }
+            }
+        } catch {
+            throw TarWalkError(code: error.code, message: error.message, cause: error.cause)
+        }
+        guard let lent else { return false }
+        if lent == 0 { ended = true }
+        bufferStart += Int64(lent)
+        return true
     }
 
     /// Inflates until `wanted` bytes are held from `head`, or the bytes end.

@@ -65,6 +65,20 @@ package final class GzipIndexStreamingBuilder {
         }
     }
 
+    /// Lends the next uncompressed bytes, at most `maximum`, to `body` instead of copying them
+    /// out: their count, 0 at the clean end; nil when this builder cannot lend (zlib's, which
+    /// inflates into the caller's buffer: use `read`).
+    ///
+    /// - Throws: as `read` does.
+    package func lend(
+        maximum: Int, to body: (UnsafeRawBufferPointer) -> Void
+    ) throws(BlobStreamError) -> Int? {
+        switch work {
+        case .walker: nil
+        case .background(let inflation): try inflation.lend(maximum: maximum, to: body)
+        }
+    }
+
     /// The index, once `read` returned 0; nil before.
     package func finish() -> GzipIndex? {
         switch work {
@@ -94,8 +108,13 @@ final class BackgroundInflation: @unchecked Sendable {
     /// The most inflated bytes held for the owner.
     static let limit = 2 << 20
 
+    /// How many emptied chunks are kept for the thread to fill again: their pages stay
+    /// mapped, instead of a new allocation faulted in and zeroed for every chunk.
+    private static let sparesKept = 8
+
     private let condition = NSCondition()
     private var chunks: [[UInt8]] = []
+    private var spares: [[UInt8]] = []
     private var firstChunkOffset = 0
     private var held = 0
     private var result: Result<GzipIndex, BlobStreamError>?
@@ -126,14 +145,20 @@ final class BackgroundInflation: @unchecked Sendable {
         thread.start()
     }
 
-    /// The thread's side: waits for room, then queues a copy of `bytes`.
+    /// The thread's side: waits for room, then queues a copy of `bytes` (made outside the
+    /// lock, into a spare chunk when there is one).
     private func push(_ bytes: UnsafeRawBufferPointer) throws(BlobStreamError) {
         guard bytes.count > 0 else { return }
         condition.lock()
-        defer { condition.unlock() }
         while held >= Self.limit && !stopped { condition.wait() }
+        var chunk = spares.popLast() ?? []
+        condition.unlock()
+        chunk.removeAll(keepingCapacity: true)
+        chunk.append(contentsOf: bytes.bindMemory(to: UInt8.self))
+        condition.lock()
+        defer { condition.unlock() }
         if stopped { throw BlobStreamError(.closed, "\(name): closed while indexing") }
-        chunks.append(Array(bytes.bindMemory(to: UInt8.self)))
+        chunks.append(chunk)
         held += bytes.count
         condition.broadcast()
     }
@@ -149,14 +174,42 @@ final class BackgroundInflation: @unchecked Sendable {
         }
         let take = min(capacity, first.count - firstChunkOffset)
         first.withUnsafeBufferPointer { out.update(from: $0.baseAddress! + firstChunkOffset, count: take) }
-        firstChunkOffset += take
-        held -= take
-        if firstChunkOffset == first.count {
-            chunks.removeFirst()
+        taken(take)
+        return take
+    }
+
+    /// The owner's side, without a copy: lends the next bytes (at most `maximum`) to `body`,
+    /// outside the lock; their count, 0 at the clean end, or the build's error.
+    func lend(maximum: Int, to body: (UnsafeRawBufferPointer) -> Void) throws(BlobStreamError) -> Int {
+        condition.lock()
+        while chunks.isEmpty && result == nil { condition.wait() }
+        guard let first = chunks.first else {
+            defer { condition.unlock() }
+            if case .failure(let error) = result! { throw error }
+            return 0
+        }
+        let start = firstChunkOffset
+        condition.unlock()
+        // The thread only appends chunks: this one stays as it is until `taken` drops it.
+        let take = min(maximum, first.count - start)
+        first.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<start + take])) }
+        condition.lock()
+        defer { condition.unlock() }
+        taken(take)
+        return take
+    }
+
+    /// Under the lock: `count` bytes of the first chunk were handed out; an emptied chunk is
+    /// kept as a spare.
+    private func taken(_ count: Int) {
+        firstChunkOffset += count
+        held -= count
+        if firstChunkOffset == chunks[0].count {
+            let emptied = chunks.removeFirst()
+            if spares.count < Self.sparesKept { spares.append(emptied) }
             firstChunkOffset = 0
         }
         condition.broadcast()
-        return take
     }
 
     /// The index, once the build ended cleanly and every byte was read.
@@ -172,6 +225,7 @@ final class BackgroundInflation: @unchecked Sendable {
         condition.lock()
         stopped = true
         chunks = []
+        spares = []
         held = 0
         condition.broadcast()
         while !threadDone { condition.wait() }
