@@ -84,6 +84,14 @@ public struct HTTPRangeOptions: Sendable {
     public var downloadBlockSize: Int? {
         didSet { downloadBlockSize = downloadBlockSize.map { max($0, 64 << 10) } }
     }
+    /// How many blocks are read ahead in a download (the read `downloadBlockSize` describes);
+    /// nil: `readAhead`. A download keeps enough GETs in flight to go at the store's speed,
+    /// while a member or random read, whose bytes are decoded as they come, needs fewer: the
+    /// memory a download holds is about `downloadBlockSize × (downloadReadAhead + 1)`.
+    /// At least 0.
+    public var downloadReadAhead: Int? {
+        didSet { downloadReadAhead = downloadReadAhead.map { max($0, 0) } }
+    }
     /// How many blocks after the one being read are asked for ahead (GETs in flight while
     /// a block is read): 3 by default; more helps on links with long round trips or servers
     /// slow to answer each GET. The blocks are handed out in order; the memory held is

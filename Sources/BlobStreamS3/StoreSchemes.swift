@@ -17,8 +17,9 @@ import NIOCore
 /// ```
 ///
 /// The read sizes, in one place (`options(for:)`): content of a web server in
-/// `HTTPRangeOptions`' default blocks; content of a store in 8 MiB GETs (awscli's chunk), 3
-/// read ahead, 12 MiB a GET for a download (a read from the start with no jump); an index
+/// `HTTPRangeOptions`' default blocks; content of a store in 8 MiB GETs (awscli's chunk), 2
+/// read ahead (a member or an offset, decoded as it comes), and for a download (a read from
+/// the start with no jump) 12 MiB a GET, 3 read ahead, to go at the store's speed; an index
 /// object beside an archive in one 2 MiB first answer (a member table of about 20,000
 /// members), one beside a gzip object in 512 KiB (a point table of about 29,000 points: 116
 /// GiB at the 4 MiB spacing), nothing read ahead.
@@ -54,8 +55,9 @@ public struct StoreSchemes: DataSourceSchemes {
         case .content:
             guard onStore else { return options }
             options.blockSize = 8 << 20
+            options.readAhead = 2
             options.downloadBlockSize = 12 << 20
-            options.readAhead = 3
+            options.downloadReadAhead = 3
         case .memberIndex:
             options.blockSize = 2 << 20
             options.readAhead = 0

@@ -10,6 +10,7 @@ struct RangePlan {
     let blockSize: Int
     let downloadBlockSize: Int?
     let readAhead: Int
+    let downloadReadAhead: Int?
     /// The size of the next block asked for after a jump: it starts small and doubles as the
     /// reading goes on, up to `blockSize`.
     var rampSize: Int?
@@ -30,6 +31,7 @@ struct RangePlan {
         blockSize = options.blockSize
         downloadBlockSize = options.downloadBlockSize
         readAhead = options.readAhead
+        downloadReadAhead = options.downloadReadAhead
     }
 
     /// The first block after a jump: an eighth of the block size, at least 64 KiB.
@@ -38,8 +40,12 @@ struct RangePlan {
     /// The bytes of the first answer's block.
     var firstBlock: Int { firstBlockSize ?? blockSize }
 
-    /// How many blocks are read ahead: one while the blocks still grow after a jump.
-    var aheadLimit: Int { rampSize == nil ? readAhead : min(1, readAhead) }
+    /// How many blocks are read ahead: one while the blocks still grow after a jump; in a
+    /// download, `downloadReadAhead` when set.
+    var aheadLimit: Int {
+        guard rampSize == nil else { return min(1, readAhead) }
+        return isDownload ? downloadReadAhead ?? readAhead : readAhead
+    }
 
     /// The size of the next block asked for: doubling after a jump, then `blockSize`; in a
     /// download (from the start, no jump, no hint), `downloadBlockSize` when set.

@@ -39,7 +39,7 @@ struct RangeSender {
         self.shared = shared
         self.requests = RangeRequests(name: name, prepare: options.prepare, origin: url)
         self.budget = RetryBudget(policy: options.retry)
-        self.memory = BlockMemory(keep: options.readAhead + 2)
+        self.memory = BlockMemory(keep: max(options.readAhead, options.downloadReadAhead ?? 0) + 2)
         self.minimumRate = options.minimumRate
         var client = options.client
         var configurationError: BlobStreamError?
