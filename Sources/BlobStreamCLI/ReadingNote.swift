@@ -27,3 +27,9 @@ package func readingNote(for source: any BlobDataSource) -> String? {
     }
     return nil
 }
+
+/// Whether `source` decodes a whole read on threads of its own (a gzip file read through its
+/// index in parallel), so that the thread that reads it only hands the bytes on.
+package func decodesOnSeveralThreads(_ source: any BlobDataSource) -> Bool {
+    ((source as? GzipDataSource)?.decoding.threads ?? 1) > 1
+}
