@@ -6,6 +6,7 @@ import Foundation
 /// `blobstream cat SOURCE...`: the sources' bytes, one after another, on stdout.
 struct Cat: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cat",
         abstract: "Write the bytes of each SOURCE to standard output, one after another.",
         discussion: """
             --offset N --length M writes bytes N to N+M-1 of each SOURCE, as \

@@ -8,6 +8,7 @@ import Foundation
 /// back as `sha256sum -c` does.
 struct Checksum: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "checksum",
         abstract: "Print or check checksums of SOURCEs, as sha256sum (and sha512sum, sha1sum, md5sum) does.",
         discussion: """
             Lines are '<hex>  <name>'; a name holding a backslash, a newline or a carriage return is \

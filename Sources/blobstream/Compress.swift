@@ -7,6 +7,7 @@ import Glibc
 /// `blobstream compress --seekable SOURCE --output FILE.zst`: zstd's seekable format.
 struct Compress: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "compress",
         abstract: "Compress SOURCE into zstd's seekable format, which any reader can enter at any offset.",
         discussion: """
             The output is independent zstd frames of --frame-size bytes of SOURCE each (the last one \

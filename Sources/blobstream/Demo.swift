@@ -11,6 +11,7 @@ import Foundation
 /// modes and prints, for each, the bytes, the SHA-256 and the events delivered.
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "Stream the bundled samples through BlobInputStream in both modes and report.")
 
     @Option(help: "The fixtures folder of the BlobStream repository.")

@@ -6,6 +6,7 @@ import Foundation
 /// `blobstream info SOURCE...`: what each source is, tab-separated with a header line.
 struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "info",
         abstract: "Print each SOURCE's length, kind and how it reaches an offset (tab-separated).")
 
     @Option(name: .long, help: "The photo library that resolves asset URLs.")

@@ -9,6 +9,7 @@ import Foundation
 /// expires. Nothing is sent to the store: the URL is signed here.
 struct Presign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "presign",
         abstract:
             "Print a presigned URL of an S3 object (as aws s3 presign): anyone with it may GET the object until it expires.",
         discussion: """

@@ -8,6 +8,7 @@ import Glibc
 /// program; `--client urlsession` hands over to `blobstream-urlsession`.
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "upload",
         abstract: "Upload SOURCE to an HTTP server (PUT by default), streamed, with no temporary files.")
 
     @OptionGroup var arguments: UploadArguments
