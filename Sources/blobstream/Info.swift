@@ -7,7 +7,14 @@ import Foundation
 struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Print each SOURCE's length, kind and how it reaches an offset (tab-separated).")
+        abstract: "Print each SOURCE's length, kind and how it reaches an offset (tab-separated).",
+        discussion: """
+            One header line (name, url, kind, length, offset), then a row per SOURCE: the name \
+            as given, the URL it was read as, the kind of source (file, gzip, archivemember, …), \
+            its length in bytes or `unknown`, and how an offset is reached: `seek` (at once), \
+            `read-and-discard` (by reading the bytes before it) or `none`. Control characters \
+            in names are percent-encoded, so a row stays one line.
+            """)
 
     @Option(name: .long, help: "The photo library that resolves asset URLs.")
     var library: String?
