@@ -123,10 +123,55 @@ package struct UploadArguments: ParsableArguments {
         if indexOutput != nil, !buildIndex {
             throw UsageError(description: "--index-output names where --build-index writes: give --build-index")
         }
+        if buildIndex, let indexOutput { try checkIndexOutput(indexOutput) }
         for (name, value) in [("--connect-timeout", connectTimeout), ("--idle-timeout", idleTimeout)]
         where !(value.isFinite && value > 0 && value <= 1e9) {
             throw UsageError(description: "\(name) must be a number of seconds greater than 0, not \(value)")
         }
+    }
+
+    /// Refuses, before anything is sent, an `--index-output` that would replace one of the
+    /// command's inputs or its object: the object uploaded (`--to`), a source object, the
+    /// source file (through any link), or a path that is no new path nor regular file (a
+    /// FIFO, a device, a folder).
+    private func checkIndexOutput(_ output: String) throws {
+        let remote = ["s3", "http", "https"]
+        for (named, what) in [(to, "the object uploaded (--to)"), (source, "the source object")]
+        where remote.contains(BlobURL.scheme(of: named)?.lowercased() ?? "")
+            && BlobSources.namesTheSameObject(output, named)
+        {
+            throw UsageError(
+                description:
+                    "cannot write the index to '\(output)': it is \(what), which the index would replace; name another place"
+            )
+        }
+        switch BlobURL.scheme(of: output)?.lowercased() {
+        case .some(let scheme) where remote.contains(scheme): return
+        case "file":
+            _ = try OutputFile(
+                try BlobURL.path(ofFileURL: output), role: "the index", inputs: Self.localInputs(of: source))
+        default:
+            _ = try OutputFile(output, role: "the index", inputs: Self.localInputs(of: source))
+        }
+    }
+
+    /// The local files a source argument reads: a path, a `file://` URL, `PATH!/member`, or
+    /// those inside a composed URL (`gzip:`, `archive:`).
+    static func localInputs(of source: String) -> [String] {
+        guard source != "-" else { return [] }
+        var names = [source]
+        if let member = source.range(of: "!/", options: .backwards) {
+            names.append(String(source[..<member.lowerBound]))
+        }
+        var rest = Substring(source)
+        while let found = rest.range(of: "file://") {
+            let after = rest[found.upperBound...]
+            let end = after.range(of: "!/")?.lowerBound ?? after.endIndex
+            let encoded = String(after[..<end])
+            names.append(URL(string: "file://" + encoded)?.path ?? encoded)
+            rest = after[end...]
+        }
+        return names
     }
 
     /// The limits the options ask for.
@@ -179,8 +224,9 @@ package struct UploadArguments: ParsableArguments {
             sent = report.sent
             bar.update(report.sent)
         }
+        let stored: UploadResult
         do {
-            _ = try await upload.result
+            stored = try await upload.result
         } catch {
             indexing?.cancel()
             bar.finish()
@@ -191,15 +237,16 @@ package struct UploadArguments: ParsableArguments {
             let seconds = Date().timeIntervalSince(started)
             Console.writeError("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n")
         }
-        if let indexing { try await keepIndex(indexing, sources: BlobSources(remote: remote)) }
+        if let indexing { try await keepIndex(indexing, stored: stored, sources: BlobSources(remote: remote)) }
     }
 
     /// Binds the index built during the upload to the object stored at `--to` (read back
-    /// through `sources`) and writes it beside it or at `--index-output`; prints where on
+    /// through `sources`; the upload's own answer, `stored`, says which object that is) and
+    /// writes it beside it or at `--index-output`; prints where on
     /// stdout (as `index` does), or warns why there is none.
-    package func keepIndex(_ indexing: UploadIndexing, sources: BlobSources) async throws {
+    package func keepIndex(_ indexing: UploadIndexing, stored: UploadResult, sources: BlobSources) async throws {
         do {
-            switch try await indexing.finish(objectAt: to, sources: sources, at: indexOutput) {
+            switch try await indexing.finish(objectAt: to, stored: stored, sources: sources, at: indexOutput) {
             case .kept(let kept):
                 let lines = kept.map { "\($0.location)\t\($0.contents)\t\($0.byteCount) bytes\n" }.joined()
                 try Array(lines.utf8).withUnsafeBytes { try Console.writeOut($0) }

@@ -156,6 +156,12 @@ extension BlobSources {
             return try indexCache.keep(
                 bytes, forSourceAt: url, serverOrigin: serverOrigin, identity: identity, kind: kind)
         }
+        if Self.namesTheSameObject(destination, url) {
+            throw BlobStreamError(
+                .unsupported,
+                "cannot write the index of \(url) to \(destination): that is the object indexed, which the index would replace; name another place"
+            )
+        }
         switch BlobURL.scheme(of: destination)?.lowercased() {
         case "s3", "http", "https":
             guard let store = remote as? any DataSourceObjectStoring else {
@@ -184,6 +190,23 @@ extension BlobSources {
             }
         }
         return destination
+    }
+}
+
+extension BlobSources {
+    /// Whether `destination` names the object at `url` itself (an index written there would
+    /// replace what it indexes): the same URL once a leading `gzip:` and the scheme's case are
+    /// set aside.
+    package static func namesTheSameObject(_ destination: String, _ url: String) -> Bool {
+        func plain(_ name: String) -> String {
+            var name = Substring(name)
+            while name.lowercased().hasPrefix("gzip:") || name.lowercased().hasPrefix("zstd:") {
+                name = name.dropFirst(5)
+            }
+            guard let scheme = BlobURL.scheme(of: String(name)) else { return String(name) }
+            return scheme.lowercased() + name.dropFirst(scheme.count)
+        }
+        return plain(destination) == plain(url)
     }
 }
 

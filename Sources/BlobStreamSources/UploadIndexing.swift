@@ -74,11 +74,18 @@ public final class UploadIndexing: Sendable {
     /// with `sources.keep(_:of:serverOrigin:at:)`: beside the object, at `destination`, or
     /// into `sources.indexCache`.
     ///
+    /// Give `stored`, the upload's own result, whenever you have it: the index is then bound
+    /// only to the object that upload stored. Another writer's object put at the same key
+    /// after the upload (even of the same size) has another ETag than the upload's answer
+    /// gave, and no index is written for it; without `stored`, the index is bound to whatever
+    /// object is at `url` when `finish` asks.
+    ///
     /// - Throws: `BlobStreamError`: the index's build error (naming the offset); `.changed`
-    ///   when the stored object is not the bytes indexed (another size); the store's refusal.
-    public func finish(objectAt url: String, sources: BlobSources, at destination: String? = nil)
-        async throws(BlobStreamError) -> Outcome
-    {
+    ///   when the stored object is not the bytes indexed (another size, or another ETag than
+    ///   the upload's answer gave); the store's refusal.
+    public func finish(
+        objectAt url: String, stored: UploadResult? = nil, sources: BlobSources, at destination: String? = nil
+    ) async throws(BlobStreamError) -> Outcome {
         if readsBeside { await Self.wait(sideReadDone) }
         if let why = observer.lost {
             sink.cancel()
@@ -86,6 +93,15 @@ public final class UploadIndexing: Sendable {
         }
         let (identity, origin) = try await RemoteContent.offThread { () throws(BlobStreamError) in
             try RemoteContent.identity(of: url, registry: sources.makeRegistry())
+        }
+        if let uploaded = stored?.entityTag, let now = identity.entityTag,
+            Self.unquoted(now) != Self.unquoted(uploaded)
+        {
+            sink.cancel()
+            throw BlobStreamError(
+                .changed,
+                "\(url) is no longer the object this upload stored (ETag \(now), the upload's answer gave \(uploaded)): another writer replaced it, and its index is not written"
+            )
         }
         let built: BlobSources.BuiltIndex
         switch try sink.finish(identity: identity) {
@@ -95,6 +111,11 @@ public final class UploadIndexing: Sendable {
         case .zstd(let index): built = .zstd(index)
         }
         return .kept(try await sources.keep(built, of: url, serverOrigin: origin, at: destination))
+    }
+
+    /// An entity tag without its quotes (`W/` left as it is).
+    private static func unquoted(_ tag: String) -> Substring {
+        tag.count >= 2 && tag.hasPrefix("\"") && tag.hasSuffix("\"") ? tag.dropFirst().dropLast() : Substring(tag)
     }
 
     /// The upload failed or was cancelled: the index is dropped, nothing is written.

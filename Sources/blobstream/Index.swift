@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlobStreamCLI
 import BlobStreamCompression
+import BlobStreamSources
 
 /// `blobstream index FILE`: writes the seek-point index of a gzip file, or the member index of
 /// an archive (a tar, compressed or not, or a zip).
@@ -76,6 +77,12 @@ struct IndexCommand: AsyncParsableCommand {
     func validate() throws {
         if spacing < 1 { throw ValidationError("--spacing must be positive, not \(spacing)") }
         if indexCache, output != nil { throw ValidationError("--index-cache and --output name two places: give one") }
+        if let output, RemoteGzipIndexing.isRemote(file), BlobSources.namesTheSameObject(output, file) {
+            throw UsageError(
+                description:
+                    "cannot write the index to '\(output)': it is the object indexed, which the index would replace; name another place"
+            )
+        }
         if indexCache, !RemoteGzipIndexing.isRemote(file) {
             throw ValidationError("--index-cache keeps indexes of objects on a store or a web server only")
         }

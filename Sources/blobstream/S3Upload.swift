@@ -87,7 +87,7 @@ enum S3UploadCommand {
         let leftOpen = StartedUploadID()
         options.uploadLeftOpen = { id in leftOpen.value.withLock { $0 = id } }
         let client = try Self.client(configuration, arguments: arguments)
-        let outcome: Result<Void, any Error>
+        let outcome: Result<UploadResult, any Error>
         do {
             outcome = .success(try await run(indexing?.body ?? body, to: location, options: options, client: client))
         } catch is Interrupted {
@@ -120,20 +120,22 @@ enum S3UploadCommand {
             outcome = .failure(error)
         }
         if case .failure = outcome { indexing?.cancel() }
-        try outcome.get()
+        let stored = try outcome.get()
         if let indexing {
-            try await keepIndex(indexing, arguments: arguments)
+            try await keepIndex(indexing, stored: stored, arguments: arguments)
         }
     }
 
     /// Binds the index built during the upload to the stored object and writes it (see
     /// `UploadArguments.keepIndex`), reading the object back through the run's schemes.
-    private static func keepIndex(_ indexing: UploadIndexing, arguments: UploadArguments) async throws {
+    private static func keepIndex(_ indexing: UploadIndexing, stored: UploadResult, arguments: UploadArguments)
+        async throws
+    {
         let s3 = arguments.s3
         let remote = RunConnections.remote(
             caBundle: arguments.options.caBundle,
             s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
-        try await arguments.keepIndex(indexing, sources: BlobSources(remote: remote))
+        try await arguments.keepIndex(indexing, stored: stored, sources: BlobSources(remote: remote))
     }
 
     /// The S3 client of the upload: the store `configuration` names, over the run's pool.
@@ -173,7 +175,7 @@ enum S3UploadCommand {
     /// Runs the upload with `client`, showing its progress, then its final line.
     private static func run(
         _ body: UploadBody, to location: S3Location, options: S3UploadOptions, client: S3Client
-    ) async throws {
+    ) async throws -> UploadResult {
         let name = body.name ?? location.description
         let started = ContinuousClock.now
         let upload = S3Uploader(client: client).upload(body, to: location, options: options)
@@ -228,10 +230,11 @@ enum S3UploadCommand {
             result.parts == 0
             ? "1 request"
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
-        guard !Console.isQuiet else { return }
+        guard !Console.isQuiet else { return result }
         Console.writeError(
             "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
         )
+        return result
     }
 
     /// `, CRC32C <base64> (hex <hex>)` for the S3 checksum the store keeps; for one asked for

@@ -1,7 +1,12 @@
+import BlobStream
 import BlobStreamArchive
 import BlobStreamCompression
+import BlobStreamHTTPClient
 import BlobStreamS3
+import BlobStreamSources
+import BlobStreamUpload
 import Foundation
+import NIOCore
 import SwiftStoreTestServer
 import Testing
 
@@ -248,5 +253,99 @@ struct S3UploadIndexTests {
             let refused = try await S3Tool.run(arguments, environment: environment)
             #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
         }
+    }
+
+    @Test(
+        "another writer's object of the same size put at the key after the upload: no index is bound to it, and none is written"
+    )
+    func replacedAfterUpload() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, _) = try await Self.tarGzip(in: fixture)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let key = "raced.tar.gz"
+        let url = "s3://\(fixture.bucket)/\(key)"
+        let pool = HTTPClientPool(connection: HTTPConnectionOptions())
+        defer { try? pool.syncShutdown() }
+        let configuration = fixture.client.configuration
+        let sources = BlobSources(remote: StoreSchemes(pool: pool) { configuration })
+
+        // The same upload, then the same size of other bytes put at the key before finish.
+        for replaced in [false, true] {
+            let indexing = UploadIndexing(body: fixture.fileSource(path), name: url)
+            var options = S3UploadOptions()
+            options.partSize = 5 << 20
+            let stored = try await S3Uploader(client: fixture.client).upload(
+                indexing.body, to: fixture.location(key), options: options
+            ).result
+            var other = bytes
+            if replaced {
+                other[other.count / 2] ^= 0xFF
+                _ = try await fixture.client.putObject(fixture.location(key), body: ByteBuffer(bytes: other))
+            }
+            if replaced {
+                await #expect {
+                    try await indexing.finish(objectAt: url, stored: stored, sources: sources)
+                } throws: { error in
+                    let error = error as? BlobStreamError
+                    return error?.code == .changed && error?.message.contains(url) == true
+                }
+                await #expect(throws: (any Error).self) { try await fixture.stored(key + ".blobidx") }
+                await #expect(throws: (any Error).self) { try await fixture.stored(key + ".gzidx") }
+            } else {
+                let outcome = try await indexing.finish(objectAt: url, stored: stored, sources: sources)
+                guard case .kept(let kept) = outcome else {
+                    Issue.record("no index kept: \(outcome)")
+                    continue
+                }
+                #expect(kept.map(\.location).contains(url + ".blobidx"))
+                let index = try ArchiveIndex(decoding: try await fixture.stored(key + ".blobidx"), name: "kept")
+                #expect(index.identity.entityTag.map { $0.contains(stored.entityTag ?? "-") } == true)
+                // Clear the key for the raced round.
+                try await fixture.store.swiftAPI.delete(fixture.bucket, key + ".blobidx")
+                try await fixture.store.swiftAPI.delete(fixture.bucket, key + ".gzidx")
+            }
+        }
+    }
+
+    @Test("--index-output that would replace an input or the object: refused with status 2 before anything is sent")
+    func indexOutputOverAnInput() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, _) = try await Self.tarGzip(in: fixture)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        _ = try await fixture.client.putObject(fixture.location("src.tar.gz"), body: ByteBuffer(bytes: before))
+        let fifo = fixture.folder.appendingPathComponent("fifo").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let folder = fixture.folder.appendingPathComponent("folder").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let link = fixture.folder.appendingPathComponent("link").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+        let dst = "s3://\(fixture.bucket)/dst.tar.gz"
+        let src = "s3://\(fixture.bucket)/src.tar.gz"
+        let rows: [(arguments: [String], says: String)] = [
+            (["upload", path, "--to", dst, "--build-index", "--index-output", path], "is the input"),
+            (["upload", path, "--to", dst, "--build-index", "--index-output", link], "is the input"),
+            (["upload", path, "--to", dst, "--build-index", "--index-output", "file://" + path], "is the input"),
+            (["upload", path, "--to", dst, "--build-index", "--index-output", dst], "the object uploaded"),
+            (["upload", src, "--to", dst, "--build-index", "--index-output", src], "the source object"),
+            (["upload", path, "--to", dst, "--build-index", "--index-output", fifo], "a FIFO"),
+            (["upload", path, "--to", dst, "--build-index", "--index-output", folder], "a directory"),
+            (["index", src, "--output", src], "the object indexed"),
+            (["index", "gzip:" + src, "--output", src], "the object indexed"),
+        ]
+        for row in rows {
+            let refused = try await S3Tool.run(
+                row.arguments + ["--endpoint-url", fixture.store.endpoint], environment: environment)
+            #expect(refused.status == 2, "\(row.arguments): \(refused.stderr)")
+            #expect(refused.stderr.contains(row.says), "\(row.arguments): \(refused.stderr)")
+        }
+        // Nothing was sent, nothing replaced.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try await fixture.stored("src.tar.gz") == before)
+        await #expect(throws: (any Error).self) { try await fixture.stored("dst.tar.gz") }
+        var info = stat()
+        #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
     }
 }
