@@ -8,6 +8,8 @@ struct TarWriter {
         case file = 0x30 // '0'
         case symlink = 0x32 // '2'
         case directory = 0x35 // '5'
+        /// Solaris tar's pax extended header, under its pre-POSIX letter.
+        case solarisExtended = 0x58 // 'X'
     }
 
     private(set) var bytes = Data()
@@ -26,7 +28,7 @@ struct TarWriter {
         put(octal(kind == .directory ? 0o755 : 0o644, width: 8), at: 100)
         put(octal(0, width: 8), at: 108)
         put(octal(0, width: 8), at: 116)
-        put(octal(kind == .file ? content.count : 0, width: 12), at: 124)
+        put(octal(kind == .file || kind == .solarisExtended ? content.count : 0, width: 12), at: 124)
         put(octal(1_700_000_000, width: 12), at: 136)
         put(Array(repeating: UInt8(ascii: " "), count: 8), at: 148) // checksum counted as spaces
         header[156] = kind.rawValue
@@ -37,7 +39,7 @@ struct TarWriter {
         let sum = header.reduce(0) { $0 + Int($1) }
         put(Array(String(sum, radix: 8).leftPadded(to: 6).utf8) + [0, UInt8(ascii: " ")], at: 148)
         bytes.append(contentsOf: header)
-        if kind == .file {
+        if kind == .file || kind == .solarisExtended {
             bytes.append(content)
             bytes.append(Data(count: (512 - content.count % 512) % 512))
         }

@@ -36,7 +36,9 @@ struct TarHeaderDetails {
         var own: [String: [UInt8]] = [:]
         var paxSize: Int64?
         while let header = Self.header(reader, at: offset, length: length) {
-            let flag = header.bytes[156]
+            // Solaris tar's `X` is a pax extended header under an older letter (GNU tar and
+            // libarchive read it as `x`).
+            let flag = header.bytes[156] == UInt8(ascii: "X") ? UInt8(ascii: "x") : header.bytes[156]
             let headerSize = header.size
             let dataOffset = offset + 512
             switch flag {

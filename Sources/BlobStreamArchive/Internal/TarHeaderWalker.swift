@@ -131,7 +131,9 @@ struct TarHeaderWalker {
             guard TarHeaderFields.checksumMatches(header) else {
                 throw TarWalkError(code: .corrupt, message: "the header checksum is wrong at offset \(offset)")
             }
-            let flag = header[156]
+            // Solaris tar's `X` is a pax extended header under an older letter (GNU tar and
+            // libarchive read it as `x`).
+            let flag = header[156] == UInt8(ascii: "X") ? UInt8(ascii: "x") : header[156]
             guard let headerSize = TarHeaderFields.number(header, 124, 12), headerSize >= 0 else {
                 throw TarWalkError(
                     code: .corrupt, message: "the header at offset \(offset) has a size that is not a number")
