@@ -148,7 +148,9 @@ struct ListLongTests {
         #expect(broken.status == 1 && broken.stdout.isEmpty && broken.stderrText.contains("missing.tar"))
     }
 
-    @Test("a member behind Solaris tar's `X` extended header (CPython's misc/regtype-suntar): the regular file tar -tvf shows")
+    @Test(
+        "a member behind Solaris tar's `X` extended header (CPython's misc/regtype-suntar): the regular file tar -tvf shows"
+    )
     func solarisExtendedHeader() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blobstream-ls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -162,19 +164,22 @@ struct ListLongTests {
         }
         var tar = TarWriter()
         tar.add(
-            name: Array("PaxHeaders/regtype-suntar".utf8), content: Data((record("uname", "sun") + record("gname", "os")).utf8),
+            name: Array("PaxHeaders/regtype-suntar".utf8),
+            content: Data((record("uname", "sun") + record("gname", "os")).utf8),
             kind: .solarisExtended)
         tar.add(name: Array("misc/regtype-suntar".utf8), content: Data("solaris\n".utf8))
         tar.add(name: Array("misc/after".utf8), content: Data("x".utf8))
         try tar.archive.write(to: dir.appendingPathComponent("suntar.tar"))
         let env = ["TZ=UTC", "LC_ALL=C.UTF-8"]
-        let ours = await BoundedRun.run("/usr/bin/env", env + [Self.tool, "ls", "-l", "suntar.tar"], workingDirectory: dir.path)
+        let ours = await BoundedRun.run(
+            "/usr/bin/env", env + [Self.tool, "ls", "-l", "suntar.tar"], workingDirectory: dir.path)
         let gnu = await BoundedRun.run("/usr/bin/env", env + ["tar", "-tvf", "suntar.tar"], workingDirectory: dir.path)
         #expect(gnu.status == 0 && ours.status == 0, "\(ours.stderrText)")
         let text = String(decoding: ours.stdout, as: UTF8.self)
         #expect(ours.stdout == gnu.stdout, "ours:\n\(text)\ntar:\n\(String(decoding: gnu.stdout, as: UTF8.self))")
         #expect(text.hasPrefix("-rw-r--r-- sun/os "), "\(text)")
-        let member = await BoundedRun.run(Self.tool, ["cat", "suntar.tar!/misc/regtype-suntar"], workingDirectory: dir.path)
+        let member = await BoundedRun.run(
+            Self.tool, ["cat", "suntar.tar!/misc/regtype-suntar"], workingDirectory: dir.path)
         #expect(member.status == 0 && member.stdout == Data("solaris\n".utf8), "\(member.stderrText)")
     }
 }
