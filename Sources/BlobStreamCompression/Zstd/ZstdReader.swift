@@ -273,7 +273,9 @@ package final class ZstdReader {
                 let needed = ZstdWindow.log2(roundingUp: header.windowSize)
                 throw BlobStreamError(
                     .unsupported,
-                    "\(name): the frame at compressed offset \(compressedOffset) needs a window of \(header.windowSize) bytes (2^\(needed)), over the limit of 2^\(windowLog); allow it with --long=\(needed) (windowLog: \(needed))"
+                    needed > ZstdWindow.maximumLog
+                        ? "\(name): the frame at compressed offset \(compressedOffset) declares a window of \(header.windowSize) bytes (2^\(needed)), over the largest libzstd decodes (2^\(ZstdWindow.maximumLog)): it cannot be read"
+                        : "\(name): the frame at compressed offset \(compressedOffset) needs a window of \(header.windowSize) bytes (2^\(needed)), over the limit of 2^\(windowLog); allow it with windowLog \(needed) (zstd -d --long=\(needed))"
                 )
             }
             if header.checksumFlag == 0 { framesWithoutChecksum += 1 }
