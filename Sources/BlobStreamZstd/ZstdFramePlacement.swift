@@ -58,6 +58,10 @@ struct ZstdFramePlacement {
     /// The frame index in use: given, or found; nil otherwise.
     var frameIndex: ZstdFrameIndex? { frameIndexLookUp.index }
 
+    /// How errors name the table frames are entered through: the frame index (and where it
+    /// was read from) when there is one, else "the seek table".
+    var tableName: String { frameIndex?.tableName ?? "the seek table" }
+
     /// The seek table (or the frame index's frames) once looked up; nil before and for none.
     var seekTable: ZstdSeekTable? {
         if case .found(let table) = seekTableLookUp { return table }
@@ -146,7 +150,7 @@ struct ZstdFramePlacement {
         let frame = table.frames[index]
         guard target < zstd.produced || frame.decompressedOffset > zstd.produced else { return true }
         do {
-            try zstd.restart(atFrame: index, of: table)
+            try zstd.restart(atFrame: index, of: table, tableName: tableName)
         } catch {
             zstd.record(error)
             return false

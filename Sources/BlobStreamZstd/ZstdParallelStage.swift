@@ -56,7 +56,7 @@ struct ZstdParallelStage {
         do {
             frames = try ZstdParallelFrameReader(
                 table: table, offset: target, upstream: zstd.upstream, name: zstd.name, windowLog: zstd.windowLog,
-                workers: workers)
+                workers: workers, tableName: placement.tableName)
         } catch {
             zstd.record(error)
             return false

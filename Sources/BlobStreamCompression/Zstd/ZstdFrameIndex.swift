@@ -18,10 +18,22 @@ import Foundation
 /// - The index records the file it was made from (`identity`: its size, modification time
 ///   and sampled CRC-32s; an object's size and strong ETag). One that does not match is
 ///   never used: named, it is refused with `.changed`; found beside the file, it is ignored.
-/// - Every frame entered through it is checked as it is decoded: it starts where the index
-///   says, ends after exactly the recorded compressed and decompressed sizes, and carries the
-///   recorded checksum; a mismatch is `.corrupt`. The index file itself is checked whole (a
-///   CRC-32) before anything in it is believed.
+/// - Every frame entered through it is checked as it is decoded: a zstd frame starts where
+///   the index says (its header's content size, when it has one, is the recorded size), it
+///   ends after exactly the recorded compressed and decompressed sizes, and carries the
+///   recorded checksum; a mismatch is `.corrupt`, naming the index. The index file itself is
+///   checked whole (a CRC-32) before anything in it is believed.
+/// - The frames' places in the file follow from their compressed sizes (each starts where
+///   the one before it ends), so a changed size moves every later frame off its header. Their
+///   decompressed offsets follow from the decompressed sizes before them, which cannot be
+///   checked without decoding those frames: so each frame's record also keeps a placed
+///   checksum, the XXH64 of its bytes seeded with its decompressed offset
+///   (`ZstdSeekTable.Frame.placedChecksum`). A frame entered at another offset than the one
+///   it was decoded at when the index was made (an earlier frame's size changed, frames
+///   swapped) fails that check at its end: the bytes handed out before it are followed by an
+///   error naming the index, never by a clean end. (An index rewritten whole by someone who
+///   decoded the file, every placed checksum made again for the offsets of the lie, is not
+///   caught: as with any index, trust the folder it is in.)
 /// - A file of one frame gets no index (`build` refuses it): it cannot be entered midway.
 ///
 /// ## The file
@@ -32,6 +44,7 @@ import Foundation
 ///       | ETag length u16 | the ETag's UTF-8 (an object's; 0 for a file)
 ///     frame count u64 | per frame, in file order from offset 0: compressed size u64
 ///       | decompressed size u64 | flags u8 (1 checksum) | checksum u32
+///     per frame, in the same order: flags u8 (1 placed checksum) | placed checksum u32
 ///     S × sampled CRC-32 u32
 ///     CRC-32 u32 of every byte before it
 public struct ZstdFrameIndex: Sendable, Equatable {
@@ -39,10 +52,24 @@ public struct ZstdFrameIndex: Sendable, Equatable {
     public var frames: ZstdSeekTable
     /// What the index was made from.
     public var identity: BlobContentIdentity
+    /// Where it was read from (its path or URL), for errors; nil for one made in memory. Not
+    /// compared by `==`.
+    public var name: String?
 
     static let magic: [UInt8] = Array("BLOBZIDX".utf8)
-    /// The version this library writes and reads.
-    public static let formatVersion: UInt16 = 1
+    /// The version this library writes and reads: 2, with each frame's placed checksum
+    /// (version 1 had none, and is refused: build the index again).
+    public static let formatVersion: UInt16 = 2
+    /// The size of a frame's placed checksum record: flags u8 | checksum u32.
+    static let placedRecordSize = 5
+
+    /// Whether both describe the same frames of the same file (`name` aside).
+    public static func == (lhs: ZstdFrameIndex, rhs: ZstdFrameIndex) -> Bool {
+        lhs.frames == rhs.frames && lhs.identity == rhs.identity
+    }
+
+    /// How errors name it: "the zstd frame index 'PATH'".
+    package var tableName: String { name.map { "the zstd frame index '\($0)'" } ?? "the zstd frame index" }
     static let maximumSamples = 1024
     static let maximumEntityTagLength = 1024
 
@@ -100,6 +127,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         }
         let zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
         zstd.recordsFrames = true
+        zstd.recordsPlacedChecksums = true
         defer { zstd.end() }
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { scratch.deallocate() }
@@ -129,7 +157,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
     /// The index file's bytes (see "The file").
     public func encoded() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64 + frames.frames.count * ZstdSeekTable.recordSize)
+        out.reserveCapacity(64 + frames.frames.count * (ZstdSeekTable.recordSize + Self.placedRecordSize))
         func put(_ value: UInt64, _ count: Int) {
             for i in 0..<count { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
         }
@@ -146,6 +174,10 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         out += tag
         put(UInt64(frames.frames.count), 8)
         frames.appendRecords(to: &out)
+        for frame in frames.frames {
+            out.append(frame.placedChecksum == nil ? 0 : 1)
+            put(UInt64(frame.placedChecksum ?? 0), 4)
+        }
         for crc in samples { put(UInt64(crc), 4) }
         let crc = out.withUnsafeBytes { ZlibCRC32.update(0, $0) }
         put(UInt64(crc), 4)
@@ -178,9 +210,11 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         let computed = bytes[..<end].withUnsafeBytes { ZlibCRC32.update(0, $0) }
         let version = UInt16(take(2))
         guard version == Self.formatVersion else {
+            let why = version == 1 ? " (made before its frames' places were checked)" : ""
             throw BlobStreamError(
                 .unsupported,
-                "zstd frame index '\(name)' is version \(version); this library reads version \(Self.formatVersion)")
+                "zstd frame index '\(name)' is version \(version)\(why); this library reads version \(Self.formatVersion): build it again with 'blobstream index'"
+            )
         }
         guard stored == computed else { throw bad("its checksum does not match (truncated or altered)") }
         _ = take(2)
@@ -195,11 +229,20 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         let tagBytes = Array(bytes[position..<(position + tagLength)])
         position += tagLength
         let count = take(8)
-        guard count > 1, count <= UInt64((end - position) / ZstdSeekTable.recordSize),
-            Int(count) * ZstdSeekTable.recordSize + 4 * sampleCount == end - position
+        let perFrame = ZstdSeekTable.recordSize + Self.placedRecordSize
+        guard count > 1, count <= UInt64((end - position) / perFrame),
+            Int(count) * perFrame + 4 * sampleCount == end - position
         else { throw bad("it claims \(count) frames and \(sampleCount) samples, not what its bytes hold") }
-        let table = try ZstdSeekTable(
+        let records = try ZstdSeekTable(
             records: Int(count), fileSize: size, take: { (n: Int) throws(BlobStreamError) in take(n) }, bad: bad)
+        var placed = records.frames
+        for k in placed.indices {
+            let flags = take(1)
+            let checksum = UInt32(take(4))
+            guard flags & ~1 == 0 else { throw bad("frame \(k)'s placed checksum has unknown flags \(flags)") }
+            placed[k].placedChecksum = flags == 1 ? checksum : nil
+        }
+        guard let table = ZstdSeekTable(frames: placed) else { throw bad("its zstd frames do not follow one another") }
         var samples: [UInt32] = []
         for _ in 0..<sampleCount { samples.append(UInt32(take(4))) }
         var identity = BlobContentIdentity(size: size, modified: modified, sampleCRC32s: samples)
@@ -208,6 +251,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
             identity.entityTag = tag
         }
         self.init(frames: table, identity: identity)
+        self.name = name
     }
 
     /// Writes `encoded()` to `path` (replacing a regular file there, atomically).

@@ -9,7 +9,9 @@ import Foundation
 /// through its upstream reader, in order, and queues them; worker threads each decode a
 /// whole frame and check it: exactly one frame of the table's compressed size, decoding to
 /// exactly the table's decompressed size, its content checksum (libzstd) and the table's
-/// checksum as its own. The owner hands out a frame's bytes only once it was decoded and
+/// checksum as its own (or, for a frame with no checksum of its own, as the XXH64 of its
+/// bytes), and a frame index's placed checksum (`ZstdSeekTable.Frame.placedChecksum`). The
+/// owner hands out a frame's bytes only once it was decoded and
 /// checked: a damaged frame is an error before any of its bytes, never other bytes.
 ///
 /// Memory is bounded: at most `workers + 2` frames (compressed and decoded) are in flight,
@@ -100,6 +102,8 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
 
     package let table: ZstdSeekTable
     package let name: String
+    /// How errors name the table: "the seek table", or a frame index and its path.
+    package let tableName: String
     package let workers: Int
     private let upstream: BlobUpstreamReader
     private let windowLog: Int
@@ -127,16 +131,18 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
     private var failure: BlobStreamError?
 
     /// Makes a reader that hands out the bytes from decompressed `offset`, on `workers`
-    /// threads; moves `upstream` to the start of the frame that holds it.
+    /// threads; moves `upstream` to the start of the frame that holds it. `tableName` names
+    /// the table in errors.
     package init(
         table: ZstdSeekTable, offset: Int64, upstream: BlobUpstreamReader, name: String, windowLog: Int,
-        workers: Int
+        workers: Int, tableName: String = "the seek table"
     ) throws(BlobStreamError) {
         let index = table.frameIndex(containing: offset) ?? table.frames.count - 1
         let frame = table.frames[index]
         try upstream.seek(to: frame.compressedOffset)
         self.table = table
         self.name = name
+        self.tableName = tableName
         self.workers = workers
         self.upstream = upstream
         self.windowLog = windowLog
@@ -146,7 +152,7 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
         self.checkedUpTo = frame.decompressedOffset
         for _ in 0..<workers {
             let shared = shared
-            let decoder = FrameDecoder(table: table, name: name, windowLog: windowLog)
+            let decoder = FrameDecoder(table: table, name: name, tableName: tableName, windowLog: windowLog)
             Thread { Self.work(shared, decoder) }.start()
         }
     }
@@ -250,7 +256,7 @@ package final class ZstdParallelFrameReader: @unchecked Sendable {
                 case .end:
                     throw BlobStreamError(
                         .truncated,
-                        "\(name): the input ends at compressed offset \(job.frame.compressedOffset + Int64(filled)), inside frame \(job.index), which the seek table says holds \(job.frame.compressedSize) bytes"
+                        "\(name): the input ends at compressed offset \(job.frame.compressedOffset + Int64(filled)), inside frame \(job.index), which \(tableName) says holds \(job.frame.compressedSize) bytes"
                     )
                 case .starved:
                     throw BlobStreamError(
@@ -300,10 +306,12 @@ private final class FrameDecoder: @unchecked Sendable {
     private let context: OpaquePointer?
     private let table: ZstdSeekTable
     private let name: String
+    private let tableName: String
 
-    init(table: ZstdSeekTable, name: String, windowLog: Int) {
+    init(table: ZstdSeekTable, name: String, tableName: String, windowLog: Int) {
         self.table = table
         self.name = name
+        self.tableName = tableName
         context = ZSTD_createDCtx()
         if let context { ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, Int32(windowLog)) }
     }
@@ -323,7 +331,7 @@ private final class FrameDecoder: @unchecked Sendable {
         let input = UnsafeRawBufferPointer(job.input)
         let size = ZSTD_findFrameCompressedSize(input.baseAddress, input.count)
         guard ZSTD_isError(size) == 0, size == input.count else {
-            return corrupt("the seek table says \(input.count) bytes, but they do not hold exactly one zstd frame")
+            return corrupt("\(tableName) says \(input.count) bytes, but they do not hold exactly one zstd frame")
         }
         var header = ZSTD_frameHeader()
         guard ZSTD_getFrameHeader(&header, input.baseAddress, input.count) == 0, header.frameType != ZSTD_skippableFrame
@@ -338,12 +346,31 @@ private final class FrameDecoder: @unchecked Sendable {
             return corrupt("\(what) (\(reason))")
         }
         guard Int64(written) == frame.decompressedSize else {
-            return corrupt("the seek table says \(frame.decompressedSize) bytes, but it decoded to \(written)")
+            return corrupt("\(tableName) says \(frame.decompressedSize) bytes, but it decoded to \(written)")
         }
-        if let checksum = frame.checksum, header.checksumFlag != 0,
-            ZstdSeekTable.readUInt32(UnsafeRawBufferPointer(rebasing: input[(input.count - 4)...]), at: 0) != checksum
+        let output = UnsafeRawBufferPointer(rebasing: job.output[..<written])
+        if let checksum = frame.checksum {
+            if header.checksumFlag != 0 {
+                let own = ZstdSeekTable.readUInt32(UnsafeRawBufferPointer(rebasing: input[(input.count - 4)...]), at: 0)
+                if own != checksum {
+                    return corrupt(
+                        "\(tableName)'s checksum of it is \(ZstdReader.hex(checksum)), but the frame's own is \(ZstdReader.hex(own))"
+                    )
+                }
+            } else if case let computed = ZstdReader.low32(XXH64.hash(output)), computed != checksum {
+                return corrupt(
+                    "it has no checksum of its own and decoded to bytes whose XXH64 is \(ZstdReader.hex(computed)), but \(tableName)'s checksum of it is \(ZstdReader.hex(checksum)): the frame is damaged"
+                )
+            }
+        }
+        if let placed = frame.placedChecksum,
+            case let computed = ZstdReader.low32(
+                XXH64.hash(output, seed: UInt64(bitPattern: frame.decompressedOffset))),
+            computed != placed
         {
-            return corrupt("the seek table's checksum is not the frame's own")
+            return corrupt(
+                "\(tableName) places it at decompressed offset \(frame.decompressedOffset), where its bytes' XXH64 is \(ZstdReader.hex(computed)), but the index recorded \(ZstdReader.hex(placed)): the index places it wrongly (an earlier frame's size in it is changed) or the frame is damaged"
+            )
         }
         return nil
     }

@@ -4,8 +4,9 @@ import Foundation
 
 // The zstd layer of a `zstd:` source, with libzstd's streaming decoder: every frame in turn
 // (concatenated frames read as one stream, skippable frames skipped), each frame's content
-// checksum checked at its end when the frame has one, the window a frame asks for capped
-// before it is decoded. A cut, damaged or foreign input is `.truncated` or `.corrupt` naming
+// checksum checked at its end when the frame has one (and a frame without one against the
+// file's seek table, when that has checksums: XXH64 of its bytes as they are decoded), the
+// window a frame asks for capped before it is decoded. A cut, damaged or foreign input is `.truncated` or `.corrupt` naming
 // the source and the compressed offset; never a clean end.
 
 /// Decodes the zstd frames an upstream reader hands it, into the caller's buffers, one call
@@ -51,6 +52,9 @@ package final class ZstdReader {
     /// With `recordsFrames`: every frame that ended whole, skippable ones included (they decode
     /// to 0 bytes), in file order, with its content checksum when it has one.
     package private(set) var endedFrames: [ZstdSeekTable.Frame] = []
+    /// With `recordsFrames`: each frame recorded also gets its `placedChecksum` (its bytes
+    /// hashed as they are decoded; a frame index's pass).
+    package var recordsPlacedChecksums = false
     /// Whether the clean end was reached.
     package private(set) var isFinished = false
 
@@ -66,11 +70,22 @@ package final class ZstdReader {
     /// content checksum when it has one.
     private var tail: UInt32 = 0
 
-    /// The seek table followed since `restart(atFrame:of:)`: each frame from there is
-    /// checked against its entry; nil when decoding from the start.
+    /// The seek table followed since `restart(atFrame:of:)`, or since the first frame without
+    /// a checksum of its own when the file's seek table has checksums: each frame from there
+    /// is checked against its entry; nil otherwise.
     private var table: ZstdSeekTable?
+    /// How errors name `table`: "the seek table", or a frame index and its path.
+    private var tableName = "the seek table"
     /// The entry of the frame being decoded (or the next one).
     private var tableIndex = 0
+    /// What looking for the upstream's seek table gave (`readSeekTable`), once it looked.
+    private var seekTableOutcome: Result<ZstdSeekTable?, BlobStreamError>?
+    /// The XXH64 (seed 0) of the frame being decoded, when its entry's checksum must be
+    /// checked and the frame has none of its own.
+    private var contentHasher: XXH64?
+    /// The XXH64 of the frame being decoded seeded with its decompressed offset, when its
+    /// entry has a `placedChecksum` or the frame is recorded with one.
+    private var placeHasher: XXH64?
 
     package init(upstream: BlobUpstreamReader, name: String, windowLog: Int = ZstdWindow.defaultLog) {
         precondition(
@@ -132,13 +147,19 @@ package final class ZstdReader {
         frameStart = 0
         isFinished = false
         table = nil
+        tableName = "the seek table"
     }
 
-    /// Starts again at frame `index` of `table` (the file's own seek table): moves the
-    /// upstream to the frame's start and counts on from its decompressed offset. From there
-    /// each frame is checked against its entry as it ends: where it starts, its compressed
-    /// and decompressed sizes, its checksum. A mismatch is `.corrupt`.
-    package func restart(atFrame index: Int, of table: ZstdSeekTable) throws(BlobStreamError) {
+    /// Starts again at frame `index` of `table` (the file's own seek table, or a frame
+    /// index's frames, `tableName` saying which in errors): moves the upstream to the frame's
+    /// start and counts on from its decompressed offset. From there each frame is checked
+    /// against its entry: a frame starts where it says (and its header's content size, when
+    /// it has one, is the entry's), and it ends after exactly its compressed and decompressed
+    /// sizes, with the entry's checksum (the frame's own, or XXH64 of its bytes when it has
+    /// none) and placed checksum. A mismatch is `.corrupt`.
+    package func restart(
+        atFrame index: Int, of table: ZstdSeekTable, tableName: String = "the seek table"
+    ) throws(BlobStreamError) {
         if let failure { throw failure }
         let frame = table.frames[index]
         try upstream.seek(to: frame.compressedOffset)
@@ -152,6 +173,7 @@ package final class ZstdReader {
         frameStart = frame.compressedOffset
         isFinished = false
         self.table = table
+        self.tableName = tableName
         tableIndex = index
     }
 
@@ -164,7 +186,15 @@ package final class ZstdReader {
     /// checks that it adds up (`ZstdSeekTable`). Moves the upstream: the caller moves it
     /// back (or restarts) before the next decode. Nil when the upstream cannot move in
     /// constant time, has no length, or its last bytes are not a seek table's footer.
+    /// The table is read once: later calls give what the first found, and do not move.
     package func readSeekTable() throws(BlobStreamError) -> ZstdSeekTable? {
+        if let seekTableOutcome { return try seekTableOutcome.get() }
+        let outcome = Result { () throws(BlobStreamError) in try lookForSeekTable() }
+        seekTableOutcome = outcome
+        return try outcome.get()
+    }
+
+    private func lookForSeekTable() throws(BlobStreamError) -> ZstdSeekTable? {
         guard upstream.offsetCapability == .seek, let length = upstream.length,
             length >= Int64(ZstdSeekTable.footerSize)
         else { return nil }
@@ -258,6 +288,12 @@ package final class ZstdReader {
         var header = ZSTD_frameHeader()
         let answer = ZSTD_getFrameHeader(&header, head.baseAddress, head.count)
         if ZSTD_isError(answer) != 0 {
+            if let table, tableIndex < table.frames.count {
+                throw BlobStreamError(
+                    .corrupt,
+                    "\(name): \(tableName) places frame \(tableIndex) at compressed offset \(compressedOffset), but no zstd frame starts there (\(Self.errorName(answer)))"
+                )
+            }
             let what = framesEnded == 0 ? "not zstd data" : "bytes after the last frame that are not a zstd frame"
             throw BlobStreamError(
                 .corrupt, "\(name): \(what) at compressed offset \(compressedOffset) (\(Self.errorName(answer)))")
@@ -278,21 +314,67 @@ package final class ZstdReader {
                         : "\(name): the frame at compressed offset \(compressedOffset) needs a window of \(header.windowSize) bytes (2^\(needed)), over the limit of 2^\(windowLog); allow it with windowLog \(needed) (zstd -d --long=\(needed))"
                 )
             }
-            if header.checksumFlag == 0 { framesWithoutChecksum += 1 }
+            if header.checksumFlag == 0 {
+                framesWithoutChecksum += 1
+                // Unprotected unless the file's seek table has a checksum for it.
+                if table == nil { try followSeekTableForChecksums() }
+            }
         }
-        if let table, tableIndex < table.frames.count,
-            table.frames[tableIndex].compressedOffset != compressedOffset
-        {
-            throw BlobStreamError(
-                .corrupt,
-                "\(name): the seek table places frame \(tableIndex) at compressed offset \(table.frames[tableIndex].compressedOffset), but a frame starts at \(compressedOffset)"
-            )
+        contentHasher = nil
+        placeHasher = nil
+        let hasChecksum = header.frameType != ZSTD_skippableFrame && header.checksumFlag != 0
+        if let table, tableIndex < table.frames.count {
+            let entry = table.frames[tableIndex]
+            if entry.compressedOffset != compressedOffset {
+                throw BlobStreamError(
+                    .corrupt,
+                    "\(name): \(tableName) places frame \(tableIndex) at compressed offset \(entry.compressedOffset), but a frame starts at \(compressedOffset)"
+                )
+            }
+            if header.frameType != ZSTD_skippableFrame, header.frameContentSize != UInt64.max,
+                header.frameContentSize != UInt64(entry.decompressedSize)
+            {
+                throw BlobStreamError(
+                    .corrupt,
+                    "\(name): \(tableName) says frame \(tableIndex) (compressed offset \(compressedOffset)) holds \(entry.decompressedSize) bytes, but its header says \(header.frameContentSize)"
+                )
+            }
+            if entry.checksum != nil && !hasChecksum { contentHasher = XXH64() }
+            if entry.placedChecksum != nil { placeHasher = XXH64(seed: UInt64(bitPattern: produced)) }
         }
+        if recordsFrames && recordsPlacedChecksums { placeHasher = XXH64(seed: UInt64(bitPattern: produced)) }
         inFrame = true
         frameStart = compressedOffset
         frameProducedStart = produced
-        frameHasChecksum = header.frameType != ZSTD_skippableFrame && header.checksumFlag != 0
+        frameHasChecksum = hasChecksum
         return true
+    }
+
+    /// At a frame with data and no checksum of its own, decoding with no table: when the
+    /// upstream ends with a seek table (zstd's seekable format) whose entries have checksums,
+    /// follows it from this frame on, so that every frame is checked against its entry (its
+    /// place, sizes, and XXH64 of its bytes). The table is looked for once (a file's last
+    /// bytes, or an object's end), only for such frames; one that is damaged is not followed,
+    /// as it is not used for offsets. A table that has no entry starting here is `.corrupt`.
+    private func followSeekTableForChecksums() throws(BlobStreamError) {
+        let found: ZstdSeekTable?
+        if let seekTableOutcome {
+            found = try? seekTableOutcome.get()
+        } else {
+            guard upstream.offsetCapability == .seek else { return }
+            found = try? readSeekTable()
+            try returnToDecodingPosition()
+        }
+        guard let found, found.hasChecksums else { return }
+        guard let index = found.frameIndex(startingAt: compressedOffset) else {
+            throw BlobStreamError(
+                .corrupt,
+                "\(name): the seek table places no frame at compressed offset \(compressedOffset), where a frame starts"
+            )
+        }
+        table = found
+        tableName = "the seek table"
+        tableIndex = index
     }
 
     /// Hands the upstream's next bytes to libzstd; the bytes it wrote (0 while it only took input).
@@ -330,6 +412,11 @@ package final class ZstdReader {
         case .failed(let error): throw upstreamFailure(error)
         }
         produced += Int64(output.pos)
+        if output.pos > 0 && (contentHasher != nil || placeHasher != nil) {
+            let written = UnsafeRawBufferPointer(start: buffer, count: output.pos)
+            contentHasher?.update(written)
+            placeHasher?.update(written)
+        }
         if answer == 0 {
             // The frame ended whole: libzstd checked its checksum, and flushed all of it.
             try checkAgainstTable()
@@ -338,7 +425,8 @@ package final class ZstdReader {
                     ZstdSeekTable.Frame(
                         compressedOffset: frameStart, compressedSize: compressedOffset - frameStart,
                         decompressedOffset: frameProducedStart, decompressedSize: produced - frameProducedStart,
-                        checksum: frameHasChecksum ? tail : nil))
+                        checksum: frameHasChecksum ? tail : nil,
+                        placedChecksum: recordsPlacedChecksums ? placeHasher.map { Self.low32($0.digest()) } : nil))
             }
             inFrame = false
             framesEnded += 1
@@ -363,16 +451,41 @@ package final class ZstdReader {
         guard compressed == entry.compressedSize, decompressed == entry.decompressedSize else {
             throw BlobStreamError(
                 .corrupt,
-                "\(name): the seek table says frame \(tableIndex) (compressed offset \(frameStart)) holds \(entry.decompressedSize) bytes in \(entry.compressedSize), but it decoded to \(decompressed) bytes in \(compressed)"
+                "\(name): \(tableName) says frame \(tableIndex) (compressed offset \(frameStart)) holds \(entry.decompressedSize) bytes in \(entry.compressedSize), but it decoded to \(decompressed) bytes in \(compressed)"
             )
         }
-        if let checksum = entry.checksum, frameHasChecksum, checksum != tail {
+        if let checksum = entry.checksum {
+            if frameHasChecksum, checksum != tail {
+                throw BlobStreamError(
+                    .corrupt,
+                    "\(name): \(tableName)'s checksum of frame \(tableIndex) (compressed offset \(frameStart)) is \(Self.hex(checksum)), but the frame's own is \(Self.hex(tail))"
+                )
+            }
+            if let contentHasher, case let computed = Self.low32(contentHasher.digest()), computed != checksum {
+                throw BlobStreamError(
+                    .corrupt,
+                    "\(name): frame \(tableIndex) (compressed offset \(frameStart)) has no checksum of its own and decoded to bytes whose XXH64 is \(Self.hex(computed)), but \(tableName)'s checksum of it is \(Self.hex(checksum)): the frame is damaged"
+                )
+            }
+        }
+        if let placed = entry.placedChecksum, let placeHasher,
+            case let computed = Self.low32(placeHasher.digest()), computed != placed
+        {
             throw BlobStreamError(
                 .corrupt,
-                "\(name): the seek table's checksum of frame \(tableIndex) (compressed offset \(frameStart)) is not the frame's own"
+                "\(name): frame \(tableIndex) (compressed offset \(frameStart)), which \(tableName) places at decompressed offset \(frameProducedStart), decoded to bytes whose XXH64 there is \(Self.hex(computed)), but the index recorded \(Self.hex(placed)): the index places it wrongly (an earlier frame's size in it is changed) or the frame is damaged"
             )
         }
         tableIndex += 1
+    }
+
+    /// The low 32 bits of an XXH64: what zstd and the seek table keep.
+    package static func low32(_ hash: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: hash) }
+
+    /// `value` as 8 hex digits after 0x.
+    package static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
     }
 
     private func check(_ answer: Int) throws(BlobStreamError) {

@@ -11,7 +11,9 @@ import BlobStream
 /// count and its footer agree, its reserved bits are 0, and the compressed sizes add up to
 /// exactly the bytes before the table. Each frame entered through it is checked as it is
 /// decoded: it starts where the table says, and ends after exactly its compressed and
-/// decompressed sizes, with the table's checksum as its own.
+/// decompressed sizes, with the table's checksum as its own; a frame that has no checksum of
+/// its own (the format's reference writer makes them so) is hashed as it is decoded (XXH64)
+/// and checked against the table's, whether entered at an offset or read from the start.
 ///
 /// The decompressed sizes of the frames before an entered one cannot be checked without
 /// decoding them; they place the offset. So a table is used for random access only when it
@@ -32,17 +34,23 @@ public struct ZstdSeekTable: Sendable, Equatable {
         /// The low 32 bits of the XXH64 of its bytes (the frame's own content checksum), when
         /// the table has checksums.
         public var checksum: UInt32?
+        /// The low 32 bits of the XXH64 of its bytes seeded with its decompressed offset, when
+        /// a frame index recorded it (`ZstdFrameIndex`; a seek table has none): it binds the
+        /// bytes to their place, so that a frame entered at another offset than the one it
+        /// was decoded at (an earlier frame's size changed) fails its check.
+        public var placedChecksum: UInt32?
 
         /// Makes one.
         public init(
             compressedOffset: Int64, compressedSize: Int64, decompressedOffset: Int64, decompressedSize: Int64,
-            checksum: UInt32?
+            checksum: UInt32?, placedChecksum: UInt32? = nil
         ) {
             self.compressedOffset = compressedOffset
             self.compressedSize = compressedSize
             self.decompressedOffset = decompressedOffset
             self.decompressedSize = decompressedSize
             self.checksum = checksum
+            self.placedChecksum = placedChecksum
         }
     }
 
@@ -175,6 +183,17 @@ public struct ZstdSeekTable: Sendable, Equatable {
         for frame in frames.dropLast() where frame.decompressedSize != size { return false }
         let last = frames[frames.count - 1].decompressedSize
         return last > 0 && last <= size
+    }
+
+    /// The index of the frame that starts at compressed `offset`, or nil when none does.
+    public func frameIndex(startingAt offset: Int64) -> Int? {
+        var low = 0
+        var high = frames.count
+        while low < high {
+            let middle = (low + high) / 2
+            if frames[middle].compressedOffset < offset { low = middle + 1 } else { high = middle }
+        }
+        return low < frames.count && frames[low].compressedOffset == offset ? low : nil
     }
 
     /// The index of the frame that holds decompressed `offset`, or nil at or past the end.
