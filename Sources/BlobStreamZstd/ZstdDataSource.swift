@@ -46,7 +46,9 @@ import Foundation
 /// a frame's end is then the check point. Otherwise (`seekTableNotUsed` says why) offsets
 /// decode from the start, as above. A file in many frames without a table gets the same with
 /// a `ZstdFrameIndex` (`frameIndex`; `blobstream index FILE.zst` writes `FILE.zst.zstidx`,
-/// which the `zstd:` scheme of `BlobSources` finds beside the file or the object).
+/// which the `zstd:` scheme of `BlobSources` finds beside the file or the object; a kept
+/// copy of an object's index in an `IndexCache` that a read found `.corrupt` through is
+/// removed from the cache, so that the next read asks the store again).
 ///
 /// ## Ownership and threads
 /// The source owns its upstream: `open()` opens it, `close()` (or deinitialization)
@@ -107,6 +109,8 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
     private static let scratchSize = 64 * 1024
     /// Frames decoded on several threads (a seekable file with a regular table).
     private var parallel: ZstdParallelStage
+    /// Whether `dropCachedFrameIndex` removed (or looked at) the kept copy of the index.
+    private var droppedCachedIndex = false
 
     /// Makes a source that decodes `upstream`.
     ///
@@ -211,6 +215,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         lock.lock()
         let n = readLocked(buffer, maxLength: maxLength)
         let failure = zstd.failure
+        if n < 0, failure?.code == .corrupt { dropCachedFrameIndex() }
         lock.unlock()
         state.announceRead(n, failure: failure, name: name)
         return n
@@ -261,6 +266,19 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         }
     }
 
+    /// After a `.corrupt` failure: when the frame index in use is a copy kept in an
+    /// `IndexCache` (its file is one of the cache's entries), removes that copy, so that the
+    /// next read asks the store for its index again (which may have been fixed) instead of
+    /// failing on the same copy until the object itself changes. A damaged frame with an
+    /// honest index costs only that request. Under `lock`, once.
+    private func dropCachedFrameIndex() {
+        guard !droppedCachedIndex, let path = placement.frameIndex?.name,
+            IndexCache.isEntryName((path as NSString).lastPathComponent)
+        else { return }
+        droppedCachedIndex = true
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
     /// Lends decoded bytes instead of copying them, while frames are decoded on other threads
     /// (see "Offsets"): the rest of the current frame, consumed, valid until the next call.
     /// False otherwise, and at the end or on a failure (`read` then says which).
@@ -279,6 +297,7 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         case .end: return false
         case .failed(let error):
             zstd.record(error)
+            if error.code == .corrupt { dropCachedFrameIndex() }
             return false
         }
     }

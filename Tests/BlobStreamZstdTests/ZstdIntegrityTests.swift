@@ -246,4 +246,37 @@ struct ZstdIntegrityTests {
         let got = readRange(source, at: 1_500_000, count: 1000)
         #expect(got.error == nil && got.data == content[1_500_000..<1_501_000])
     }
+
+    @Test(
+        "a copy of an object's frame index kept in the index cache that a read finds lying is removed from the cache; an honest one stays"
+    )
+    func lyingCachedIndexDropped() throws {
+        let dir = try ZstdFrameIndexTests.makeTemporaryDirectory("zstidx-cache")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let content = ZstdFrameIndexTests.content
+        let path = try ZstdFrameIndexTests.write(try ZstdFrameIndexTests.framed(regular: true), in: dir, as: "g.zst")
+        let honest = try ZstdFrameIndex.build(fileAtPath: path)
+        let cache = IndexCache(folder: dir + "/cache")
+        let url = "s3://bucket/g.zst"
+        let offset = Int(honest.frames.frames[6].decompressedOffset) + 100
+        for (what, bytes) in [
+            ("honest", honest.encoded()), ("lying", Self.lie(honest.encoded(), frame: 2, delta: 512)),
+        ] {
+            let kept = try cache.keep(bytes, forSourceAt: url, identity: honest.identity, kind: .zstd)
+            let index = try ZstdFrameIndex.read(indexFileAt: kept)
+            for parallelism in [1, 2] {
+                guard FileManager.default.fileExists(atPath: kept) else { break }
+                let source = ZstdDataSource(
+                    upstream: FileDataSource(path: path), name: url, parallelism: parallelism, frameIndex: index)
+                let got = readRange(source, at: Int64(offset), count: 300_000)
+                if what == "honest" {
+                    #expect(got.error == nil && got.data == content[offset..<offset + 300_000])
+                    #expect(FileManager.default.fileExists(atPath: kept), "the honest copy stays")
+                } else {
+                    #expect(got.error?.code == .corrupt && got.error?.message.contains(kept) == true)
+                    #expect(!FileManager.default.fileExists(atPath: kept), "the lying copy is removed")
+                }
+            }
+        }
+    }
 }
