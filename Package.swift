@@ -70,6 +70,8 @@ let package = Package(
             dependencies: [
                 "BlobStream", "BlobStreamSystem", "CBlobStreamZlib", "CBlobStreamIsal", "CBlobStreamLzma",
                 "CBlobStreamZstd",
+                // HMAC-SHA256: an index sealed with a key (`IndexKey`, `IndexSeal`).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(name: "BlobStreamGzip", dependencies: ["BlobStream", "BlobStreamCompression"]),

@@ -37,6 +37,11 @@ extension ArchiveIndex: LocatableIndex, KeptIndexFileReading {
         }
     }
 
+    package static func decode(wholeIndex bytes: [UInt8], name: String) throws(BlobStreamError) -> ArchiveIndex {
+        var bytes = bytes
+        return try typed(name) { try ArchiveIndex(decodingBytes: &bytes, name: name) }
+    }
+
     /// Reads the index an object holds by range: its header and member table (one request,
     /// most often; their CRC-32 checked), and for a tar.gz the gzip index's point table,
     /// each window left there until a decode needs it.
@@ -53,7 +58,8 @@ extension ArchiveIndex: LocatableIndex, KeptIndexFileReading {
             throw BlobStreamError(.unsupported, "\(name): the index's length is unknown, so it cannot be read by range")
         }
         let store = SourceIndexBytes(source, label: "archive index '\(name)'", prefixLength: Self.leadingReadLength)
-        var reader = ArchiveIndexSourceBytes(store: store, length: Int(length))
+        let unsealed = try IndexSeal.unsealedLength(of: store, length: length)
+        var reader = ArchiveIndexSourceBytes(store: store, length: Int(unsealed))
         self = try Self.typed(name) { try Self(decodingReader: &reader, name: name) }
     }
 

@@ -36,9 +36,10 @@ struct ArchiveIndexMemoryBytes: ArchiveIndexBytes {
     private(set) var position = 0
     let length: Int
 
+    /// The index in `bytes` (a seal at their end, `IndexSeal`, set aside).
     init(bytes: [UInt8]) {
         self.bytes = bytes
-        self.length = bytes.count
+        self.length = IndexSeal.isSealed(bytes) ? bytes.count - IndexSeal.trailerLength : bytes.count
     }
 
     mutating func take(_ count: Int) -> UInt64 {
@@ -82,11 +83,11 @@ struct ArchiveIndexFileBytes: ArchiveIndexBytes {
     private var bufferStart = 0
     private static let bufferSize = 256 * 1024
 
-    /// Reads the open index `file` at `path`.
+    /// Reads the open index `file` at `path` (a seal at its end, `IndexSeal`, set aside).
     init(file: PositionalFile, path: String) throws {
         self.file = file
         self.path = path
-        self.length = Int(try file.size())
+        self.length = Int(try IndexSeal.unsealedLength(of: file, length: file.size()))
     }
 
     /// Exactly `count` bytes at `offset` (the file is `length` bytes: a shorter read means it

@@ -42,7 +42,8 @@ extension BlobContentIdentity {
 }
 
 extension GzipIndex {
-    /// Reads an index file (GZIDX, with or without BlobStream's record).
+    /// Reads an index file (GZIDX, with or without BlobStream's record; a seal at its end,
+    /// `IndexSeal`, is set aside unchecked).
     ///
     /// The point table and the record are read now; the windows (32 KiB each, most of the
     /// file) stay in the file, which the index keeps open, and each is read when a decode
@@ -50,7 +51,7 @@ extension GzipIndex {
     /// not change what the index reads.
     public static func read(fromPath path: String) throws(BlobStreamError) -> GzipIndex {
         let file = try PositionalFile(path: path, label: path)
-        return try read(from: file, offset: 0, length: file.size())
+        return try read(from: file, offset: 0, length: IndexSeal.unsealedLength(of: file, length: file.size()))
     }
 
     /// Writes the index to `path` (replacing a regular file there atomically).

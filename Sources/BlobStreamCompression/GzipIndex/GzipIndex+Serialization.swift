@@ -85,7 +85,8 @@ extension GzipIndex {
         return out.data
     }
 
-    /// Reads an index from its bytes (GZIDX, with or without BlobStream's record).
+    /// Reads an index from its bytes (GZIDX, with or without BlobStream's record; a seal at
+    /// their end, `IndexSeal`, is set aside unchecked).
     ///
     /// - Parameters:
     ///   - bytes: the index file's bytes.
@@ -94,7 +95,7 @@ extension GzipIndex {
     ///   an unsupported version or window size, counts or offsets that cannot be right, a
     ///   record whose CRC-32 does not match. Never allocates more than the bytes given.
     public init(serialized bytes: [UInt8], name: String) throws(BlobStreamError) {
-        var r = ByteReader(bytes: bytes, name: name)
+        var r = ByteReader(bytes: IndexSeal.withoutSeal(bytes), name: name)
         self = try Self.parse(&r, windows: .inline)
     }
 
@@ -372,6 +373,7 @@ extension GzipIndex {
         guard let length = source.length else {
             throw BlobStreamError(.unsupported, "\(name): the index's length is unknown, so it cannot be read by range")
         }
-        self = try Self.read(from: SourceIndexBytes(source, label: name), offset: 0, length: length)
+        let store = SourceIndexBytes(source, label: name)
+        self = try Self.read(from: store, offset: 0, length: IndexSeal.unsealedLength(of: store, length: length))
     }
 }

@@ -29,6 +29,10 @@ extension GzipIndex: LocatableIndex, KeptIndexFileReading {
     }
 
     package static func read(keptFile: PositionalFile, path: String) throws(BlobStreamError) -> GzipIndex {
-        try read(from: keptFile, offset: 0, length: keptFile.size())
+        try read(from: keptFile, offset: 0, length: IndexSeal.unsealedLength(of: keptFile, length: keptFile.size()))
+    }
+
+    package static func decode(wholeIndex bytes: [UInt8], name: String) throws(BlobStreamError) -> GzipIndex {
+        try GzipIndex(serialized: bytes, name: name)
     }
 }

@@ -26,27 +26,45 @@ extension LocatableIndex {
     ///   - cache: where indexes are kept on this machine, if anywhere; a matching index found
     ///     beside the source is kept there (read whole once; a failure to keep it does not
     ///     fail the lookup).
+    ///   - key: the key indexes must be sealed with (`IndexSeal`); nil: none is checked (a
+    ///     seal is set aside). With a key, every index is read whole and used only when its
+    ///     seal verifies: one named that does not is an error (`.unsupported` unsealed,
+    ///     `.corrupt` a seal that does not verify), a kept copy that does not is removed from
+    ///     the cache, and one beside the source that does not is `.unusable` (never used).
     ///   - makeSource: makes the source of an index URL (a registry's `makeSource`).
     public static func lookUp(
         for source: any BlobRangeReading, at url: String, indexURL: String? = nil, cache: IndexCache? = nil,
-        makeSource: (String) throws -> any BlobDataSource
+        key: IndexKey? = nil, makeSource: (String) throws -> any BlobDataSource
     ) throws(BlobStreamError) -> IndexLookUp<Self> {
         if let indexURL {
-            let index = try read(named: indexURL, makeSource: makeSource)
+            let index = try read(named: indexURL, key: key, makeSource: makeSource)
             try index.check(against: try source.contentIdentity(), sourceName: url, indexName: indexURL)
             return .matching(index)
         }
-        if let cache, let index = try keptCopy(in: cache, for: source, at: url) { return .matching(index) }
+        if let cache, let index = try keptCopy(in: cache, for: source, at: url, key: key) { return .matching(index) }
         let sidecar = sidecar(of: url)
-        let found = Result { () throws(BlobStreamError) in try read(named: sidecar, makeSource: makeSource) }
+        // With a key, the index is read whole (its seal covers every byte), and the bytes
+        // checked are the ones kept.
+        var sealedBytes: [UInt8]?
+        let found = Result { () throws(BlobStreamError) in
+            guard let key else { return try read(named: sidecar, makeSource: makeSource) }
+            let bytes = try wholeBytes(named: sidecar, makeSource: makeSource)
+            sealedBytes = bytes
+            return try authenticated(bytes, name: sidecar, key: key)
+        }
         guard let now = try source.contentIdentity() else {
             return .unusable(reason: "\(url) has no strong ETag: no index is used")
         }
         let judged = judge(found, as: sidecar, for: url, now: now)
         if case .matching = judged, let cache {
-            _ = cache.keepCopy(
-                of: sidecar, forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: kind,
-                makeSource: makeSource)
+            if let sealedBytes {
+                _ = try? cache.keep(
+                    sealedBytes, forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: kind)
+            } else {
+                _ = cache.keepCopy(
+                    of: sidecar, forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: kind,
+                    makeSource: makeSource)
+            }
         }
         return judged
     }
@@ -59,11 +77,19 @@ extension LocatableIndex {
     /// - Without: `sidecar(of: path)` is used only when it carries BlobStream's identity and
     ///   that matches, and the file is a regular file (a FIFO is never opened to be
     ///   checked); otherwise the answer is `.unusable` (rebuild) or `.absent`.
-    public static func lookUp(forFileAtPath path: String, indexPath: String? = nil) throws(BlobStreamError)
-        -> IndexLookUp<Self>
+    /// - With `key`, an index is read whole and used only when its seal verifies with the key
+    ///   (`IndexSeal`): one named that does not is an error, a sidecar that does not is
+    ///   `.unusable`. Without, a seal is set aside.
+    public static func lookUp(forFileAtPath path: String, indexPath: String? = nil, key: IndexKey? = nil)
+        throws(BlobStreamError) -> IndexLookUp<Self>
     {
         if let indexPath {
-            let index = try read(indexFileAt: indexPath)
+            let index: Self
+            if let key {
+                index = try authenticated(readWholeFile(indexPath), name: indexPath, key: key)
+            } else {
+                index = try read(indexFileAt: indexPath)
+            }
             try index.check(againstFileAtPath: path, indexName: indexPath)
             return .matching(index)
         }
@@ -73,7 +99,10 @@ extension LocatableIndex {
         guard case .success(let status) = FileStatus.at(path), status.isRegular else {
             return .unusable(reason: "\(path) is not a regular file: its sidecar \(sidecar) is not used")
         }
-        let found = Result { () throws(BlobStreamError) in try read(indexFileAt: sidecar) }
+        let found = Result { () throws(BlobStreamError) in
+            guard let key else { return try read(indexFileAt: sidecar) }
+            return try authenticated(readWholeFile(sidecar), name: sidecar, key: key)
+        }
         do {
             return judge(found, as: sidecar, for: path, now: try BlobContentIdentity(ofFileAtPath: path))
         } catch {
@@ -106,13 +135,28 @@ extension LocatableIndex {
 
     /// The copy kept in `cache` for this version of the source, when one is there and
     /// matches. Only a regular file there is opened, without waiting (a FIFO is passed by).
-    private static func keptCopy(in cache: IndexCache, for source: any BlobRangeReading, at url: String)
-        throws(BlobStreamError) -> Self?
-    {
+    /// With `key`, it is read whole and its seal checked: a copy whose seal does not verify
+    /// (or that has none) is removed from the cache.
+    private static func keptCopy(
+        in cache: IndexCache, for source: any BlobRangeReading, at url: String, key: IndexKey?
+    ) throws(BlobStreamError) -> Self? {
         guard let reader = Self.self as? any KeptIndexFileReading.Type, let now = try source.contentIdentity(),
             now.entityTag != nil,
-            let kept = cache.openEntry(forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: kind),
-            let index = (try? reader.read(keptFile: kept.file, path: kept.path)) as? Self,
+            let kept = cache.openEntry(forSourceAt: url, serverOrigin: source.serverOrigin, identity: now, kind: kind)
+        else { return nil }
+        if let key {
+            let checked = Result { () throws(BlobStreamError) in
+                try authenticated(wholeBytes(of: kept.file, name: kept.path), name: kept.path, key: key)
+            }
+            guard case .success(let index) = checked else {
+                if case .failure(let error) = checked, error.code == .unsupported || error.code == .corrupt {
+                    try? FileManager.default.removeItem(atPath: kept.path)
+                }
+                return nil
+            }
+            return index.mismatch(with: now) == nil ? index : nil
+        }
+        guard let index = (try? reader.read(keptFile: kept.file, path: kept.path)) as? Self,
             index.mismatch(with: now) == nil
         else { return nil }
         return index

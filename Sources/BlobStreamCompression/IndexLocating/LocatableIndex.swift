@@ -32,10 +32,12 @@ public protocol LocatableIndex: Sendable {
     init(readingFrom source: any BlobRangeReading, name: String) throws(BlobStreamError)
 }
 
-/// Reads an index from a file the cache opened (regular, not followed through a link),
-/// for the kinds this package defines.
+/// Reads an index from a file the cache opened (regular, not followed through a link), or
+/// from its whole bytes (an index whose seal was checked), for the kinds this package defines.
 package protocol KeptIndexFileReading {
     static func read(keptFile: PositionalFile, path: String) throws(BlobStreamError) -> Self
+    /// Decodes an index from all of its bytes (without its seal), held in memory.
+    static func decode(wholeIndex bytes: [UInt8], name: String) throws(BlobStreamError) -> Self
 }
 
 extension LocatableIndex {
@@ -111,10 +113,14 @@ extension LocatableIndex {
     }
 
     /// The index at `url`: a file (a path or `file:` URL) read from the file, anything else
-    /// through a source `makeSource` makes, read by range.
+    /// through a source `makeSource` makes, read by range. With `key`, it is read whole and
+    /// used only when its seal verifies with the key (`IndexSeal`); a seal is ignored without.
     package static func read(
-        named url: String, makeSource: (String) throws -> any BlobDataSource
+        named url: String, key: IndexKey? = nil, makeSource: (String) throws -> any BlobDataSource
     ) throws(BlobStreamError) -> Self {
+        if let key {
+            return try authenticated(wholeBytes(named: url, makeSource: makeSource), name: url, key: key)
+        }
         let scheme = BlobURL.scheme(of: url)?.lowercased()
         if scheme == nil || scheme == "file" {
             var path = url
@@ -145,4 +151,95 @@ extension LocatableIndex {
         object.open()
         return try Self(readingFrom: object, name: url)
     }
+}
+
+// Sealed indexes (`IndexSeal`): with a key, an index is read whole, its seal checked, and
+// only then decoded from memory.
+extension LocatableIndex {
+    /// The index in `bytes` (all of an index file or object), used only when its seal
+    /// verifies with `key` for what it records (its kind, the identity of the source it was
+    /// made for, every byte).
+    ///
+    /// - Throws: `BlobStreamError` naming `name`: `.unsupported` when it carries no seal (or
+    ///   its kind cannot be decoded from memory), `.corrupt` when the seal does not verify or
+    ///   the index is damaged.
+    package static func authenticated(_ bytes: [UInt8], name: String, key: IndexKey) throws(BlobStreamError) -> Self {
+        guard IndexSeal.isSealed(bytes) else {
+            try IndexSeal.check(bytes, name: name, kind: kind, madeFor: nil, key: key) // throws: no seal
+            throw BlobStreamError(.unsupported, "the \(kind.noun) \(name) is not sealed")
+        }
+        guard let decoder = Self.self as? any KeptIndexFileReading.Type,
+            let index = try decoder.decode(wholeIndex: IndexSeal.withoutSeal(bytes), name: name) as? Self
+        else {
+            throw BlobStreamError(.unsupported, "the \(kind.noun) \(name) cannot be read whole to check its seal")
+        }
+        try IndexSeal.check(bytes, name: name, kind: kind, madeFor: index.madeFor, key: key)
+        return index
+    }
+
+    /// All the bytes of the index at `url`: a file (a path or `file:` URL), or an object a
+    /// source `makeSource` makes reads (one request more when it is longer than its first
+    /// answer).
+    package static func wholeBytes(named url: String, makeSource: (String) throws -> any BlobDataSource)
+        throws(BlobStreamError) -> [UInt8]
+    {
+        let scheme = BlobURL.scheme(of: url)?.lowercased()
+        if scheme == nil || scheme == "file" {
+            var path = url
+            if scheme != nil {
+                do {
+                    path = try BlobURL.path(ofFileURL: url)
+                } catch {
+                    throw BlobStreamError(.malformedURL, "\(kind.noun) \(url): \(error)", cause: error)
+                }
+            }
+            return try readWholeFile(path)
+        }
+        let made: any BlobDataSource
+        do {
+            made = try makeSource(url)
+        } catch {
+            throw BlobStreamError(
+                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(kind.noun) \(url): \(error)", cause: error)
+        }
+        defer { made.close() }
+        guard let object = made as? any BlobRangeReading else {
+            throw BlobStreamError(.unsupported, "\(kind.noun) \(url): its source cannot be read by range")
+        }
+        object.open()
+        _ = try object.contentIdentity() // waits for the first answer (the length)
+        guard let length = object.length else {
+            throw BlobStreamError(.unsupported, "\(kind.noun) \(url): its length is unknown")
+        }
+        guard length <= maximumSealedLength else {
+            throw BlobStreamError(
+                .unsupported, "\(kind.noun) \(url) is \(length) bytes, more than an index read whole may be")
+        }
+        guard length > 0 else { return [] }
+        do {
+            let data = try object.bytes(at: [0..<length]).first ?? Data()
+            return [UInt8](data)
+        } catch {
+            throw BlobStreamError(error.code, "\(kind.noun) \(url): \(error.message)", cause: error)
+        }
+    }
+
+    /// All the bytes of the index file at `path`.
+    package static func readWholeFile(_ path: String) throws(BlobStreamError) -> [UInt8] {
+        try wholeBytes(of: PositionalFile(path: path, label: path), name: path)
+    }
+
+    /// All the bytes of the index file `file` (`name` for messages).
+    package static func wholeBytes(of file: PositionalFile, name: String) throws(BlobStreamError) -> [UInt8] {
+        let size = try file.size()
+        guard size <= maximumSealedLength else {
+            throw BlobStreamError(
+                .unsupported, "\(kind.noun) \(name) is \(size) bytes, more than an index read whole may be")
+        }
+        return try file.bytes(count: Int(size), at: 0, what: kind.noun)
+    }
+
+    /// The longest index read whole to check its seal: 4 GiB (a gzip index of about 500 GiB
+    /// of output at the default spacing).
+    package static var maximumSealedLength: Int64 { 4 << 30 }
 }

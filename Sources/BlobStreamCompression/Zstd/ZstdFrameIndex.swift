@@ -300,8 +300,14 @@ extension ZstdFrameIndex: LocatableIndex, KeptIndexFileReading {
         guard size <= Int64(maximumFileSize) else {
             throw BlobStreamError(.corrupt, "zstd frame index '\(path)' is \(size) bytes long, longer than any index")
         }
+        // A seal at its end (`IndexSeal`) is set aside.
         return try ZstdFrameIndex(
-            decoding: keptFile.bytes(count: Int(size), at: 0, what: "the zstd frame index"), name: path)
+            decoding: IndexSeal.withoutSeal(keptFile.bytes(count: Int(size), at: 0, what: "the zstd frame index")),
+            name: path)
+    }
+
+    package static func decode(wholeIndex bytes: [UInt8], name: String) throws(BlobStreamError) -> ZstdFrameIndex {
+        try ZstdFrameIndex(decoding: bytes, name: name)
     }
 
     /// Reads the index an object holds (all of it: a few bytes a frame), and closes `source`.
@@ -315,6 +321,6 @@ extension ZstdFrameIndex: LocatableIndex, KeptIndexFileReading {
         let store = SourceIndexBytes(source, label: "zstd frame index '\(name)'", prefixLength: Self.leadingReadLength)
         let bytes = try store.bytes(count: Int(length), at: 0, what: "the zstd frame index")
         source.close()
-        try self.init(decoding: bytes, name: name)
+        try self.init(decoding: IndexSeal.withoutSeal(bytes), name: name)
     }
 }
