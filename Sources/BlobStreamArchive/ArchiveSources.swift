@@ -27,21 +27,24 @@ public enum ArchiveSources {
     /// request for it, and one found beside the archive is kept there. With `namedIndex` (a
     /// path, or a URL `indexObjects` makes: an index on a store for an archive on a store, a
     /// local index for a remote archive), every archive is read through that index, which is
-    /// refused when it does not match.
+    /// refused when it does not match. With `indexKey`, only an index sealed with it is used
+    /// (`IndexSeal`; see `ArchiveMemberDataSource.useIndexKey(_:)`).
     public static func register(
         in registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
         engine: InflateEngine = .automatic, indexObjects: DataSourceRegistry? = nil, lookForIndexObjects: Bool = true,
-        indexCache: IndexCache? = nil, namedIndex: String? = nil
+        indexCache: IndexCache? = nil, namedIndex: String? = nil, indexKey: IndexKey? = nil
     ) {
         registry.register(scheme: scheme) { url, registry in
             guard let namedIndex else {
-                return try makeSource(
+                let source = try makeSource(
                     url: url, registry: registry, verification: verification, engine: engine,
                     indexObjects: lookForIndexObjects ? indexObjects ?? registry : nil, indexCache: indexCache)
+                source.useIndexKey(indexKey)
+                return source
             }
             return try makeSource(
                 url: url, registry: registry, verification: verification, engine: engine,
-                namedIndex: namedIndex, indexObjects: indexObjects ?? registry)
+                namedIndex: namedIndex, indexObjects: indexObjects ?? registry, indexKey: indexKey)
         }
     }
 
@@ -50,13 +53,18 @@ public enum ArchiveSources {
     /// The index is checked against the archive at the open: its size and strong ETag for an
     /// object, its size, time and sampled bytes for a file; a mismatch fails the open.
     ///
+    /// With `indexKey`, the index is read whole and refused unless its seal verifies with it
+    /// (`IndexSeal`).
+    ///
     /// - Throws: what `makeSource(url:registry:verification:engine:indexObjects:indexCache:)`
-    ///   throws; the index's error (not found, damaged) naming it.
+    ///   throws; the index's error (not found, damaged, not sealed with `indexKey`) naming it.
     public static func makeSource(
         url: String, registry: DataSourceRegistry, verification: ArchiveVerification = .wholeArchive,
-        engine: InflateEngine = .automatic, namedIndex: String, indexObjects: DataSourceRegistry
+        engine: InflateEngine = .automatic, namedIndex: String, indexObjects: DataSourceRegistry,
+        indexKey: IndexKey? = nil
     ) throws -> ArchiveMemberDataSource {
         let source = try makeSource(url: url, registry: registry, verification: verification, engine: engine)
+        source.useIndexKey(indexKey)
         let inner = try components(of: url).archiveURL
         let scheme = BlobURL.scheme(of: namedIndex)?.lowercased()
         let option: ArchiveIndexOption
@@ -64,7 +72,8 @@ public enum ArchiveSources {
             option = .file(scheme == nil ? namedIndex : try BlobURL.path(ofFileURL: namedIndex))
         } else {
             do {
-                option = .index(try ArchiveIndex.read(named: namedIndex) { try indexObjects.makeSource(url: $0) })
+                option = .index(
+                    try ArchiveIndex.read(named: namedIndex, key: indexKey) { try indexObjects.makeSource(url: $0) })
             } catch {
                 throw BlobStreamError(
                     error.code, "\(inner): cannot use the index named (\(namedIndex)): \(error)",

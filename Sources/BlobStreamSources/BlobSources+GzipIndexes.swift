@@ -11,7 +11,7 @@ extension BlobSources {
     /// (`BlobRangeReading`: `s3:`, `http(s):`) its index object beside it (`URL.gzidx`, one small
     /// request) or the one named, checked against the object's size and strong ETag.
     func registerIndexedGzip(in registry: DataSourceRegistry, indexObjects: DataSourceRegistry) {
-        let (use, engine, cache) = (indexes, inflate, indexCache)
+        let (use, engine, cache, key) = (indexes, inflate, indexCache, indexKey)
         if case .none = use { return }
         registry.register(scheme: GzipSources.scheme) { url, registry in
             let inner = BlobURL.removingScheme(url)
@@ -27,7 +27,7 @@ extension BlobSources {
                 case .beside:
                     // As GzipSources does, saying why a sidecar found was not used (--verbose).
                     if let path = try? BlobURL.path(ofFileURL: inner) {
-                        switch Result(catching: { try GzipIndex.lookUp(forFileAtPath: path) }) {
+                        switch Result(catching: { try GzipIndex.lookUp(forFileAtPath: path, key: key) }) {
                         case .success(.matching(let found)) where found.hasChunkCRC32s: index = found
                         case .success(.matching):
                             unused = "\(GzipIndex.sidecar(of: path)) has no chunk CRC-32s"
@@ -38,7 +38,9 @@ extension BlobSources {
                     }
                 case .named(let indexPath, let acceptsUnchecked):
                     let path = try BlobURL.path(ofFileURL: inner)
-                    if case .matching(let found) = try GzipIndex.lookUp(forFileAtPath: path, indexPath: indexPath) {
+                    if case .matching(let found) = try GzipIndex.lookUp(
+                        forFileAtPath: path, indexPath: indexPath, key: key)
+                    {
                         if !found.hasChunkCRC32s && !acceptsUnchecked {
                             throw BlobStreamError(
                                 .unsupported,
@@ -52,7 +54,8 @@ extension BlobSources {
                 // An object on a store or a web server's file: its index beside it (KEY.gzidx,
                 // one small request) or the one named (a path or a URL), checked against the
                 // object's size and strong ETag.
-                (index, unused) = try remoteIndex(for: object, at: inner, use, registry: indexObjects, cache: cache)
+                (index, unused) = try remoteIndex(
+                    for: object, at: inner, use, registry: indexObjects, cache: cache, key: key)
             } else if case .named(let indexPath, _) = use {
                 throw BlobStreamError(
                     .unsupported,
@@ -73,7 +76,7 @@ extension BlobSources {
 /// beside it was not used.
 private func remoteIndex(
     for object: any BlobRangeReading, at url: String, _ use: BlobSources.IndexUse, registry: DataSourceRegistry,
-    cache: IndexCache?
+    cache: IndexCache?, key: IndexKey?
 ) throws(BlobStreamError) -> (GzipIndex?, unused: String?) {
     // With an index looked for, the read jumps (to a seek point) or decodes ranges in
     // parallel: the object's first answer need not bring a large block from its start,
@@ -84,14 +87,18 @@ private func remoteIndex(
     case .none:
         return (nil, nil)
     case .beside:
-        let found = try GzipIndex.lookUp(for: object, at: url, cache: cache) { try registry.makeSource(url: $0) }
+        let found = try GzipIndex.lookUp(for: object, at: url, cache: cache, key: key) {
+            try registry.makeSource(url: $0)
+        }
         switch found {
         case .matching(let index): return (index, nil)
         case .unusable(let reason): return (nil, reason)
         case .absent: return (nil, nil)
         }
     case .named(let indexURL, let acceptsUnchecked):
-        let found = try GzipIndex.lookUp(for: object, at: url, indexURL: indexURL) { try registry.makeSource(url: $0) }
+        let found = try GzipIndex.lookUp(for: object, at: url, indexURL: indexURL, key: key) {
+            try registry.makeSource(url: $0)
+        }
         guard case .matching(let index) = found else { return (nil, nil) }
         if !index.hasChunkCRC32s && !acceptsUnchecked {
             throw BlobStreamError(

@@ -97,7 +97,7 @@ extension BlobSources {
     /// Writes `index`, the index of the object at `url`: into `indexCache` when there is one,
     /// else to `destination` (a path or an `s3:` URL), else beside the object
     /// (`URL.blobidx`; a tar.gz's seek points also to `URL.gzidx`, which `gzip:` sources
-    /// read).
+    /// read). With `indexKey`, each is sealed with it (`IndexSeal`).
     ///
     /// - Throws: `BlobStreamError` naming where: `.unsupported` for a web server's URL (it
     ///   takes no index; name a path or an `s3:` URL), the store's refusal, the file's error.
@@ -109,21 +109,21 @@ extension BlobSources {
             guard let identity = gzipIndex.identity else {
                 throw BlobStreamError(.unsupported, "the index of \(url) records no identity of the object")
             }
-            let bytes = gzipIndex.serialized()
+            let bytes = gzipIndex.sealing(gzipIndex.serialized(), with: indexKey)
             let contents = "\(gzipIndex.points.count) seek points"
             let location = try await keep(
                 bytes, kind: .gzip, of: url, identity: identity, serverOrigin: serverOrigin,
                 at: destination ?? GzipIndex.sidecar(of: url))
             return [KeptIndex(location: location, contents: contents, byteCount: bytes.count)]
         case .zstd(let zstdIndex):
-            let bytes = zstdIndex.encoded()
+            let bytes = zstdIndex.sealing(zstdIndex.encoded(), with: indexKey)
             let location = try await keep(
                 bytes, kind: .zstd, of: url, identity: zstdIndex.identity, serverOrigin: serverOrigin,
                 at: destination ?? ZstdFrameIndex.sidecar(of: url))
             let frames = zstdIndex.frames.frames.filter { $0.decompressedSize > 0 }.count
             return [KeptIndex(location: location, contents: "\(frames) frames", byteCount: bytes.count)]
         case .archive(let archiveIndex):
-            let bytes = [UInt8](archiveIndex.encoded())
+            let bytes = archiveIndex.sealing([UInt8](archiveIndex.encoded()), with: indexKey)
             let location = try await keep(
                 bytes, kind: .archive, of: url, identity: archiveIndex.identity, serverOrigin: serverOrigin,
                 at: destination ?? ArchiveIndex.sidecar(of: url))
@@ -135,7 +135,7 @@ extension BlobSources {
             ]
             // Beside the archive, a tar.gz's seek points go to URL.gzidx too.
             if destination == nil, let gzipIndex = archiveIndex.gzipIndex {
-                let bytes = gzipIndex.serialized()
+                let bytes = gzipIndex.sealing(gzipIndex.serialized(), with: indexKey)
                 let location = try await keep(
                     bytes, kind: .gzip, of: url, identity: archiveIndex.identity, serverOrigin: serverOrigin,
                     at: GzipIndex.sidecar(of: url))

@@ -14,7 +14,7 @@ extension BlobSources {
     /// against the object's size and strong ETag. A seekable file
     /// needs none (its own table serves); without an index a file decodes from its start.
     func registerIndexedZstd(in registry: DataSourceRegistry, indexObjects: DataSourceRegistry) {
-        let (use, cache, windowLog) = (indexes, indexCache, zstdWindowLog)
+        let (use, cache, windowLog, key) = (indexes, indexCache, zstdWindowLog, indexKey)
         if case .none = use { return }
         registry.register(scheme: ZstdSources.scheme) { url, registry in
             let inner = BlobURL.removingScheme(url)
@@ -31,7 +31,7 @@ extension BlobSources {
                 // Looked for at the first move only: a read from the start asks for nothing more,
                 // and one that starts with a move asks for the object's end beside its start.
                 let find = { () throws(BlobStreamError) -> IndexLookUp<ZstdFrameIndex> in
-                    (try? ZstdFrameIndex.lookUp(for: object, at: inner, cache: cache) {
+                    (try? ZstdFrameIndex.lookUp(for: object, at: inner, cache: cache, key: key) {
                         try indexObjects.makeSource(url: $0)
                     }) ?? .absent
                 }
@@ -40,13 +40,13 @@ extension BlobSources {
             if BlobURL.scheme(of: inner)?.lowercased() == "file" {
                 let path = try BlobURL.path(ofFileURL: inner)
                 if let named {
-                    found = try ZstdFrameIndex.lookUp(forFileAtPath: path, indexPath: named)
+                    found = try ZstdFrameIndex.lookUp(forFileAtPath: path, indexPath: named, key: key)
                 } else {
-                    found = (try? ZstdFrameIndex.lookUp(forFileAtPath: path)) ?? .absent
+                    found = (try? ZstdFrameIndex.lookUp(forFileAtPath: path, key: key)) ?? .absent
                 }
             } else if let named, let object = upstream as? any BlobRangeReading {
                 object.open()
-                found = try ZstdFrameIndex.lookUp(for: object, at: inner, indexURL: named) {
+                found = try ZstdFrameIndex.lookUp(for: object, at: inner, indexURL: named, key: key) {
                     try indexObjects.makeSource(url: $0)
                 }
             } else if let named {

@@ -27,6 +27,8 @@ import Foundation
 /// the same object first, with no request. `.named` reads every source through the index
 /// it names instead (refused when it does not match), `.none` through none. An index found
 /// that does not match is never used (`GzipDataSource.unusedIndexReason` says why).
+/// With `indexKey`, only an index sealed with that key is used, wherever it is found
+/// (`IndexSeal`), and every index written (`keep(_:of:serverOrigin:at:)`) is sealed with it.
 ///
 /// The remote schemes are registered three times, once per use (`DataSourceReadUse`): the
 /// content, the member index objects and the gzip index objects, each read with the block
@@ -64,6 +66,13 @@ public struct BlobSources: Sendable {
     /// The largest window a frame of a `zstd:` source may ask for, as a power of 2 (zstd's
     /// own limit, 27, by default; `blobstream --long=N`).
     public var zstdWindowLog: Int = ZstdWindow.defaultLog
+    /// The key indexes are sealed with (`IndexSeal`); nil: none. With a key, an index found
+    /// anywhere (named, kept in `indexCache`, beside the source) is read whole and used only
+    /// when its seal verifies with it: one beside the source or in the cache that does not is
+    /// ignored as a stale one is (the cache's copy removed), one named is refused. Every
+    /// index `keep(_:of:serverOrigin:at:)` writes is sealed with it. Without, a seal is set
+    /// aside and indexes are written unsealed.
+    public var indexKey: IndexKey?
 
     /// Sources with the given settings (by default: no remote scheme, no library, the fastest
     /// inflater, indexes beside the sources, no cache, the whole archive verified).
@@ -108,7 +117,7 @@ public struct BlobSources: Sendable {
         if case .named(let index, _) = indexes { namedIndex = index }
         ArchiveSources.register(
             in: registry, verification: archiveVerification, engine: inflate, indexObjects: memberIndexObjects,
-            lookForIndexObjects: indexes != .none, indexCache: indexCache, namedIndex: namedIndex)
+            lookForIndexObjects: indexes != .none, indexCache: indexCache, namedIndex: namedIndex, indexKey: indexKey)
         if let library {
             AssetSources.register(in: registry, library: library)
         } else {

@@ -60,6 +60,17 @@ extension ArchiveMemberDataSource {
         options.indexObjects = (url, cache, makeSource)
     }
 
+    /// Uses only member indexes sealed with `key` (`IndexSeal`): one found beside the archive
+    /// (or kept in the index cache) whose seal does not verify is ignored, as one that does
+    /// not match is (the cache's copy removed); one named (`.file`, or read by
+    /// `ArchiveSources`) is refused. An index given as a value (`.index`) is used as it is.
+    /// nil (the default): a seal is set aside. Call before `open()`.
+    public func useIndexKey(_ key: IndexKey?) {
+        lock.lock()
+        defer { lock.unlock() }
+        options.indexKey = key
+    }
+
     /// Sets the inflate engine (see `InflateEngine`) of the gzip layer of a tar.gz and
     /// of members inflated here (a tar.gz member read through an index, a zip deflate member
     /// read through an index): by default ISA-L when it loads, else zlib; `.isal` where ISA-L
@@ -83,4 +94,6 @@ struct ArchiveMemberOptions {
     var indexObjects: (url: String, cache: IndexCache?, makeSource: @Sendable (String) throws -> any BlobDataSource)?
     /// The inflate engine of a gzip layer and of members inflated here.
     var inflateEngine: InflateEngine = .automatic
+    /// The key an index must be sealed with (`IndexSeal`); nil: none is checked.
+    var indexKey: IndexKey?
 }

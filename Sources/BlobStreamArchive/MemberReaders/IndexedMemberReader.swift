@@ -98,18 +98,25 @@ final class IndexedMemberReader {
                 return use {
                     () throws(BlobStreamError) in
                     try ArchiveIndex.lookUp(
-                        for: object, at: indexObjects.url, cache: indexObjects.cache, makeSource: makeSource)
+                        for: object, at: indexObjects.url, cache: indexObjects.cache, key: options.indexKey,
+                        makeSource: makeSource)
                 }
             }
             guard let archivePath = options.archivePath, LibArchiveInput.canSeek(archive.upstream) else { return nil }
-            return use { () throws(BlobStreamError) in try ArchiveIndex.lookUp(forFileAtPath: archivePath) }
+            return use { () throws(BlobStreamError) in
+                try ArchiveIndex.lookUp(forFileAtPath: archivePath, key: options.indexKey)
+            }
         case .index(let index):
             try requireMatch(index, "the index given", options)
             return index
         case .file(let path):
             let index: ArchiveIndex
             do {
-                index = try ArchiveIndex.read(from: path)
+                if let key = options.indexKey {
+                    index = try ArchiveIndex.authenticated(ArchiveIndex.readWholeFile(path), name: path, key: key)
+                } else {
+                    index = try ArchiveIndex.read(from: path)
+                }
             } catch {
                 let own = error as? BlobStreamError
                 throw archive.naming.makeError(own?.code ?? .sourceFailed, "cannot use the index named", cause: error)
