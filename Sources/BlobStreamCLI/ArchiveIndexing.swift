@@ -18,10 +18,11 @@ import Foundation
 ///
 /// - Throws: `UsageError` for a destination the tool may not write; what
 ///   `ArchiveIndex.build(archiveAt:gzipSpacing:)` and `OutputFile.write(_:)` throw (errors
-///   name the archive or the index file).
+///   name the archive or the index file). With `key` (by default the run's,
+///   `BLOBSTREAM_INDEX_KEY`), each file is sealed with it (`IndexSeal`).
 package func writeArchiveIndex(
     path argument: String, output: String? = nil, spacing: Int = GzipIndex.defaultSpacing,
-    note: (String) -> Void = { _ in }
+    note: (String) -> Void = { _ in }, key: IndexKey? = IndexKeySetting.current
 ) throws -> String {
     let path = try indexedFilePath(argument)
     let destination = try OutputFile(
@@ -38,11 +39,11 @@ package func writeArchiveIndex(
             "\(path) is one zstd frame: a member read decodes it from its start; a copy in frames is entered at each member: blobstream compress --seekable zstd:\(argument) -o COPY.tar.zst"
         )
     }
-    let encoded = index.encoded()
-    try destination.write(encoded)
+    let encoded = index.sealing([UInt8](index.encoded()), with: key)
+    try destination.write(Data(encoded))
     var lines = ["\(destination.path)\t\(index.members.count) members (\(index.format.name))\t\(encoded.count) bytes"]
     if let sidecar {
-        let bytes = sidecar.index.serialized()
+        let bytes = sidecar.index.sealing(sidecar.index.serialized(), with: key)
         try sidecar.file.write(bytes)
         lines.append("\(sidecar.file.path)\t\(sidecar.index.points.count) seek points\t\(bytes.count) bytes")
     }
@@ -109,13 +110,15 @@ package func zstdIndexAnswer(_ argument: String) throws -> String? {
 ///
 /// - Throws: `UsageError` for a destination the tool may not write; what
 ///   `ZstdFrameIndex.build(fileAtPath:windowLog:)` throws (`.unsupported` for a file of one frame,
-///   which cannot be entered midway).
-package func writeZstdFrameIndex(path argument: String, output: String? = nil, windowLog: Int) throws -> String {
+///   which cannot be entered midway). With `key` (by default the run's), it is sealed with it.
+package func writeZstdFrameIndex(
+    path argument: String, output: String? = nil, windowLog: Int, key: IndexKey? = IndexKeySetting.current
+) throws -> String {
     let path = try indexedFilePath(argument)
     let destination = try OutputFile(
         output ?? ZstdFrameIndex.sidecar(of: path), role: "the zstd frame index", inputs: [path])
     let index = try ZstdFrameIndex.build(fileAtPath: path, windowLog: windowLog)
-    let encoded = index.encoded()
+    let encoded = index.sealing(index.encoded(), with: key)
     try destination.write(Data(encoded))
     let frames = index.frames.frames.filter { $0.decompressedSize > 0 }.count
     return "\(destination.path)\t\(frames) frames\t\(encoded.count) bytes"
@@ -124,8 +127,11 @@ package func writeZstdFrameIndex(path argument: String, output: String? = nil, w
 /// The entries of the archive a SOURCE names, from the index beside it when the SOURCE is a
 /// regular file with a matching `ARCHIVE.blobidx`, or an object on a store or a web server
 /// with a matching `URL.blobidx` (made by `registry`); nil when there is none (or it does not
-/// match: it is then ignored), so that the caller lists the headers.
-package func indexedEntries(url: String, registry: DataSourceRegistry) -> [ArchiveEntry]? {
+/// match, or is not sealed with `key`: it is then ignored), so that the caller lists the
+/// headers. `key`: by default the run's (`BLOBSTREAM_INDEX_KEY`).
+package func indexedEntries(
+    url: String, registry: DataSourceRegistry, key: IndexKey? = IndexKeySetting.current
+) -> [ArchiveEntry]? {
     if ["s3", "http", "https"].contains(BlobURL.scheme(of: url)?.lowercased() ?? "") {
         guard let made = try? registry.makeSource(url: url) else { return nil }
         defer { made.close() }
@@ -133,12 +139,12 @@ package func indexedEntries(url: String, registry: DataSourceRegistry) -> [Archi
         object.open()
         guard
             case .matching(let index)? = try? ArchiveIndex.lookUp(
-                for: object, at: url, makeSource: { try registry.makeSource(url: $0) })
+                for: object, at: url, key: key, makeSource: { try registry.makeSource(url: $0) })
         else { return nil }
         return index.entries
     }
     guard BlobURL.scheme(of: url)?.lowercased() == "file", let path = try? BlobURL.path(ofFileURL: url),
-        case .matching(let index)? = try? ArchiveIndex.lookUp(forFileAtPath: path)
+        case .matching(let index)? = try? ArchiveIndex.lookUp(forFileAtPath: path, key: key)
     else { return nil }
     return index.entries
 }

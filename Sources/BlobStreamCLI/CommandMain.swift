@@ -37,6 +37,13 @@ package enum CommandMain {
             if root.exitCode(for: error) == .success { root.exit(withError: error) } // --help, --version
             usageError(root.message(for: error), root: root, arguments: arguments)
         }
+        // A key that is no key is a usage error for every command, before any work: none
+        // would read (or write) an index as the user meant.
+        do {
+            _ = try IndexKeySetting.resolve()
+        } catch {
+            usageError(String(describing: error), root: root, arguments: arguments)
+        }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()

@@ -15,10 +15,14 @@ package typealias GzipIndexUse = BlobSources.IndexUse
 /// pass). With `adopting`, the foreign index at that path is checked against the file and
 /// given BlobStream's record (`GzipIndex.adopt`) instead of building one.
 ///
+/// With `key` (by default the run's, `BLOBSTREAM_INDEX_KEY`), the index is sealed with it
+/// (`IndexSeal`).
+///
 /// - Returns: what was written (path, seek points, bytes).
-package func writeGzipIndex(of argument: String, to output: String?, spacing: Int, adopting foreign: String? = nil)
-    throws -> String
-{
+package func writeGzipIndex(
+    of argument: String, to output: String?, spacing: Int, adopting foreign: String? = nil,
+    key: IndexKey? = IndexKeySetting.current
+) throws -> String {
     let path = try indexedFilePath(argument)
     let destination = try OutputFile(
         output ?? GzipIndex.sidecar(of: path), role: "the gzip index",
@@ -26,7 +30,7 @@ package func writeGzipIndex(of argument: String, to output: String?, spacing: In
     let index =
         try foreign.map { try GzipIndex.adopt(GzipIndex.read(fromPath: $0), forFileAtPath: path, name: $0) }
         ?? GzipIndex.build(fileAtPath: path, spacing: spacing)
-    let bytes = try index.serializedLoadingWindows()
+    let bytes = try index.sealing(index.serializedLoadingWindows(), with: key)
     try destination.write(bytes)
     return "\(destination.path)\t\(index.points.count) seek points\t\(bytes.count) bytes"
 }

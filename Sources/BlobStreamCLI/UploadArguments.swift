@@ -245,6 +245,8 @@ package struct UploadArguments: ParsableArguments {
     /// writes it beside it or at `--index-output`; prints where on
     /// stdout (as `index` does), or warns why there is none.
     package func keepIndex(_ indexing: UploadIndexing, stored: UploadResult, sources: BlobSources) async throws {
+        var sources = sources
+        sources.indexKey = sources.indexKey ?? IndexKeySetting.current // sealed with the run's key, when set
         do {
             switch try await indexing.finish(objectAt: to, stored: stored, sources: sources, at: indexOutput) {
             case .kept(let kept):

@@ -27,7 +27,9 @@ enum RemoteGzipIndexing {
         async throws -> String
     {
         let url = objectURL(argument)
-        let sources = BlobSources(remote: RunConnections.remote(caBundle: nil, s3: s3), indexCache: cache)
+        var settings = BlobSources(remote: RunConnections.remote(caBundle: nil, s3: s3), indexCache: cache)
+        settings.indexKey = IndexKeySetting.current // sealed with the run's key, when set
+        let sources = settings
         let kind: BlobSources.RemoteIndexKind = url == argument ? .whatItHolds : .gzip
         let (index, serverOrigin) = try await offThread {
             try sources.buildIndex(ofObjectAt: url, as: kind, gzipSpacing: spacing)
