@@ -19,8 +19,9 @@ import NIOHTTP1
 ///   can be; then through its own only, or none.
 /// - A `COMPOSITE` checksum (`…-N`: the checksum of the parts' checksums) cannot be combined
 ///   without the parts' sizes: the read is unchecked, and `note` says so. So is a read whose
-///   `HEAD` failed, whose store keeps no checksum (OpenStack Swift's s3api), or whose object
-///   changed (another ETag) before the `HEAD`.
+///   `HEAD` failed, whose store keeps no checksum (OpenStack Swift's s3api) or only a SHA-1
+///   or SHA-256 of the whole object (a read computes only the CRCs), or whose object changed
+///   (another ETag) before the `HEAD`.
 final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     /// The smallest object checked: 8 MiB, the first GET's block.
     static let smallestChecked: Int64 = 8 << 20
@@ -104,31 +105,46 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     static func fullObjectChecksum(_ result: Result<HTTPClient.Response, any Error>, etag: String?) -> Result<
         (algorithm: S3ChecksumAlgorithm, value: String), Unchecked
     > {
-        let response: HTTPClient.Response
         switch result {
-        case .success(let answer): response = answer
+        case .success(let response): fullObjectChecksum(status: response.status, headers: response.headers, etag: etag)
         case .failure(let error):
-            return .failure(Unchecked(reason: "the HEAD that asks for the store's checksum failed (\(error))"))
+            .failure(Unchecked(reason: "the HEAD that asks for the store's checksum failed (\(error))"))
         }
-        guard (200..<300).contains(Int(response.status.code)) else {
+    }
+
+    /// The full-object CRC a `HEAD`'s answer (`status`, `headers`) gives, or why there is
+    /// none to check against: none kept, a `COMPOSITE` one (`x-amz-checksum-type`, or a value
+    /// with `-N`), a SHA-1 or SHA-256 (whole or composite: not a CRC), another ETag.
+    static func fullObjectChecksum(status: HTTPResponseStatus, headers: HTTPHeaders, etag: String?) -> Result<
+        (algorithm: S3ChecksumAlgorithm, value: String), Unchecked
+    > {
+        guard (200..<300).contains(Int(status.code)) else {
             return .failure(
-                Unchecked(reason: "the HEAD that asks for the store's checksum was answered \(response.status.code)"))
+                Unchecked(reason: "the HEAD that asks for the store's checksum was answered \(status.code)"))
         }
-        if let etag, let now = response.headers.first(name: "ETag"), now != etag {
+        if let etag, let now = headers.first(name: "ETag"), now != etag {
             return .failure(Unchecked(reason: "the object changed after it was read (ETag \(now), not \(etag))"))
         }
         let algorithms = S3ChecksumAlgorithm.allCases.compactMap { algorithm in
-            response.headers.first(name: algorithm.headerName).map { (algorithm, $0) }
+            headers.first(name: algorithm.headerName).map { (algorithm, $0) }
         }
-        guard let (algorithm, value) = algorithms.first else {
+        // A CRC the store keeps first: it is the one a read can check.
+        guard let (algorithm, value) = algorithms.first(where: { $0.0.combinesParts }) ?? algorithms.first else {
             return .failure(Unchecked(reason: "the store keeps no checksum of the object"))
         }
-        let type = response.headers.first(name: "x-amz-checksum-type")?.uppercased()
-        guard algorithm.combinesParts, !value.contains("-"), type != S3ChecksumType.composite.rawValue else {
+        let type = headers.first(name: "x-amz-checksum-type")?.uppercased()
+        guard !value.contains("-"), type != S3ChecksumType.composite.rawValue else {
             return .failure(
                 Unchecked(
                     reason:
                         "the store keeps a COMPOSITE \(algorithm.rawValue) (\(value)), the checksum of its parts' checksums, which the parts' sizes would be needed to check"
+                ))
+        }
+        guard algorithm.combinesParts else {
+            return .failure(
+                Unchecked(
+                    reason:
+                        "the store keeps a \(algorithm.rawValue) of the whole object (\(value)), and a read is checked only against a CRC-64/NVME, CRC-32 or CRC-32C"
                 ))
         }
         return .success((algorithm, value))

@@ -86,11 +86,12 @@ struct S3WholeReadCheckTests {
     }
 
     @Test(
-        "the library's note: checked (CRC-64/NVME, CRC-32C), unchecked with a COMPOSITE checksum or with none",
+        "the library's note: checked (CRC-64/NVME, CRC-32C), unchecked with a COMPOSITE checksum, a SHA-256 or none",
         arguments: [
             ("crc64nvme", "FULL_OBJECT", "checked against the store's FULL_OBJECT CRC64NVME"),
             ("crc32c", "FULL_OBJECT", "checked against the store's FULL_OBJECT CRC32C"),
             ("crc32c", "COMPOSITE", "unchecked: the store keeps a COMPOSITE CRC32C"),
+            ("sha256", "FULL_OBJECT", "unchecked: the store keeps a SHA256 of the whole object"),
             ("none", "", "unchecked: the store keeps no checksum of the object"),
         ])
     func notes(algorithm: String, type: String, note: String) async throws {
