@@ -131,19 +131,26 @@ public struct S3Checksum: Sendable {
             for part in parts { whole.update(part.digest) }
             return whole.base64 + "-\(parts.count)"
         case .fullObject:
-            var whole = first
-            for part in parts.dropFirst() {
-                guard part.algorithm == first.algorithm else { return nil }
-                switch (whole.state, part.state) {
-                case (.crc32(let a), .crc32(let b)): whole.state = .crc32(CRC32.combine(a, b, Int(part.count)))
-                case (.crc32c(let a), .crc32c(let b)): whole.state = .crc32c(CRC32C.combine(a, b, Int(part.count)))
-                case (.crc64(let a), .crc64(let b)): whole.state = .crc64(CRC64NVME.combine(a, b, Int(part.count)))
-                default: return nil
-                }
-                whole.count += part.count
-            }
-            return first.algorithm.combinesParts ? whole.base64 : nil
+            return combined(parts)?.base64
         }
+    }
+
+    /// The CRC of all the bytes of `parts`, in order, from theirs (`CRC32.combine`: no byte
+    /// read again): nil for an empty list, SHA-1 or SHA-256, or parts of several algorithms.
+    static func combined(_ parts: [S3Checksum]) -> S3Checksum? {
+        guard let first = parts.first, first.algorithm.combinesParts else { return nil }
+        var whole = first
+        for part in parts.dropFirst() {
+            guard part.algorithm == first.algorithm else { return nil }
+            switch (whole.state, part.state) {
+            case (.crc32(let a), .crc32(let b)): whole.state = .crc32(CRC32.combine(a, b, Int(part.count)))
+            case (.crc32c(let a), .crc32c(let b)): whole.state = .crc32c(CRC32C.combine(a, b, Int(part.count)))
+            case (.crc64(let a), .crc64(let b)): whole.state = .crc64(CRC64NVME.combine(a, b, Int(part.count)))
+            default: return nil
+            }
+            whole.count += part.count
+        }
+        return whole
     }
 
     private static func bigEndian(_ value: UInt64, bytes: Int) -> [UInt8] {

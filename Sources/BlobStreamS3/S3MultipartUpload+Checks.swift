@@ -12,13 +12,17 @@ struct UploadChecks: Sendable {
     var type: S3ChecksumType
     /// True when the store said it keeps the checksum.
     var stored: Bool
+    /// The `FULL_OBJECT` CRC a copy's source keeps, which the parts' CRCs, combined, must
+    /// give before the upload completes; nil when there is none to check against.
+    var source: SourceChecksum? = nil
 
     /// What to compute over a part: its check, its checksum, its CRC-64/NVME (every upload
-    /// reports the object's), and its MD5 when it is to be compared with a part already
-    /// stored (`comparing`).
+    /// reports the object's), the source's CRC, and its MD5 when it is to be compared with a
+    /// part already stored (`comparing`).
     func plan(comparing: Bool) -> DigestPlan {
         DigestPlan(
-            sha256: body == .payloadSHA256, md5: body == .contentMD5 || comparing, checksum: checksum, crc64nvme: true)
+            sha256: body == .payloadSHA256, md5: body == .contentMD5 || comparing, checksum: checksum, crc64nvme: true,
+            sourceCRC: source?.algorithm)
     }
 }
 

@@ -22,7 +22,7 @@ extension S3MultipartUpload {
             var bytes: Int64 = 0
             var sent = 0
             var bytesSent: Int64 = 0
-            var parts: [Int: (etag: String, checksum: S3Checksum?, crc64nvme: S3Checksum?)] = [:]
+            var parts: [Int: (etag: String, digest: PartDigest)] = [:]
         }
         private let state = NIOLockedValueBox(State())
 
@@ -34,9 +34,7 @@ extension S3MultipartUpload {
                     $0.sent += 1
                     $0.bytesSent += Int64(outcome.size)
                 }
-                $0.parts[outcome.number] = (
-                    outcome.sent.etag, outcome.sent.digest.checksum, outcome.sent.digest.crc64nvme
-                )
+                $0.parts[outcome.number] = (outcome.sent.etag, outcome.sent.digest)
                 return $0.bytes
             }
         }
@@ -53,17 +51,23 @@ extension S3MultipartUpload {
         /// The object's CRC-64/NVME (base64), combined from its parts' (nil unless every part
         /// has one).
         var crc64nvme: String? {
-            let values = state.withLockedValue { $0.parts.sorted { $0.key < $1.key }.map(\.value.crc64nvme) }
+            crcs(.crc64nvme).flatMap { S3Checksum.object($0, type: .fullObject) }
+        }
+
+        /// The parts' CRCs `algorithm` in order (nil unless every part has one).
+        func crcs(_ algorithm: S3ChecksumAlgorithm) -> [S3Checksum]? {
+            let values = state.withLockedValue {
+                $0.parts.sorted { $0.key < $1.key }.map { $0.value.digest.crc(algorithm) }
+            }
             let parts = values.compactMap { $0 }
-            guard parts.count == values.count else { return nil }
-            return S3Checksum.object(parts, type: .fullObject)
+            return parts.count == values.count ? parts : nil
         }
 
         /// The parts in order with their checksums.
         var checksummedParts: [(number: Int, etag: String, checksum: S3Checksum?)] {
             state.withLockedValue {
                 $0.parts.sorted { $0.key < $1.key }.map {
-                    (number: $0.key, etag: $0.value.etag, checksum: $0.value.checksum)
+                    (number: $0.key, etag: $0.value.etag, checksum: $0.value.digest.checksum)
                 }
             }
         }
@@ -200,6 +204,7 @@ extension S3MultipartUpload {
     /// Checks the source and completes the upload.
     func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> Completed {
         try await checkIdentity(facts)
+        try checkSource(tally)
         let parts = tally.parts
         let checksums = tally.checksummedParts.compactMap(\.checksum)
         let objectChecksum =

@@ -130,12 +130,15 @@ struct S3MultipartUpload: Sendable {
             upload.checks = try singleChecks()
             return try await upload.putSingle(head, facts: facts)
         }
+        // A copy in parts reads no part whole: the checksum its source keeps is asked now.
+        let question = ranged ? await askSourceChecksum(first, length: facts.length!) : nil
         if ranged { first.close() }
         let (uploadID, kept) = try await startOrFind()
         var upload = self
         let completed: Completed
         do {
             upload.checks = try multipartChecks(kept: kept)
+            upload.checks.source = await question?.sourceChecksum()
             options.uploadStarted?(uploadID)
             let stored = try await upload.storedParts(uploadID)
             let tally =

@@ -22,6 +22,9 @@ import NIOHTTP1
 ///   `HEAD` failed, whose store keeps no checksum (OpenStack Swift's s3api) or only a SHA-1
 ///   or SHA-256 of the whole object (a read computes only the CRCs), or whose object changed
 ///   (another ETag) before the `HEAD`.
+/// - A copy in parts reads the object in ranges, none of them whole: it awaits the same
+///   `HEAD` (`question`) and compares the parts' CRCs, combined, with the value before it
+///   completes (`S3MultipartUpload.checkSource`).
 final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     /// The smallest object checked: 8 MiB, the first GET's block.
     static let smallestChecked: Int64 = 8 << 20
@@ -34,6 +37,8 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     private let answered = ConditionLock(value: 0)
     private let name: String
     private let etag: String?
+    /// The `HEAD`, to be awaited where the bytes are not read in order (a copy in parts).
+    let question: S3KeptChecksumQuestion
     /// The CRCs of the bytes so far: the three candidates until the `HEAD` answers.
     private var sums: [S3Checksum] = [S3Checksum(.crc64nvme), S3Checksum(.crc32c), S3Checksum(.crc32)]
     /// The checksum the store keeps, once the `HEAD` answered with a full-object one.
@@ -50,7 +55,9 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
         self.name = name
         self.etag = facts.etag
         let (answer, answered) = (self.answer, self.answered)
-        client.execute(request: head, deadline: .now() + Self.answerWait).whenComplete { result in
+        let asked = client.execute(request: head, deadline: .now() + Self.answerWait)
+        question = S3KeptChecksumQuestion(name: name, etag: facts.etag, head: asked)
+        asked.whenComplete { result in
             answer.withLockedValue { $0 = result.mapError { $0 } }
             answered.lock()
             answered.unlock(withValue: 1)
@@ -77,9 +84,15 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
         }
         note = "the bytes read are not the object's: \(kept.algorithm.rawValue) \(sum.base64)"
         return BlobStreamError(
-            .corrupt,
-            "\(name): the bytes read have \(kept.algorithm.rawValue) \(sum.base64) (hex \(sum.hex)), but the store keeps FULL_OBJECT \(kept.algorithm.rawValue) \(kept.value) for the object\(etag.map { " (ETag \($0))" } ?? ""): other bytes than those stored were received"
-        )
+            .corrupt, Self.mismatch(name: name, etag: etag, read: "the bytes read have", sum: sum, kept: kept.value))
+    }
+
+    /// What fails a read (or a copy) of the object `name` whose bytes (`read`: "the bytes read
+    /// have") have `sum`, where the store keeps `kept` of the same algorithm.
+    static func mismatch(name: String, etag: String?, read: String, sum: S3Checksum, kept: String) -> String {
+        let algorithm = sum.algorithm.rawValue
+        return
+            "\(name): \(read) \(algorithm) \(sum.base64) (hex \(sum.hex)), but the store keeps FULL_OBJECT \(algorithm) \(kept) for the object\(etag.map { " (ETag \($0))" } ?? ""): other bytes than those stored were received"
     }
 
     /// Keeps the CRC the `HEAD`'s answer names, or none.
@@ -148,6 +161,30 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
                 ))
         }
         return .success((algorithm, value))
+    }
+}
+
+/// The `HEAD` a whole-object check sent for the checksum the store keeps, to be awaited
+/// where the object's bytes are not read in order from the first (a copy in parts, whose
+/// parts' CRCs combine into the whole object's).
+struct S3KeptChecksumQuestion: Sendable {
+    /// The object, as messages name it: `s3://bucket/key`.
+    let name: String
+    /// Its ETag when the check was made: the `HEAD`'s must be the same.
+    let etag: String?
+    /// The `HEAD`'s answer to come.
+    let head: EventLoopFuture<HTTPClient.Response>
+
+    /// The `FULL_OBJECT` CRC the store keeps, once the `HEAD` answered (awaited: no thread
+    /// waits; the `HEAD` has a deadline), or why there is none to check against.
+    func answer() async -> Result<(algorithm: S3ChecksumAlgorithm, value: String), S3WholeObjectCheck.Unchecked> {
+        let result: Result<HTTPClient.Response, any Error>
+        do {
+            result = .success(try await head.get())
+        } catch {
+            result = .failure(error)
+        }
+        return S3WholeObjectCheck.fullObjectChecksum(result, etag: etag)
     }
 }
 

@@ -5,8 +5,8 @@ import Testing
 
 @testable import BlobStreamS3
 
-/// What a `HEAD` with `x-amz-checksum-mode: ENABLED` tells a whole read to check against,
-/// from synthetic answers.
+/// What a `HEAD` with `x-amz-checksum-mode: ENABLED` tells a whole read (or a copy in parts)
+/// to check against, from synthetic answers; and the parts' CRCs combined into the object's.
 @Suite("The checksum a store keeps, as a HEAD gives it")
 struct S3KeptChecksumTests {
     static func kept(_ headers: [(String, String)], etag: String? = "\"e1\"") -> Result<
@@ -86,5 +86,28 @@ struct S3KeptChecksumTests {
             return
         }
         #expect(refused.reason == "the HEAD that asks for the store's checksum was answered 403")
+    }
+
+    @Test("parts' CRCs combined in order are the whole object's, for CRC-64/NVME, CRC-32 and CRC-32C")
+    func combined() throws {
+        let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 7) })
+        for algorithm in [S3ChecksumAlgorithm.crc64nvme, .crc32, .crc32c] {
+            var whole = S3Checksum(algorithm)
+            whole.update(data)
+            let parts = [0..<1, 1..<40_000, 40_000..<40_000, 40_000..<100_000].map { range in
+                var part = S3Checksum(algorithm)
+                part.update(data[range])
+                return part
+            }
+            let combined = try #require(S3Checksum.combined(parts))
+            #expect(combined.base64 == whole.base64 && combined.count == Int64(data.count), "\(algorithm)")
+            var flipped = data
+            flipped[70_000] ^= 0x01
+            var other = S3Checksum(algorithm)
+            other.update(flipped[40_000...])
+            #expect(S3Checksum.combined(Array(parts.dropLast()) + [other])?.base64 != whole.base64, "\(algorithm)")
+        }
+        #expect(S3Checksum.combined([S3Checksum(.sha256)]) == nil)
+        #expect(S3Checksum.combined([S3Checksum(.crc32), S3Checksum(.crc32c)]) == nil)
     }
 }

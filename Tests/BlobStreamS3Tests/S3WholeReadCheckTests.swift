@@ -86,6 +86,60 @@ struct S3WholeReadCheckTests {
     }
 
     @Test(
+        "`upload s3://… --to s3://…`: a flipped byte under the source's FULL_OBJECT CRC-64/NVME fails the copy in one PUT and the copy in parts (their CRCs combined): nothing stored, no upload left open"
+    )
+    func copy() async throws {
+        let (proxy, fixture) = try await Self.storedBehindProxy()
+        defer { proxy.stop() }
+        defer { fixture.cleanUp() }
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        let source = "s3://\(fixture.bucket)/whole.bin"
+        let crc = Self.crc64
+        // Only the source's HEAD says what a store that keeps a checksum says; the copy's own
+        // requests (to copy.bin) go through as the store answers them.
+        let kept = FaultProxy.Rule.rewrite(
+            headers: ["x-amz-checksum-crc64nvme": crc.base64, "x-amz-checksum-type": "FULL_OBJECT"], method: "HEAD",
+            path: "/whole\\.bin", times: 0)
+        // Every GET of the source has one byte flipped, under the object's own ETag.
+        let flip = FaultProxy.Rule.flipAnswer(method: "GET", path: "/whole\\.bin", times: 0, offset: 1000)
+        let destination = fixture.location("copy.bin")
+
+        for (shape, partSize) in [("one PUT", "32MiB"), ("5 parts", "5MiB")] {
+            try await proxy.setRules([kept, flip])
+            let flipped = try await S3ReadToolTests.run(
+                ["upload", "--quiet", source, "--to", destination.description, "--part-size", partSize],
+                environment: environment)
+            #expect(flipped.status == 1, "\(shape): \(flipped.stderr)")
+            #expect(flipped.stderr.contains(source), "\(shape): \(flipped.stderr)")
+            #expect(flipped.stderr.contains("FULL_OBJECT CRC64NVME \(crc.base64)"), "\(shape): \(flipped.stderr)")
+            do {
+                let info = try await fixture.client.headObject(destination)
+                Issue.record("\(shape): \(destination) was stored, \(info.size) bytes")
+            } catch let error as BlobStreamError {
+                #expect(error.code == .notFound, "\(shape): \(error)")
+            }
+            #expect(try await fixture.client.listMultipartUploads(destination).isEmpty, "\(shape)")
+            if partSize == "5MiB" {
+                #expect(flipped.stderr.contains("nothing was stored at \(destination)"), "\(flipped.stderr)")
+                #expect(flipped.stderr.split(separator: "\n").count == 1, "\(flipped.stderr)")
+            }
+        }
+
+        // Without the flip, both copies store the source's bytes.
+        try await proxy.setRules([kept])
+        for partSize in ["32MiB", "5MiB"] {
+            let honest = try await S3ReadToolTests.run(
+                ["upload", "--quiet", source, "--to", destination.description, "--part-size", partSize],
+                environment: environment)
+            #expect(honest.status == 0, "\(partSize): \(honest.stderr)")
+            #expect(sha256Hex(try await fixture.stored("copy.bin")) == sha256Hex(Self.data), "\(partSize)")
+        }
+        let heads = await proxy.settledLog().filter { $0.method == "HEAD" && $0.target.contains("/whole.bin") }
+        #expect(heads.allSatisfy { $0.headers["x-amz-checksum-mode"] == "ENABLED" }, "\(heads)")
+    }
+
+    @Test(
         "the library's note: checked (CRC-64/NVME, CRC-32C), unchecked with a COMPOSITE checksum, a SHA-256 or none",
         arguments: [
             ("crc64nvme", "FULL_OBJECT", "checked against the store's FULL_OBJECT CRC64NVME"),

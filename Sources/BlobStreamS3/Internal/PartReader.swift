@@ -104,6 +104,11 @@ final class PartReader: @unchecked Sendable {
         }
     }
 
+    /// `body`'s result with the source, on the queue its calls are made on.
+    func withSource<T: Sendable>(_ body: @escaping @Sendable (any BlobDataSource) -> T) async throws -> T {
+        try await run { [self] () throws(BlobStreamError) -> T in body(source) }
+    }
+
     /// Closes the stream (and its source).
     func close() { stream.close() }
 

@@ -5,13 +5,15 @@ import Foundation
 import NIOCore
 
 /// What to compute over a request's body: the payload SHA-256 the signature covers, the
-/// MD5 for `Content-MD5` (or to compare with a stored part's ETag), an S3 checksum, and the
-/// CRC-64/NVME every upload reports (`crc64nvme`; the S3 checksum's when that is one).
+/// MD5 for `Content-MD5` (or to compare with a stored part's ETag), an S3 checksum, the
+/// CRC-64/NVME every upload reports (`crc64nvme`; the S3 checksum's when that is one), and
+/// the CRC a copy's source keeps (`sourceCRC`; one of the others' when it is the same).
 struct DigestPlan: Sendable, Equatable {
     var sha256 = false
     var md5 = false
     var checksum: S3ChecksumAlgorithm?
     var crc64nvme = false
+    var sourceCRC: S3ChecksumAlgorithm? = nil
 
     /// The digest of `bytes`, all at once.
     func digest(_ bytes: ByteBuffer) -> PartDigest {
@@ -27,12 +29,16 @@ struct DigestPlan: Sendable, Equatable {
         private var checksum: S3Checksum?
         /// The CRC-64/NVME when asked and not the S3 checksum already.
         private var crc64nvme: S3Checksum?
+        /// The source's CRC when asked and neither of the two above.
+        private var sourceCRC: S3Checksum?
 
         init(_ plan: DigestPlan) {
             sha256 = plan.sha256 ? SHA256() : nil
             md5 = plan.md5 ? Insecure.MD5() : nil
             checksum = plan.checksum.map { S3Checksum($0) }
             crc64nvme = plan.crc64nvme && plan.checksum != .crc64nvme ? S3Checksum(.crc64nvme) : nil
+            let computed = plan.sourceCRC == plan.checksum || (plan.sourceCRC == .crc64nvme && plan.crc64nvme)
+            sourceCRC = computed ? nil : plan.sourceCRC.map { S3Checksum($0) }
         }
 
         mutating func update(_ bytes: UnsafeRawBufferPointer) {
@@ -40,12 +46,14 @@ struct DigestPlan: Sendable, Equatable {
             md5?.update(bufferPointer: bytes)
             checksum?.update(bytes)
             crc64nvme?.update(bytes)
+            sourceCRC?.update(bytes)
         }
 
         func finish() -> PartDigest {
             PartDigest(
                 sha256Hex: sha256.map { SigV4Signer.hex($0.finalize()) }, md5: md5.map { Data($0.finalize()) },
-                checksum: checksum, crc64nvme: crc64nvme ?? (checksum?.algorithm == .crc64nvme ? checksum : nil))
+                checksum: checksum, crc64nvme: crc64nvme ?? (checksum?.algorithm == .crc64nvme ? checksum : nil),
+                sourceCRC: sourceCRC)
         }
     }
 }
@@ -61,6 +69,14 @@ struct PartDigest: Sendable {
     var checksum: S3Checksum?
     /// The CRC-64/NVME, when computed (the S3 checksum itself when that is one).
     var crc64nvme: S3Checksum? = nil
+    /// The CRC a copy's source keeps, when computed and neither of the two above.
+    var sourceCRC: S3Checksum? = nil
+
+    /// The CRC `algorithm` of the bytes, when computed (as the checksum, the CRC-64/NVME or
+    /// the source's CRC).
+    func crc(_ algorithm: S3ChecksumAlgorithm) -> S3Checksum? {
+        [checksum, crc64nvme, sourceCRC].lazy.compactMap { $0 }.first { $0.algorithm == algorithm }
+    }
 
     /// The payload hash the signature covers: the SHA-256, else `UNSIGNED-PAYLOAD`.
     var payloadHash: String { sha256Hex ?? SigV4Signer.unsignedPayload }
