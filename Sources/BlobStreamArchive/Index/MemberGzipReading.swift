@@ -20,7 +20,7 @@ final class MemberGzipReading: MemberDecompression {
         gzip = GzipReader(
             upstream: reader, name: name, index: index, indexSpacing: nil, engine: engine, isal: .system,
             parallelism: parallel ? GzipReader.defaultParallelism : 1, acceptsUncheckedIndex: false,
-            parallelOverAsynchronous: true)
+            ownerWaits: true)
     }
 
     /// Moves to the member's offset 0 (`start` in the inflated tar): the first time, starts
@@ -45,6 +45,8 @@ final class MemberGzipReading: MemberDecompression {
         case .end: return 0
         case .failed: return -1
         case .starved:
+            // Never with `ownerWaits` (every strategy, the sequential decoder too, waits for
+            // the upstream's announcement); should one answer it, the read fails, never ends early.
             gzip.record(gzip.errors.starvedRead(at: gzip.compressedOffset))
             return -1
         }

@@ -4,8 +4,11 @@ import BlobStream
 /// `BlobUpstreamReader` lends, member after member, through trailing zero padding to the end, and
 /// discards what lies before `target`.
 ///
-/// Never waits: when the upstream has nothing now it answers `.starved` (the source then
-/// waits for the upstream's announcement). Not thread-safe: `GzipDataSource` calls it with
+/// By default it never waits: when the upstream has nothing now it answers `.starved` (the
+/// event-driven owner, `GzipDataSource`, then waits for the upstream's announcement). An
+/// owner whose reads block (`waits`: a tar.gz member read through its index on the archive
+/// source's thread) has it wait for the announcement instead, as its other strategies do, so
+/// that "nothing yet" is never taken for a failure. Not thread-safe: its owner calls it with
 /// its lock held.
 final class GzipDecoder {
     /// What `pump(into:capacity:)` did.
@@ -35,6 +38,9 @@ final class GzipDecoder {
     let upstream: BlobUpstreamReader
     /// How errors name the source.
     let errors: GzipErrors
+    /// A refill with nothing written yet waits for an asynchronous upstream's announcement
+    /// (`BlobUpstreamReader.fill(atLeast:waiting:)`): `pump` then never answers `.starved`.
+    let waits: Bool
     /// The first error; sticky.
     private(set) var failure: BlobStreamError?
 
@@ -60,9 +66,13 @@ final class GzipDecoder {
     /// What zlib is handed when no compressed byte is buffered (it may still hold output).
     private let noInput = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
-    init(upstream: BlobUpstreamReader, errors: GzipErrors, engine: InflateEngine = .automatic, isal: IsalAvailability) {
+    init(
+        upstream: BlobUpstreamReader, errors: GzipErrors, engine: InflateEngine = .automatic, isal: IsalAvailability,
+        waits: Bool = false
+    ) {
         self.upstream = upstream
         self.errors = errors
+        self.waits = waits
         self.engine = engine
         self.isal = isal
     }
@@ -116,7 +126,8 @@ final class GzipDecoder {
     }
 
     /// Inflates into `out`, discarding first whatever lies before `target`. Returns as soon
-    /// as `out` is full, the upstream has nothing available, or at the end or an error.
+    /// as `out` is full, the upstream has nothing available (with `waits`: nothing available
+    /// after some bytes were written; with none written it waits), or at the end or an error.
     func pump(into out: UnsafeMutablePointer<UInt8>, capacity: Int) -> Output {
         if failure != nil { return .failed }
         guard let inflater else { return fail(errors.notOpen()) }
@@ -212,9 +223,12 @@ final class GzipDecoder {
     }
 
     /// Reads more compressed bytes (nothing is buffered); nil to go on (bytes, or the end:
-    /// `upstream.reachedEnd` tells), or what `pump` answers.
+    /// `upstream.reachedEnd` tells), or what `pump` answers. With `waits` and nothing
+    /// `written`, waits for an asynchronous upstream that has announced nothing yet (the
+    /// reader reads it only once it announced bytes, its end or its error: contract rule 2);
+    /// with bytes written, hands those out rather than wait.
     private func refill(_ written: Int) -> Output? {
-        switch upstream.fill() {
+        switch upstream.fill(waiting: waits && written == 0) {
         case .bytes, .end: return nil
         case .starved: return written > 0 ? .bytes(written) : .starved
         case .failed(let error): return fail(errors.upstream(error, "failed", at: compressedOffset))

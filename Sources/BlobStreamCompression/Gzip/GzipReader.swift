@@ -13,6 +13,11 @@ import Foundation
 /// restarting at the decoder's last check); with `indexSpacing`, a walker that builds an
 /// index while it reads from the start.
 ///
+/// An event-driven owner (`GzipDataSource`) gets `.starved` when an asynchronous upstream
+/// has nothing now, and waits for its announcement; an owner whose reads block
+/// (`ownerWaits`) never does: every strategy, the sequential decoder too, waits there for
+/// the announcement.
+///
 /// The owner moves `target` forward as it hands bytes out (`decode` writes the bytes from
 /// `target` on and does not move it). Not thread-safe: the owner serializes calls, except
 /// `interrupt()`.
@@ -50,11 +55,15 @@ package final class GzipReader {
     ///     no `index`); nil: don't.
     ///   - parallelism: with an `index` that allows it (over an upstream that can seek), how
     ///     many threads decode.
-    ///   - parallelOverAsynchronous: decode on several threads over an asynchronous upstream
-    ///     too (the owner's reads wait for the upstream on the owner's thread).
+    ///   - ownerWaits: the owner reads on a thread of its own and its reads may wait for an
+    ///     asynchronous upstream (a tar.gz member over an object on a store): `decode` then
+    ///     never answers `.starved` (the sequential decoder waits for the upstream's
+    ///     announcement, as the walker and the parallel reader do), and several threads may
+    ///     decode over an asynchronous upstream too. False (an event-driven owner): `.starved`
+    ///     when an asynchronous upstream has nothing now.
     package init(
         upstream: BlobUpstreamReader, name: String, index: GzipIndex?, indexSpacing: Int?, engine: InflateEngine,
-        isal: IsalAvailability, parallelism: Int, acceptsUncheckedIndex: Bool, parallelOverAsynchronous: Bool = false
+        isal: IsalAvailability, parallelism: Int, acceptsUncheckedIndex: Bool, ownerWaits: Bool = false
     ) {
         self.upstream = upstream
         self.errors = GzipErrors(name: name)
@@ -68,7 +77,7 @@ package final class GzipReader {
         // Over an asynchronous upstream only when the owner reads on its own thread with reads
         // that wait (a tar.gz member over an object on a store): the jobs' compressed bytes
         // are read there, as the sequential decoder's would be.
-        if let index = self.index, !upstream.isAsynchronous || parallelOverAsynchronous, parallelism > 1,
+        if let index = self.index, !upstream.isAsynchronous || ownerWaits, parallelism > 1,
             upstream.offsetCapability == .seek, ParallelIndexedReader.canDecode(index)
         {
             parallel = ParallelIndexedReader(
@@ -77,7 +86,7 @@ package final class GzipReader {
         } else {
             parallel = nil
         }
-        decoder = GzipDecoder(upstream: upstream, errors: errors, engine: engine, isal: isal)
+        decoder = GzipDecoder(upstream: upstream, errors: errors, engine: engine, isal: isal, waits: ownerWaits)
         strategy = decoder
     }
 
