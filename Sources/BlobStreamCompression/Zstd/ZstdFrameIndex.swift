@@ -127,7 +127,6 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         }
         let zstd = ZstdReader(upstream: reader, name: name, windowLog: windowLog)
         zstd.recordsFrames = true
-        zstd.recordsPlacedChecksums = true
         defer { zstd.end() }
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { scratch.deallocate() }

@@ -50,11 +50,9 @@ package final class ZstdReader {
     /// Whether each frame that ends whole is added to `endedFrames` (an index's pass).
     package var recordsFrames = false
     /// With `recordsFrames`: every frame that ended whole, skippable ones included (they decode
-    /// to 0 bytes), in file order, with its content checksum when it has one.
+    /// to 0 bytes), in file order, with its content checksum when it has one, and its
+    /// `placedChecksum` (its bytes hashed as they are decoded, for a frame index).
     package private(set) var endedFrames: [ZstdSeekTable.Frame] = []
-    /// With `recordsFrames`: each frame recorded also gets its `placedChecksum` (its bytes
-    /// hashed as they are decoded; a frame index's pass).
-    package var recordsPlacedChecksums = false
     /// Whether the clean end was reached.
     package private(set) var isFinished = false
 
@@ -342,7 +340,7 @@ package final class ZstdReader {
             if entry.checksum != nil && !hasChecksum { contentHasher = XXH64() }
             if entry.placedChecksum != nil { placeHasher = XXH64(seed: UInt64(bitPattern: produced)) }
         }
-        if recordsFrames && recordsPlacedChecksums { placeHasher = XXH64(seed: UInt64(bitPattern: produced)) }
+        if recordsFrames { placeHasher = XXH64(seed: UInt64(bitPattern: produced)) }
         inFrame = true
         frameStart = compressedOffset
         frameProducedStart = produced
@@ -426,7 +424,7 @@ package final class ZstdReader {
                         compressedOffset: frameStart, compressedSize: compressedOffset - frameStart,
                         decompressedOffset: frameProducedStart, decompressedSize: produced - frameProducedStart,
                         checksum: frameHasChecksum ? tail : nil,
-                        placedChecksum: recordsPlacedChecksums ? placeHasher.map { Self.low32($0.digest()) } : nil))
+                        placedChecksum: placeHasher.map { Self.low32($0.digest()) }))
             }
             inFrame = false
             framesEnded += 1

@@ -40,6 +40,15 @@ public struct ZstdSeekTable: Sendable, Equatable {
         /// was decoded at (an earlier frame's size changed) fails its check.
         public var placedChecksum: UInt32?
 
+        /// Whether both place the same bytes: offsets, sizes and checksum. `placedChecksum` is
+        /// not compared: it follows from the bytes the rest places, and an index kept in a
+        /// format without it (an archive index's frames) equals the one it was made from.
+        public static func == (lhs: Frame, rhs: Frame) -> Bool {
+            lhs.compressedOffset == rhs.compressedOffset && lhs.compressedSize == rhs.compressedSize
+                && lhs.decompressedOffset == rhs.decompressedOffset && lhs.decompressedSize == rhs.decompressedSize
+                && lhs.checksum == rhs.checksum
+        }
+
         /// Makes one.
         public init(
             compressedOffset: Int64, compressedSize: Int64, decompressedOffset: Int64, decompressedSize: Int64,
