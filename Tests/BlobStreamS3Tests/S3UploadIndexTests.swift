@@ -348,4 +348,37 @@ struct S3UploadIndexTests {
         var info = stat()
         #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
     }
+
+    @Test(
+        "upload --build-index with BLOBSTREAM_INDEX_KEY: both index objects sealed; used with the key, not with another"
+    )
+    func sealedByTheUpload() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let (path, members) = try await Self.tarGzip(in: fixture)
+        let key = "sealed.tar.gz"
+        let sealKey = String(repeating: "5a", count: 32)
+        var environment = S3Tool.environment(fixture.store, home: fixture.folder)
+        environment["BLOBSTREAM_INDEX_KEY"] = sealKey
+        let upload = try await S3Tool.run(
+            [
+                "upload", path, "--to", "s3://\(fixture.bucket)/\(key)", "--endpoint-url", fixture.store.endpoint,
+                "--part-size", "5MiB", "--build-index",
+            ], environment: environment)
+        try #require(upload.status == 0, "\(upload.stderr)")
+        for sidecar in [key + ".blobidx", key + ".gzidx"] {
+            let stored = try await fixture.stored(sidecar)
+            #expect(stored.suffix(41).prefix(9) == Data("BSIDXMAC".utf8) + [1], "\(sidecar) sealed")
+        }
+        let (name, data) = try #require(members.first { $0.value.count < 10_000 })
+        let url = "archive:s3://\(fixture.bucket)/\(key)!/\(name)"
+        for (readKey, used) in [(sealKey, true), (String(repeating: "a5", count: 32), false)] {
+            var readEnvironment = S3ReadToolTests.environment(fixture)
+            readEnvironment["BLOBSTREAM_INDEX_KEY"] = readKey
+            let read = try await S3ReadToolTests.run(["cat", "--verbose", url], environment: readEnvironment)
+            #expect(read.status == 0 && read.stdout == data, "\(read.stderr)")
+            #expect(read.stderr.contains("does not verify") != used, "\(read.stderr)")
+            #expect(read.stderr.contains("not used") != used, "\(read.stderr)")
+        }
+    }
 }
