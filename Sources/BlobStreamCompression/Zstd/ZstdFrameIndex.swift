@@ -183,11 +183,13 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         return out
     }
 
-    /// Decodes an index file's bytes; `name` names it in errors.
+    /// Decodes an index file's bytes; `name` names it in errors. A seal at their end
+    /// (`IndexSeal`) is set aside unchecked, as every reader without a key does.
     ///
     /// - Throws: `BlobStreamError` `.corrupt` (truncated, altered, not a zstd frame index:
     ///   the message says what), `.unsupported` (another version).
-    public init(decoding bytes: [UInt8], name: String) throws(BlobStreamError) {
+    public init(decoding sealedOrNot: [UInt8], name: String) throws(BlobStreamError) {
+        let bytes = IndexSeal.withoutSeal(sealedOrNot)
         func bad(_ what: String) -> BlobStreamError {
             BlobStreamError(.corrupt, "zstd frame index '\(name)' is damaged: \(what)")
         }
