@@ -42,6 +42,7 @@ demo: deps
 test: deps
 	cd Fixtures/ConsumerPackage && $(SWIFT) run PhotoExport ..
 	cd Fixtures/ConsumerPackage && $(SWIFT) run ComposedRead ..
+	SWIFT="$(SWIFT)" scripts/check-snippets
 	SWIFT="$(SWIFT)" scripts/newcomer-path
 	$(SWIFT) build --build-tests
 	SWIFT="$(SWIFT)" scripts/run-tests --skip-build
