@@ -118,8 +118,8 @@ extension S3MultipartUpload {
         return body
     }
 
-    /// A source of its own, open at `offset`, which has the first source's identity; the
-    /// caller closes it.
+    /// A source of its own, open at `offset`, which has the first source's identity (and the
+    /// version every source of the upload reads: `SourcePin`); the caller closes it.
     func openPart(at offset: Int64, facts: PartReader.Facts) async throws -> PartReader {
         let reader = PartReader(source: try makeSource(), name: sourceName)
         do {
@@ -128,6 +128,7 @@ extension S3MultipartUpload {
                 throw BlobStreamError.s3(
                     .changed, "\(sourceName) changed during the upload (found at offset \(offset))")
             }
+            try checkPinned(own.etag, offset: offset)
             return reader
         } catch {
             reader.close()

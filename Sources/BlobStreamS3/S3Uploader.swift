@@ -27,9 +27,10 @@ import NIOHTTP1
 /// so a part damaged on the way is refused by the store and sent again; an S3 checksum
 /// (`checksumAlgorithm`) goes beside it. A resumed upload compares the parts already stored
 /// with the source (their MD5 with the stored ETags) and sends those that differ. A source whose
-/// identity (`.blobContentIdentityKey`) or length changes during the upload fails it with
-/// `.changed` (and the upload is aborted): the object is never a splice of two versions. A
-/// body that is not repeatable (`isRepeatable` false: a pipe) is read once, from start to end.
+/// identity (`.blobContentIdentityKey`; a remote object's strong ETag, the same for every
+/// part: `SourcePin`) or length changes during the upload fails it with `.changed` (and the
+/// upload is aborted): the object is never a splice of two versions. A body that is not
+/// repeatable (`isRepeatable` false: a pipe) is read once, from start to end.
 ///
 /// Memory: whatever the source's length, about `parallelism` parts' buffers (one more for a
 /// source that cannot seek), a part read into the buffer of a part already sent. A file's
@@ -81,6 +82,8 @@ struct S3MultipartUpload: Sendable {
     let buffers = PartBufferPool()
     /// The retries the upload's requests have left (`options.retry`, all requests together).
     let retries: RetryBudget
+    /// The version of a remote source every source of the upload reads.
+    let pin = SourcePin()
     /// The checks the requests carry (resolved in `run`).
     var checks = UploadChecks(body: .payloadSHA256, checksum: nil, type: .composite, stored: false)
 
@@ -100,6 +103,7 @@ struct S3MultipartUpload: Sendable {
         let first = PartReader(source: try makeSource(), name: sourceName)
         defer { first.close() }
         let facts = try await first.open()
+        try checkPinned(facts.etag, offset: 0)
         let partSize = options.effectivePartSize(length: facts.length)
         let ranged = uploadBody.isRepeatable && facts.capability == .seek && facts.length != nil
         try checkPartSize(partSize, ranged: ranged)

@@ -20,6 +20,11 @@ final class PartReader: @unchecked Sendable {
         var length: Int64?
         var capability: BlobOffsetCapability
         var identity: String?
+        /// The strong ETag of a remote object read by range (`BlobRangeReading`: an `s3://`
+        /// or `https://` source), from its first answer, when it answers no `identity`: the
+        /// version every later byte of that source is read from (`If-Match`), and which every
+        /// source of one upload must read (`S3MultipartUpload.SourcePin`).
+        var etag: String? = nil
     }
 
     init(source: any BlobDataSource, name: String) {
@@ -43,10 +48,25 @@ final class PartReader: @unchecked Sendable {
             if stream.streamStatus == .error || stream.streamStatus == .closed {
                 throw BlobStreamError.s3(.sourceFailed, "cannot open \(name)", cause: stream.streamError)
             }
+            let identity = stream.property(forKey: .blobContentIdentityKey) as? String
+            var etag: String? = nil
+            if identity == nil, let object = source as? any BlobRangeReading {
+                // Waits for the first answer, which names the version read.
+                do {
+                    etag = try object.contentIdentity()?.entityTag
+                } catch {
+                    throw BlobStreamError.s3(Self.code(error), "cannot open \(name)", cause: error)
+                }
+            }
             return Facts(
-                length: source.length, capability: source.offsetCapability,
-                identity: stream.property(forKey: .blobContentIdentityKey) as? String)
+                length: source.length, capability: source.offsetCapability, identity: identity, etag: etag)
         }
+    }
+
+    /// `.changed` for a source's error that says its object changed while read (a later
+    /// GET's `If-Match` refused), else `.sourceFailed`.
+    static func code(_ error: (any Error)?) -> BlobStreamError.Code {
+        (error as? BlobStreamError)?.code == .changed ? .changed : .sourceFailed
     }
 
     /// Reads up to `count` bytes: fewer only at the source's end; into a buffer of `buffers`
@@ -65,8 +85,8 @@ final class PartReader: @unchecked Sendable {
                 if n == 0 {
                     if stream.streamStatus == .error || stream.streamStatus == .closed {
                         throw BlobStreamError.s3(
-                            .sourceFailed, "cannot read \(name) (at byte \(total) of a part)", cause: stream.streamError
-                        )
+                            Self.code(stream.streamError), "cannot read \(name) (at byte \(total) of a part)",
+                            cause: stream.streamError)
                     }
                     break
                 }
@@ -92,8 +112,8 @@ final class PartReader: @unchecked Sendable {
                 if got <= 0 {
                     if got < 0 || stream.streamStatus == .error || stream.streamStatus == .closed {
                         throw BlobStreamError.s3(
-                            .sourceFailed, "cannot read \(name) (at byte \(total) of a part)", cause: stream.streamError
-                        )
+                            Self.code(stream.streamError), "cannot read \(name) (at byte \(total) of a part)",
+                            cause: stream.streamError)
                     }
                     break
                 }

@@ -1,0 +1,136 @@
+import BlobStream
+import BlobStreamHTTPClient
+import BlobStreamS3
+import BlobStreamTestSupport
+import BlobStreamUpload
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import SwiftStoreTestServer
+import Testing
+
+/// A copy in parts (`upload s3://… --to s3://…`) reads one version of its source, and is
+/// checked against the `FULL_OBJECT` CRC the source keeps however it is made (`--build-index`
+/// too); the tool's last line says whether it was checked.
+@Suite("S3 copies in parts: one version of the source, checked or said unchecked", .serialized)
+struct S3CopyIntegrityTests {
+    /// 12 MiB and 5 bytes: three parts of 5 MiB.
+    static let data = StoreFixture.bytes((12 << 20) + 5, seed: 91)
+    /// Another object of the same length.
+    static let other = StoreFixture.bytes((12 << 20) + 5, seed: 92)
+    static let partSize = 5 << 20
+
+    /// A body of `url`'s `s3://` sources, as `blobstream upload` makes it, each GET seen
+    /// by `hook` before it is signed.
+    static func body(
+        _ url: String, configuration: S3Configuration, hook: @escaping HTTPRangeOptions.Prepare = { _ in }
+    ) -> UploadBody {
+        UploadBody(length: nil, repeatable: true, name: url) {
+            try S3Sources.makeSource(url: url, configuration: configuration, options: HTTPRangeOptions(prepare: hook))
+        }
+    }
+
+    /// `location` holds no object, and no unfinished upload of it is left.
+    static func expectNothingStored(at location: S3Location, in fixture: StoreFixture) async throws {
+        do {
+            let info = try await fixture.client.headObject(location)
+            Issue.record("\(location) was stored, \(info.size) bytes")
+        } catch let error as BlobStreamError {
+            #expect(error.code == .notFound, "\(error)")
+        }
+        #expect(try await fixture.client.listMultipartUploads(location).isEmpty)
+    }
+
+    @Test(
+        "a copy in parts whose source is replaced (same length) after its first part was read fails with .changed naming both ETags: nothing stored, no upload open; unreplaced, it stores the source's bytes"
+    )
+    func replacedMidCopy() async throws {
+        let fixture = try await StoreFixture()
+        defer { fixture.cleanUp() }
+        let source = fixture.location("source.bin")
+        let destination = fixture.location("copy.bin")
+        _ = try await fixture.client.putObject(source, body: ByteBuffer(bytes: Self.data))
+        let before = try await fixture.client.headObject(source).etag
+        let uploader = S3Uploader(
+            client: fixture.client, options: S3UploadOptions(partSize: Self.partSize, parallelism: 1))
+
+        // The GET of the second part's first bytes is held until the source is replaced:
+        // the first part was read from the first version, the rest would be the second's.
+        let replaced = NIOLockedValueBox(false)
+        let client = fixture.client
+        let hook: HTTPRangeOptions.Prepare = { request in
+            guard request.range.lowerBound == Int64(Self.partSize),
+                replaced.withLockedValue({ done in
+                    defer { done = true }
+                    return !done
+                })
+            else { return }
+            // On the part's reading thread (a queue of the uploader's, not the pool's).
+            let put = DispatchSemaphore(value: 0)
+            Task.detached {
+                _ = try? await client.putObject(source, body: ByteBuffer(bytes: Self.other))
+                put.signal()
+            }
+            put.wait()
+        }
+        let spliced = uploader.upload(
+            Self.body(source.description, configuration: fixture.client.configuration, hook: hook), to: destination)
+        do {
+            let result = try await spliced.result
+            let stored = try await fixture.stored("copy.bin")
+            Issue.record(
+                "the copy succeeded (ETag \(result.entityTag ?? "")): first part of the first version \(stored.prefix(Self.partSize) == Self.data.prefix(Self.partSize)), the rest of the second \(stored.dropFirst(Self.partSize) == Self.other.dropFirst(Self.partSize))"
+            )
+        } catch let error as BlobStreamError {
+            #expect(error.code == .changed, "\(error)")
+            #expect(error.message.contains(source.description), "\(error)")
+            let after = try await fixture.client.headObject(source).etag
+            #expect(after != before)
+            #expect(error.message.contains(before) && error.message.contains(after), "\(error)")
+            #expect(error.message.contains("nothing was stored at \(destination)"), "\(error)")
+        }
+        #expect(replaced.withLockedValue { $0 })
+        try await Self.expectNothingStored(at: destination, in: fixture)
+
+        // Unreplaced, the copy is the source's bytes.
+        _ = try await fixture.client.putObject(source, body: ByteBuffer(bytes: Self.data))
+        let honest = try await uploader.upload(
+            Self.body(source.description, configuration: fixture.client.configuration), to: destination
+        ).result
+        #expect(honest.parts == 3)
+        #expect(sha256Hex(try await fixture.stored("copy.bin")) == sha256Hex(Self.data))
+    }
+
+    @Test(
+        "`upload s3://… --to s3://… --build-index`: a flipped byte under the source's FULL_OBJECT CRC fails the copy in parts as without the flag"
+    )
+    func buildIndex() async throws {
+        let (proxy, fixture) = try await S3WholeReadCheckTests.storedBehindProxy()
+        defer { proxy.stop() }
+        defer { fixture.cleanUp() }
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        let source = "s3://\(fixture.bucket)/whole.bin"
+        let crc = S3WholeReadCheckTests.crc64
+        let kept = FaultProxy.Rule.rewrite(
+            headers: ["x-amz-checksum-crc64nvme": crc.base64, "x-amz-checksum-type": "FULL_OBJECT"], method: "HEAD",
+            path: "/whole\\.bin", times: 0)
+        let flip = FaultProxy.Rule.flipAnswer(method: "GET", path: "/whole\\.bin", times: 0, offset: 1000)
+        let destination = fixture.location("copy.bin")
+
+        try await proxy.setRules([kept, flip])
+        let flipped = try await S3ReadToolTests.run(
+            ["upload", "--quiet", source, "--to", destination.description, "--part-size", "5MiB", "--build-index"],
+            environment: environment)
+        #expect(flipped.status == 1, "\(flipped.stderr)")
+        #expect(flipped.stderr.contains("FULL_OBJECT CRC64NVME \(crc.base64)"), "\(flipped.stderr)")
+        #expect(flipped.stderr.contains("nothing was stored at \(destination)"), "\(flipped.stderr)")
+        do {
+            let info = try await fixture.client.headObject(destination)
+            Issue.record("\(destination) was stored, \(info.size) bytes")
+        } catch let error as BlobStreamError {
+            #expect(error.code == .notFound, "\(error)")
+        }
+        #expect(try await fixture.client.listMultipartUploads(destination).isEmpty)
+    }
+}
