@@ -27,17 +27,42 @@ struct SourceChecksum: Sendable {
 }
 
 extension S3MultipartUpload {
-    /// Sends the question for the checksum the source of `reader` (open, `length` bytes)
-    /// keeps: nil when its source does not check a whole read against its store's
-    /// (`S3WholeObjectCheck`: an `s3://` source of more than 8 MiB).
-    func askSourceChecksum(_ reader: PartReader, length: Int64) async -> S3KeptChecksumQuestion? {
-        try? await reader.withSource { source -> S3KeptChecksumQuestion? in
-            guard let source = source as? HTTPRangeDataSource, let make = source.options.wholeObjectCheck else {
-                return nil
-            }
-            let etag = (try? source.contentIdentity())?.entityTag
-            return (make(HTTPObjectFacts(length: length, etag: etag)) as? S3WholeObjectCheck)?.question
+    /// Sends the question for the checksum the copy's source keeps: nil when its source does
+    /// not check a whole read against its store's (`S3WholeObjectCheck`: an `s3://` source of
+    /// more than 8 MiB).
+    ///
+    /// Asked of `first`'s source when that is the object read by range; when it answered
+    /// neither a content identity nor an ETag, it may wrap the object (`UploadBody.observed(by:)`
+    /// wraps the first source it makes, and only that one: `--build-index` over a body it
+    /// observes): a fresh source is made, and asked when it is the object itself (open: one
+    /// GET, whose ETag must be the one every part reads, `SourcePin`).
+    func askSourceChecksum(_ first: PartReader, facts: PartReader.Facts) async throws -> S3KeptChecksumQuestion? {
+        let length = facts.length!
+        if let asked = try await first.withSource({ Self.question(of: $0, length: length) }) { return asked }
+        guard facts.identity == nil, facts.etag == nil else { return nil }
+        let fresh = try makeSource()
+        guard fresh is HTTPRangeDataSource else {
+            fresh.close()
+            return nil
         }
+        let reader = PartReader(source: fresh, name: sourceName)
+        defer { reader.close() }
+        let own = try await reader.open()
+        guard own.length == facts.length else {
+            throw BlobStreamError.s3(.changed, "\(sourceName) changed during the upload (found at offset 0)")
+        }
+        try checkPinned(own.etag, offset: 0)
+        return try await reader.withSource { Self.question(of: $0, length: length) }
+    }
+
+    /// The `HEAD` for the checksum `source` keeps, when it is an object read by range that
+    /// checks a whole read against its store's; nil otherwise.
+    private static func question(of source: any BlobDataSource, length: Int64) -> S3KeptChecksumQuestion? {
+        guard let source = source as? HTTPRangeDataSource, let make = source.options.wholeObjectCheck else {
+            return nil
+        }
+        let etag = (try? source.contentIdentity())?.entityTag
+        return (make(HTTPObjectFacts(length: length, etag: etag)) as? S3WholeObjectCheck)?.question
     }
 
     /// The parts' CRCs, combined in part order, are those of the object the copy's source

@@ -135,7 +135,7 @@ struct S3MultipartUpload: Sendable {
             return try await upload.putSingle(head, facts: facts)
         }
         // A copy in parts reads no part whole: the checksum its source keeps is asked now.
-        let question = ranged ? await askSourceChecksum(first, length: facts.length!) : nil
+        let question = ranged ? try await askSourceChecksum(first, facts: facts) : nil
         if ranged { first.close() }
         let (uploadID, kept) = try await startOrFind()
         var upload = self

@@ -133,4 +133,48 @@ struct S3CopyIntegrityTests {
         }
         #expect(try await fixture.client.listMultipartUploads(destination).isEmpty)
     }
+
+    @Test(
+        "a copy in parts of a body observed as it is read (UploadBody.observed(by:), which wraps its first source): a flipped byte under the source's FULL_OBJECT CRC fails it as without the observer"
+    )
+    func observedBody() async throws {
+        let (proxy, fixture) = try await S3WholeReadCheckTests.storedBehindProxy()
+        defer { proxy.stop() }
+        defer { fixture.cleanUp() }
+        var configuration = fixture.client.configuration
+        configuration.endpoint = URL(string: proxy.endpoint)!
+        let source = "s3://\(fixture.bucket)/whole.bin"
+        let crc = S3WholeReadCheckTests.crc64
+        let kept = FaultProxy.Rule.rewrite(
+            headers: ["x-amz-checksum-crc64nvme": crc.base64, "x-amz-checksum-type": "FULL_OBJECT"], method: "HEAD",
+            path: "/whole\\.bin", times: 0)
+        let flip = FaultProxy.Rule.flipAnswer(method: "GET", path: "/whole\\.bin", times: 0, offset: 1000)
+        let destination = fixture.location("copy.bin")
+        let uploader = S3Uploader(
+            client: fixture.client, options: S3UploadOptions(partSize: Self.partSize, parallelism: 2))
+        let body = Self.body(source, configuration: configuration).observed(by: Watcher())
+
+        try await proxy.setRules([kept, flip])
+        do {
+            let result = try await uploader.upload(body, to: destination).result
+            Issue.record("the flipped copy was stored: \(result.parts) parts, ETag \(result.entityTag ?? "")")
+        } catch let error as BlobStreamError {
+            #expect(error.code == .corrupt, "\(error)")
+            #expect(error.message.contains("FULL_OBJECT CRC64NVME \(crc.base64)"), "\(error)")
+            #expect(error.message.contains("nothing was stored at \(destination)"), "\(error)")
+        }
+        try await Self.expectNothingStored(at: destination, in: fixture)
+
+        try await proxy.setRules([kept])
+        let observed = Self.body(source, configuration: configuration).observed(by: Watcher())
+        let honest = try await uploader.upload(observed, to: destination).result
+        #expect(honest.parts == 5)
+        #expect(sha256Hex(try await fixture.stored("copy.bin")) == sha256Hex(S3WholeReadCheckTests.data))
+    }
+}
+
+/// Sees an upload's bytes, and nothing else.
+private final class Watcher: UploadBodyObserver, @unchecked Sendable {
+    func observe(_ bytes: UnsafeRawBufferPointer) {}
+    func lostOrder(_ why: String) {}
 }
