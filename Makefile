@@ -52,13 +52,19 @@ test: deps
 tsan: deps
 	SWIFT="$(SWIFT)" scripts/tsan
 
-## lint: the module graph (scripts/check-module-graph: what each module may import), and the
+## lint: the module graph (scripts/check-module-graph: what each module may import), the
 ## committed .swift-format, strictly (plain `swift format lint` exits 0 on findings); its rules
 ## include AllPublicDeclarationsHaveDocumentation: every public declaration has a doc comment.
-lint:
+## Then the API digest (scripts/api-digest --check): the public symbols of every library
+## product, from the symbol graph, against the committed API.txt; it fails with the diff, and
+## `scripts/api-digest --write` accepts a change. It needs the modules built, so it runs
+## `swift build` first: the debug build `make test` reuses (CI runs lint first, nothing is
+## built twice), a few seconds on a built tree; hence deps, as for any build.
+lint: deps
 	scripts/check-module-graph --self-test
 	scripts/check-module-graph
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Plugins
+	SWIFT="$(SWIFT)" scripts/api-digest --check
 
 ## docs: build the DocC catalog of every library module with swift-docc-plugin, warnings
 ## treated as errors (a broken symbol link, an undocumented topic); the archives go to
