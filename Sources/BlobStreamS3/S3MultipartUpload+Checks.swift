@@ -15,6 +15,9 @@ struct UploadChecks: Sendable {
     /// The `FULL_OBJECT` CRC a copy's source keeps, which the parts' CRCs, combined, must
     /// give before the upload completes; nil when there is none to check against.
     var source: SourceChecksum? = nil
+    /// Why a copy's source read from a server is not checked (`unchecked: …`), when there is
+    /// no `source` to check against; nil for another source (a file).
+    var sourceUnchecked: String? = nil
 
     /// What to compute over a part: its check, its checksum, its CRC-64/NVME (every upload
     /// reports the object's), the source's CRC, and its MD5 when it is to be compared with a

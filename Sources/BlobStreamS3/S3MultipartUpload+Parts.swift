@@ -200,12 +200,14 @@ extension S3MultipartUpload {
         /// The object's checksum computed here (nil: none).
         var objectChecksum: String?
         var answer: S3Client.Response
+        /// What the copy's source was checked against (`UploadResult.sourceCheck`).
+        var sourceCheck: String? = nil
     }
 
     /// Checks the source and completes the upload.
     func complete(uploadID: String, tally: Tally, facts: PartReader.Facts) async throws -> Completed {
         try await checkIdentity(facts)
-        try checkSource(tally)
+        let sourceCheck = try checkSource(tally)
         let parts = tally.parts
         let checksums = tally.checksummedParts.compactMap(\.checksum)
         let objectChecksum =
@@ -220,7 +222,7 @@ extension S3MultipartUpload {
         }
         return Completed(
             uploadID: uploadID, tally: tally, etag: etag, storedChecksum: storedChecksum,
-            objectChecksum: objectChecksum, answer: answer)
+            objectChecksum: objectChecksum, answer: answer, sourceCheck: sourceCheck)
     }
 
     /// Checks the completed object: the checksum the store gives is the one computed here, its
@@ -247,6 +249,7 @@ extension S3MultipartUpload {
         result.checksumAlgorithm = checks.checksum?.rawValue
         result.checksumStored = checks.stored
         result.crc64nvme = tally.crc64nvme
+        result.sourceCheck = completed.sourceCheck
         return result
     }
 }

@@ -9,8 +9,11 @@ import Foundation
 /// differ on the second read are refused by the store (`BadDigest`: the body check does not
 /// match), so an object is never stored from changed bytes.
 extension S3MultipartUpload {
-    /// The digest of the `size` bytes at `offset` (the first pass).
-    func digestPart(offset: Int64, size: Int, facts: PartReader.Facts, plan: DigestPlan) async throws -> PartDigest {
+    /// The digest of the `size` bytes at `offset` (the first pass), and for all the source's
+    /// bytes, what the source was checked against (`UploadResult.sourceCheck`).
+    func digestPart(offset: Int64, size: Int, facts: PartReader.Facts, plan: DigestPlan) async throws -> (
+        digest: PartDigest, sourceCheck: String?
+    ) {
         let reader = try await openPart(at: offset, facts: facts)
         defer { reader.close() }
         let (digest, bytes) = try await reader.digest(count: size, plan: plan)
@@ -19,7 +22,8 @@ extension S3MultipartUpload {
                 .changed,
                 "\(sourceName) changed during the upload: fewer bytes than \(size) at offset \(offset)")
         }
-        return digest
+        guard offset == 0, Int64(size) == facts.length else { return (digest, nil) }
+        return (digest, try await reader.withSource { Self.note(afterWholeRead: $0) })
     }
 
     /// The `size` bytes at `offset` as a request body with `digest`, from a source opened for
@@ -41,7 +45,8 @@ extension S3MultipartUpload {
         offset: Int64, size: Int, number: Int, uploadID: String, stored: S3StoredPart?, facts: PartReader.Facts
     ) async throws -> (etag: String, sent: Bool, digest: PartDigest) {
         let digest = try await digestPart(
-            offset: offset, size: size, facts: facts, plan: checks.plan(comparing: stored != nil))
+            offset: offset, size: size, facts: facts, plan: checks.plan(comparing: stored != nil)
+        ).digest
         if let stored, stored.size == Int64(size), stored.etag == digest.md5Hex {
             return (stored.etag, false, digest)
         }
@@ -57,7 +62,8 @@ extension S3MultipartUpload {
 
     /// The whole source, `length` bytes, in one PutObject, streamed.
     func putSingleStreamed(length: Int, facts: PartReader.Facts) async throws -> UploadResult {
-        let digest = try await digestPart(offset: 0, size: length, facts: facts, plan: checks.plan(comparing: false))
+        let (digest, sourceCheck) = try await digestPart(
+            offset: 0, size: length, facts: facts, plan: checks.plan(comparing: false))
         try await checkIdentity(facts)
         let (etag, answer) = try await withRetries("PutObject") {
             try await withStreamedBody(offset: 0, size: length, digest: digest, facts: facts) { body in
@@ -70,6 +76,8 @@ extension S3MultipartUpload {
                 }
             }
         }
-        return try await checkSingle(etag: etag, size: length, digest: digest, answer: answer)
+        var result = try await checkSingle(etag: etag, size: length, digest: digest, answer: answer)
+        result.sourceCheck = sourceCheck
+        return result
     }
 }

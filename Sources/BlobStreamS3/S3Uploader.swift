@@ -132,7 +132,7 @@ struct S3MultipartUpload: Sendable {
         if single {
             var upload = self
             upload.checks = try singleChecks()
-            return try await upload.putSingle(head, facts: facts)
+            return try await upload.putSingle(head, facts: facts, first: first)
         }
         // A copy in parts reads no part whole: the checksum its source keeps is asked now.
         let question = ranged ? try await askSourceChecksum(first, facts: facts) : nil
@@ -142,7 +142,11 @@ struct S3MultipartUpload: Sendable {
         let completed: Completed
         do {
             upload.checks = try multipartChecks(kept: kept)
-            upload.checks.source = await question?.sourceChecksum()
+            switch await question?.sourceChecksum() {
+            case .success(let source): upload.checks.source = source
+            case .failure(let why): upload.checks.sourceUnchecked = why.reason
+            case nil: break
+            }
             options.uploadStarted?(uploadID)
             let stored = try await upload.storedParts(uploadID)
             let tally =
@@ -204,7 +208,9 @@ struct S3MultipartUpload: Sendable {
         }
     }
 
-    func putSingle(_ body: ByteBuffer, facts: PartReader.Facts) async throws -> UploadResult {
+    /// The whole source, `body` (read by `first`), in one PutObject.
+    func putSingle(_ body: ByteBuffer, facts: PartReader.Facts, first: PartReader) async throws -> UploadResult {
+        let note = try await first.withSource { Self.note(afterWholeRead: $0) }
         try await checkIdentity(facts)
         let digest = checks.plan(comparing: false).digest(body)
         let (etag, answer) = try await withRetries("PutObject") {
@@ -215,7 +221,9 @@ struct S3MultipartUpload: Sendable {
                 throw options.namingRefusedSetting(error)
             }
         }
-        return try await checkSingle(etag: etag, size: body.readableBytes, digest: digest, answer: answer)
+        var result = try await checkSingle(etag: etag, size: body.readableBytes, digest: digest, answer: answer)
+        result.sourceCheck = note
+        return result
     }
 
     /// The object a single PutObject stored has the size sent, and the checksum the store's

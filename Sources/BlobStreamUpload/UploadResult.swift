@@ -54,6 +54,12 @@ public struct UploadResult: Sendable {
     /// others', with no second pass. `blobstream checksum -a crc64nvme` prints the same
     /// value in hex. Nil for a client that computes none (an HTTP upload).
     public var crc64nvme: String? = nil
+    /// What the bytes of a copy were checked against at their source, for a source read from
+    /// a server (`s3://`, `https://`): `checked against the store's FULL_OBJECT CRC64NVME
+    /// <base64>` (the CRC the source's store keeps, which the bytes read matched), or
+    /// `unchecked: <why>` (OpenStack Swift's s3api keeps no checksum; a web server keeps
+    /// none). Nil for any other source (a file), or a client that checks none (an HTTP upload).
+    public var sourceCheck: String? = nil
 
     /// A result with the given values (for other clients that implement `UploadClient`);
     /// `entityTag` is the `ETag` header's value, if any, without its quotes.

@@ -232,7 +232,7 @@ enum S3UploadCommand {
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
         guard !Console.isQuiet else { return result }
         Console.writeError(
-            "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\n"
+            "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\(sourceNote(result))\n"
         )
         return result
     }
@@ -261,6 +261,14 @@ enum S3UploadCommand {
         let source: String? = kept ? nil : sentCRC64 != nil && asked != nil ? keptNone : "computed here"
         let notes = [hexOfCRC(crc64, algorithm: "CRC64NVME").map { "hex \($0)" }, source].compactMap { $0 }
         return note + ", CRC64NVME \(crc64) (\(notes.joined(separator: "; ")))"
+    }
+
+    /// `, copy checked against the store's FULL_OBJECT CRC64NVME <base64> …` or `, copy
+    /// unchecked: <why>` for a copy of an object read from a server (`s3://`, `https://`):
+    /// whether its bytes were checked against the checksum the source's store keeps. Nothing
+    /// for any other source (a file).
+    private static func sourceNote(_ result: UploadResult) -> String {
+        result.sourceCheck.map { ", copy \($0)" } ?? ""
     }
 
     /// The hex digits of a whole-object CRC given in base64 (big-endian, as S3 shows it);

@@ -171,6 +171,49 @@ struct S3CopyIntegrityTests {
         #expect(honest.parts == 5)
         #expect(sha256Hex(try await fixture.stored("copy.bin")) == sha256Hex(S3WholeReadCheckTests.data))
     }
+
+    @Test(
+        "the tool's last line says whether a copy was checked at its source: unchecked and why on a store that keeps no checksum, checked against the FULL_OBJECT CRC one keeps (in one PUT and in parts); nothing for a file"
+    )
+    func notes() async throws {
+        let (proxy, fixture) = try await S3WholeReadCheckTests.storedBehindProxy()
+        defer { proxy.stop() }
+        defer { fixture.cleanUp() }
+        let direct = S3ReadToolTests.environment(fixture)
+        var proxied = direct
+        proxied["AWS_ENDPOINT_URL"] = proxy.endpoint
+        let source = "s3://\(fixture.bucket)/whole.bin"
+        let destination = "s3://\(fixture.bucket)/copy.bin"
+        let crc = S3WholeReadCheckTests.crc64
+        try await proxy.setRules([
+            .rewrite(
+                headers: ["x-amz-checksum-crc64nvme": crc.base64, "x-amz-checksum-type": "FULL_OBJECT"],
+                method: "HEAD", path: "/whole\\.bin", times: 0)
+        ])
+        for (shape, partSize, combined) in [
+            ("one PUT", "32MiB", ""), ("5 parts", "5MiB", " (the 5 parts' CRCs combined)"),
+        ] {
+            let unchecked = try await S3ReadToolTests.run(
+                ["upload", source, "--to", destination, "--part-size", partSize], environment: direct)
+            #expect(unchecked.status == 0, "\(shape): \(unchecked.stderr)")
+            #expect(
+                unchecked.stderr.contains(", copy unchecked: the store keeps no checksum of the object"),
+                "\(shape): \(unchecked.stderr)")
+            let checked = try await S3ReadToolTests.run(
+                ["upload", source, "--to", destination, "--part-size", partSize], environment: proxied)
+            #expect(checked.status == 0, "\(shape): \(checked.stderr)")
+            #expect(
+                checked.stderr.contains(
+                    ", copy checked against the store's FULL_OBJECT CRC64NVME \(crc.base64)\(combined)"),
+                "\(shape): \(checked.stderr)")
+            #expect(sha256Hex(try await fixture.stored("copy.bin")) == sha256Hex(S3WholeReadCheckTests.data))
+        }
+        let file = try fixture.file("local.bin", count: 12 << 20, seed: 5)
+        let local = try await S3ReadToolTests.run(
+            ["upload", file.path, "--to", destination, "--part-size", "5MiB"], environment: direct)
+        #expect(local.status == 0, "\(local.stderr)")
+        #expect(local.stderr.contains("uploaded") && !local.stderr.contains(", copy "), "\(local.stderr)")
+    }
 }
 
 /// Sees an upload's bytes, and nothing else.
