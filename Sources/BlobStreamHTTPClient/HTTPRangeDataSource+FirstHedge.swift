@@ -4,9 +4,12 @@ import Foundation
 import NIOCore
 
 // The hedges of the first GET (`HTTPHedging`): when the first answer has not come within the
-// hedge's first delay, a GET of the first block (no `If-Match`: the ETag is not known yet) goes to
-// the same location, and another after as long again (up to `maxHedges`); the first to
-// answer opens the source, and the others are cancelled. A 206 with a strong ETag is taken as the first block; any other answer of the
+// first GET's hedge delay, a GET of the first block (no `If-Match`: the ETag is not known yet)
+// goes to the same location, and another after as long again (up to `maxHedges`); the first
+// to answer opens the source, and the others are cancelled. The delay comes from what the
+// process measured of the origin (`OriginTimings`): 4 × its recent GETs' time to an answer
+// (100 ms at least), or, before any answer came, `firstDelay` (250 ms) or 3 × the time the
+// first GET's connection took to be made, whichever is longer. A 206 with a strong ETag is taken as the first block; any other answer of the
 // hedge (no strong ETag, a 200, a 416, an error) is dropped and the first GET decides.
 extension HTTPRangeDataSource {
     /// Schedules the hedges of the first GET (bytes `offset` to `offset + held - 1`) on the
@@ -18,22 +21,24 @@ extension HTTPRangeDataSource {
     ) {
         guard let hedging = options.hedging, hedging.maxHedges > 0, let loop = sender.blockLoop else { return }
         let (shared, requests, judge, memory) = (self.shared, sender.requests, answers.judge, sender.memory)
-        let minimumRate = sender.minimumRate
-        let delay = TimeAmount(hedging.firstDelay)
+        let (minimumRate, timings) = (sender.minimumRate, sender.timings)
         let range = offset...offset + Int64(held) - 1
         // Checked again until the first answer comes: a hedge only while the GET and the
         // hedges sent so far are all silent (not while the GET waits to be sent again, nor
-        // after a quick error), at most `maxHedges` of them.
+        // after a quick error), at most `maxHedges` of them. The delay is taken anew each
+        // time: another source's answer from the same origin may have come meanwhile.
         @Sendable func check() {
-            let (location, quiet, sent) = shared.lock.withLock { () -> (URL?, TimeAmount, Int) in
-                guard shared.opening == nil, !shared.isStopped else { return (nil, .zero, 0) }
+            let (location, quiet, sent, connect) = shared.lock.withLock {
+                () -> (URL?, TimeAmount, Int, TimeAmount?) in
+                guard shared.opening == nil, !shared.isStopped else { return (nil, .zero, 0, nil) }
                 var quiet = shared.stream?.clock.silence ?? .zero
                 for hedge in shared.firstHedges where !hedge.isDone {
                     quiet = min(quiet, hedge.clock.silence ?? .zero)
                 }
-                return (shared.location, quiet, shared.firstHedges.count)
+                return (shared.location, quiet, shared.firstHedges.count, shared.stream?.clock.connectWait)
             }
             guard let location, sent < hedging.maxHedges else { return }
+            let delay = timings.delay(hedging, connect: connect)
             guard quiet >= delay else {
                 loop.scheduleTask(in: delay - quiet) { check() }
                 return
@@ -51,7 +56,8 @@ extension HTTPRangeDataSource {
             }
             guard go else { return }
             hedge.start(
-                request, client: client, deadline: nil, memory: memory, on: loop, minimumRate: minimumRate
+                request, client: client, deadline: nil, memory: memory, on: loop, minimumRate: minimumRate,
+                origin: timings
             ) { result in
                 _ = shared.lock.withLock { shared.fetches.removeValue(forKey: ObjectIdentifier(hedge)) }
                 guard let opened = Self.opening(from: result, range: range, judge: judge) else { return }
@@ -59,7 +65,9 @@ extension HTTPRangeDataSource {
             }
             loop.scheduleTask(in: delay) { check() }
         }
-        loop.scheduleTask(in: delay) { check() }
+        // First looked at after the least delay there can be: by then an answer from the
+        // origin to another source (an index beside the object) may have set it.
+        loop.scheduleTask(in: TimeAmount(hedging.floor)) { check() }
     }
 
     /// The object and the first block a hedge's answer gives: a whole 206 of `range` (or of

@@ -53,8 +53,9 @@ public struct HTTPRangeOptions: Sendable {
     /// Called for every request after its `Range` and `If-Match` headers are set, just
     /// before it is sent, on the thread that asks for the bytes (the reading thread), except
     /// for the first GET sent again (a retry, a redirect: `request.url` is then the new
-    /// location) and the `HEAD` (no `Range`) that follows a first GET answered 416 without
-    /// the object's length, prepared on an event loop of the client: the hook must not block.
+    /// location), the hedges of the first GET and of the blocks read ahead (`HTTPHedging`),
+    /// and the `HEAD` (no `Range`) that follows a first GET answered 416 without the object's
+    /// length, prepared on an event loop of the client: the hook must not block.
     /// It may add headers or sign the request (by `request.method`); an error it throws
     /// fails the read (`.sourceFailed`, naming the URL, the error as cause). Synchronous on
     /// purpose: reading never depends on the cooperative thread pool.
@@ -111,7 +112,8 @@ public struct HTTPRangeOptions: Sendable {
     /// default (`HTTPMinimumRate.standard`); nil: only the idle timeout ends a slow GET.
     public var minimumRate: HTTPMinimumRate?
     /// When a range the reader waits for is asked for again while its GET is silent (see
-    /// `HTTPHedging`): after 100 ms at least by default (250 ms for the first GET); nil: never.
+    /// `HTTPHedging`): after 100 ms at least by default (250 ms for a process's first GETs
+    /// to an origin); nil: never.
     public var hedging: HTTPHedging?
     /// The most redirects (301, 302, 303, 307, 308) the first GET follows; the ranges after
     /// it go to the last location, under that location's own ETag. 0: a redirect is an error.

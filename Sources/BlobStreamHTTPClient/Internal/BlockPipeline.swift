@@ -25,7 +25,7 @@ struct BlockPipeline {
     init(sender: RangeSender, judge: RangeJudgement, hedging: HTTPHedging?) {
         self.sender = sender
         self.judge = judge
-        self.hedges = HedgeTiming(hedging: hedging)
+        self.hedges = HedgeTiming(hedging: hedging, origin: sender.timings)
     }
 
     /// The block that holds `position`: the current one, else the next one asked for and
@@ -118,15 +118,16 @@ struct BlockPipeline {
             let fetch = RangeFetch(range: next...min(next + Int64(size), object.length) - 1)
             aheads.append(fetch)
             sender.start(fetch, object: object)
+            watch(fetch, object: object)
             next = fetch.range.upperBound + 1
         }
     }
 
-    /// Cancels the GETs read ahead.
+    /// Cancels the GETs read ahead (and their hedges).
     mutating func dropAheads() {
         for ahead in aheads {
             ahead.cancel()
-            sender.forget(ahead)
+            for fetch in [ahead] + ahead.attachedHedges { sender.forget(fetch) }
         }
         aheads = []
     }
@@ -143,6 +144,7 @@ struct BlockPipeline {
         let fetch = RangeFetch(range: range)
         aheads = [fetch]
         sender.start(fetch, object: object)
+        watch(fetch, object: object)
         return true
     }
 
@@ -154,10 +156,17 @@ struct BlockPipeline {
         }
     }
 
-    /// The block of the object's end asked for at open, when `range` lies in it
-    /// (`EndRange.block(covering:of:judge:sender:)`).
+    /// The block of the object's end asked for at open, when `range` lies in it: its answer
+    /// is waited for, hedged as a block's is when its GET stays silent (a GET of the same
+    /// bytes with `If-Match`), and kept when it holds exactly those bytes of the object the
+    /// first answer described (`EndRange`).
     mutating func endBlock(covering range: Range<Int64>, of object: RemoteObject) -> RangeBlock? {
-        end.block(covering: range, of: object, judge: judge, sender: sender)
+        if let (fetch, expected) = end.pending(covering: range, of: object, sender: sender) {
+            let (answer, answered) = hedgedAnswer(of: fetch, object: object, hedgeRange: expected)
+            sender.forget(answered)
+            end.settle(answer, expected: expected, of: object, judge: judge)
+        }
+        return end.block(covering: range)
     }
 
     /// Lets the blocks go (`close()`; their GETs are cancelled with the others).

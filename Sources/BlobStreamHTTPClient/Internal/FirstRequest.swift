@@ -44,7 +44,7 @@ struct FirstRequest: Sendable {
             return shared.isStopped
         }
         if stopped { return stream.cancel() }
-        stream.start(request, client: client) { result in
+        stream.start(request, client: client, origin: sender.timings) { result in
             answered(result, from: url, attempt: attempt, redirects: redirects)
         }
     }

@@ -37,16 +37,34 @@ final class RangeFetch: @unchecked Sendable {
         case notSent(BlobStreamError)
     }
 
+    /// The hedges of this GET: GETs of the same bytes sent while it stayed silent, which the
+    /// reader races against it (`BlockPipeline.hedgedAnswer`); cancelled with it.
+    private var hedges: [RangeFetch] = []
+    private var cancelled = false
+
     init(range: ClosedRange<Int64>) {
         self.range = range
     }
+
+    /// Adds `hedge` to this GET's hedges, unless it has `limit` of them already or was
+    /// cancelled (false: the caller sends nothing).
+    func attach(_ hedge: RangeFetch, limit: Int) -> Bool {
+        condition.withLock {
+            guard !cancelled, hedges.count < limit else { return false }
+            hedges.append(hedge)
+            return true
+        }
+    }
+
+    /// This GET's hedges, in the order they were sent.
+    var attachedHedges: [RangeFetch] { condition.withLock { hedges } }
 
     /// Sends `request` with `client`, answered on `loop` when one is given, on a kept-alive
     /// connection of the pool (new connections are made on `loop`); `onDone` (optional) runs
     /// once on the event loop when the answer is complete or failed, before waiters wake.
     ///
     /// With `minimumRate`, a body slower than it ends the request, which fails with
-    /// `RangeStalled` (see `RateWatch`).
+    /// `RangeStalled` (see `RateWatch`). The time to the answer's head is noted in `origin`.
     ///
     /// `loop` is a preference, not a requirement (`.delegate(on:)`): AsyncHTTPClient closes a
     /// connection made for a request that requires its loop (`.delegateAndChannel(on:)`) as
@@ -54,7 +72,7 @@ final class RangeFetch: @unchecked Sendable {
     /// GiB, each a TLS handshake on a real store).
     func start(
         _ request: HTTPClient.Request, client: HTTPClient, deadline: NIODeadline?, memory: BlockMemory? = nil,
-        on loop: (any EventLoop)? = nil, minimumRate: HTTPMinimumRate? = nil,
+        on loop: (any EventLoop)? = nil, minimumRate: HTTPMinimumRate? = nil, origin: OriginTimings? = nil,
         onDone: (@Sendable (Result<RangeAnswer, RangeFailure>) -> Void)? = nil
     ) {
         let watch = minimumRate.map { RateWatch(rate: $0) }
@@ -69,6 +87,7 @@ final class RangeFetch: @unchecked Sendable {
         condition.unlock()
         if cancelled { return }
         let preference: HTTPClient.EventLoopPreference = loop.map { .delegate(on: $0) } ?? .indifferent
+        clock.asked(reportingTo: origin)
         let task = client.execute(request: request, delegate: delegate, eventLoop: preference, deadline: deadline)
         condition.withLock { self.task = task }
         task.futureResult.whenComplete { [self] result in
@@ -121,17 +140,21 @@ final class RangeFetch: @unchecked Sendable {
         for signal in waking { signal.fire() }
     }
 
-    /// Ends the request (if it still runs) and wakes `wait()` with `.cancelled`.
+    /// Ends the request (if it still runs), and its hedges' (`attach`), and wakes `wait()`
+    /// with `.cancelled`.
     func cancel() {
-        let (task, waking) = condition.withLock { () -> (HTTPClient.Task<RangeAnswer>?, [FetchSignal]) in
+        let (task, waking, hedges) = condition.withLock {
+            () -> (HTTPClient.Task<RangeAnswer>?, [FetchSignal], [RangeFetch]) in
             if outcome == nil { outcome = .failure(.cancelled) }
             onDone = nil
+            cancelled = true
             condition.broadcast()
             defer { observers = [] }
-            return (self.task, observers)
+            return (self.task, observers, self.hedges)
         }
         for signal in waking { signal.fire() }
         task?.cancel()
+        for hedge in hedges { hedge.cancel() }
     }
 
     /// True once the answer (or the failure) is in.
@@ -206,21 +229,59 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     }
 }
 
-/// When a GET was sent, when the server was last heard from (its head, a body part), when the
-/// GET ended, and the longest it went silent in between. Unchecked Sendable: guarded by `lock`.
+/// When a GET was asked of the client, when it was sent, when the server was last heard from
+/// (its head, a body part), when the GET ended, and the longest it went silent in between;
+/// the time to its first answer goes to its origin's timings (`OriginTimings`). Unchecked
+/// Sendable: guarded by `lock`.
 final class FetchClock: @unchecked Sendable {
     private let lock = NSLock()
+    private var askedAt: NIODeadline?
     private var sentAt: NIODeadline?
     private var heardAt: NIODeadline?
+    private var headAt: NIODeadline?
     private var endedAt: NIODeadline?
     private var longestGap: TimeAmount = .zero
+    private var origin: OriginTimings?
 
+    /// The GET is handed to the client (it may wait for a connection before it is sent);
+    /// the time to its answer's head is noted in `origin`.
+    func asked(reportingTo origin: OriginTimings?) {
+        lock.withLock {
+            askedAt = .now()
+            self.origin = origin
+        }
+    }
     func sent() { lock.withLock { sentAt = .now() } }
     func heard() {
         let now = NIODeadline.now()
-        lock.withLock {
+        let first = lock.withLock { () -> (OriginTimings, TimeAmount)? in
+            defer { heardAt = now }
             if let last = heardAt ?? sentAt { longestGap = max(longestGap, now - last) }
-            heardAt = now
+            guard heardAt == nil, let sentAt else { return nil }
+            headAt = now
+            return origin.map { ($0, now - sentAt) }
+        }
+        if let (origin, elapsed) = first { origin.noteHead(after: elapsed) }
+    }
+
+    /// When the GET was sent; nil before.
+    var sentTime: NIODeadline? { lock.withLock { sentAt } }
+
+    /// How long the answer's head took to come after the GET was sent; nil before it came.
+    var timeToHead: TimeAmount? {
+        lock.withLock {
+            guard let sentAt, let headAt else { return nil }
+            return headAt - sentAt
+        }
+    }
+
+    /// How long the GET waited, once asked, before it was sent: the connection's setup (TCP,
+    /// TLS) for a GET on a new connection, or a wait for one of the pool's; nil before it was
+    /// sent.
+    var connectWait: TimeAmount? {
+        lock.withLock {
+            guard let askedAt, let sentAt else { return nil }
+            return sentAt - askedAt
         }
     }
     func ended() {

@@ -30,6 +30,9 @@ struct RangeSender {
     /// threads (about a tenth of a download's CPU).
     let blockLoop: (any EventLoop)?
     let minimumRate: HTTPMinimumRate?
+    /// What this process measured of the URL's origin (its GETs' times to an answer): the
+    /// hedge delay before the source measured ranges of its own.
+    let timings: OriginTimings
 
     /// The sender of a source of `url` read with `options`: the caller's client, or one of
     /// the pool's (`configurationError` when none can be made).
@@ -41,6 +44,7 @@ struct RangeSender {
         self.budget = RetryBudget(policy: options.retry)
         self.memory = BlockMemory(keep: max(options.readAhead, options.downloadReadAhead ?? 0) + 2)
         self.minimumRate = options.minimumRate
+        self.timings = OriginTimings.of(url)
         var client = options.client
         var configurationError: BlobStreamError?
         if client == nil {
@@ -71,7 +75,8 @@ struct RangeSender {
         case .success(let prepared):
             if shared.register(fetch) { return fetch.cancel() }
             fetch.start(
-                prepared, client: client, deadline: nil, memory: memory, on: blockLoop, minimumRate: minimumRate)
+                prepared, client: client, deadline: nil, memory: memory, on: blockLoop, minimumRate: minimumRate,
+                origin: timings)
         }
     }
 
@@ -86,7 +91,8 @@ struct RangeSender {
             fetch.cancel()
             return nil
         }
-        fetch.start(request, client: client, deadline: nil, on: blockLoop, minimumRate: minimumRate)
+        fetch.start(
+            request, client: client, deadline: nil, on: blockLoop, minimumRate: minimumRate, origin: timings)
         return fetch
     }
 

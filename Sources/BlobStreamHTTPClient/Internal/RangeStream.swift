@@ -57,9 +57,10 @@ final class RangeStream: @unchecked Sendable {
     }
 
     /// Sends `request`; `onOpen` runs once on the event loop: at the head of a 206 answer
-    /// (with an empty body), or when any other answer is complete or failed.
+    /// (with an empty body), or when any other answer is complete or failed. The time to
+    /// the answer's head is noted in `origin`.
     func start(
-        _ request: HTTPClient.Request, client: HTTPClient,
+        _ request: HTTPClient.Request, client: HTTPClient, origin: OriginTimings? = nil,
         onOpen: @escaping @Sendable (Result<RangeAnswer, RangeFetch.RangeFailure>) -> Void
     ) {
         let cancelled = condition.withLock { () -> Bool in
@@ -69,6 +70,7 @@ final class RangeStream: @unchecked Sendable {
         if cancelled { return }
         // `clock.sent()` runs when the request's head is written (`StreamDelegate`): a GET
         // that waits for a connection of the pool is not silent, and is never hedged.
+        clock.asked(reportingTo: origin)
         let task = client.execute(request: request, delegate: StreamDelegate(stream: self), deadline: nil)
         condition.withLock { self.task = task }
         task.futureResult.whenComplete { [self] result in
