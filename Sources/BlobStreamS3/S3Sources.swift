@@ -120,7 +120,7 @@ public enum S3Sources {
                 let head = try? HTTPClient.Request(
                     url: url, method: .HEAD, headers: HTTPHeaders(signed.headers.map { ($0.name, $0.value) }))
             else { return nil }
-            return S3WholeObjectCheck(name: name, facts: facts, head: head, client: client)
+            return S3WholeObjectCheck(name: name, facts: facts, head: head, client: client, hedging: options.hedging)
         }
     }
 }

@@ -14,7 +14,9 @@ import NIOHTTP1
 /// - The checksum comes from a `HEAD` with `x-amz-checksum-mode: ENABLED`, sent when the
 ///   first byte is handed out, on the source's own client and event loops (never the
 ///   cooperative pool), for an object larger than `smallestChecked`: a smaller one's `HEAD`
-///   would double its requests.
+///   would double its requests. The `HEAD` is hedged as the source's GETs are
+///   (`HTTPHedging.execute`): one held by a node that hangs would hold the read's end (and
+///   its bytes in three CRCs) for the proxy's node timeout.
 /// - Until the `HEAD` answers, the bytes go through the three CRCs a full-object checksum
 ///   can be; then through its own only, or none.
 /// - A `COMPOSITE` checksum (`…-N`: the checksum of the parts' checksums) cannot be combined
@@ -50,12 +52,15 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     private(set) var note: String?
 
     /// A check for the object `name` (`s3://bucket/key`) with `facts`; its `HEAD` goes out
-    /// at once through `client`, signed by `sign`.
-    init(name: String, facts: HTTPObjectFacts, head: HTTPClient.Request, client: HTTPClient) {
+    /// at once through `client`, hedged by `hedging` (nil: one `HEAD`).
+    init(name: String, facts: HTTPObjectFacts, head: HTTPClient.Request, client: HTTPClient, hedging: HTTPHedging?) {
         self.name = name
         self.etag = facts.etag
         let (answer, answered) = (self.answer, self.answered)
-        let asked = client.execute(request: head, deadline: .now() + Self.answerWait)
+        let deadline = NIODeadline.now() + Self.answerWait
+        let asked =
+            hedging?.execute(head, with: client, deadline: deadline)
+            ?? client.execute(request: head, deadline: deadline)
         question = S3KeptChecksumQuestion(name: name, etag: facts.etag, head: asked)
         asked.whenComplete { result in
             answer.withLockedValue { $0 = result.mapError { $0 } }
