@@ -111,7 +111,7 @@ extension S3MultipartUpload {
     /// The `size` bytes at `offset`, from a source of their own, which must have the first
     /// source's identity.
     func readPart(offset: Int64, size: Int, facts: PartReader.Facts) async throws -> ByteBuffer {
-        let reader = try await openPart(at: offset, facts: facts)
+        let reader = try await openPart(at: offset, facts: facts, whole: offset == 0 && Int64(size) == facts.length)
         defer { reader.close() }
         let body = try await reader.read(upTo: size, buffers: buffers)
         try check(body, expected: size, offset: offset)
@@ -119,9 +119,11 @@ extension S3MultipartUpload {
     }
 
     /// A source of its own, open at `offset`, which has the first source's identity (and the
-    /// version every source of the upload reads: `SourcePin`); the caller closes it.
-    func openPart(at offset: Int64, facts: PartReader.Facts) async throws -> PartReader {
-        let reader = PartReader(source: try makeSource(), name: sourceName)
+    /// version every source of the upload reads: `SourcePin`); the caller closes it. `whole`:
+    /// it is read whole, and checked as a whole read is (an `s3://` source against its store's
+    /// checksum); else it is a part's (`PartReader.isReadingPart`), and asks for no such check.
+    func openPart(at offset: Int64, facts: PartReader.Facts, whole: Bool) async throws -> PartReader {
+        let reader = PartReader(source: try makeSource(), name: sourceName, part: !whole)
         do {
             let own = try await reader.open(at: offset)
             guard own.identity == facts.identity, own.length == facts.length else {

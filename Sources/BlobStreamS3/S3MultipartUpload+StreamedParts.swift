@@ -14,7 +14,7 @@ extension S3MultipartUpload {
     func digestPart(offset: Int64, size: Int, facts: PartReader.Facts, plan: DigestPlan) async throws -> (
         digest: PartDigest, sourceCheck: String?
     ) {
-        let reader = try await openPart(at: offset, facts: facts)
+        let reader = try await openPart(at: offset, facts: facts, whole: offset == 0 && Int64(size) == facts.length)
         defer { reader.close() }
         let (digest, bytes) = try await reader.digest(count: size, plan: plan)
         guard bytes == size else {
@@ -33,7 +33,9 @@ extension S3MultipartUpload {
         offset: Int64, size: Int, digest: PartDigest, facts: PartReader.Facts,
         _ send: (StreamedBody) async throws -> T
     ) async throws -> T {
-        let reader = try await openPart(at: offset, facts: facts)
+        // The second pass: bytes other than the first pass's are refused by the store (the body
+        // check), so it asks for no check of its own (`whole: false`).
+        let reader = try await openPart(at: offset, facts: facts, whole: false)
         defer { reader.close() }
         let name = "bytes \(offset)..<\(offset + Int64(size)) of \(sourceName)"
         return try await send(StreamedBody(digest: digest, chunks: PartChunks(reader: reader, size: size, name: name)))

@@ -102,13 +102,15 @@ public enum S3Sources {
 
     /// The check of a read whole from the first byte: against the `FULL_OBJECT` checksum the
     /// store keeps (`S3WholeObjectCheck`), for an object larger than the first GET's block,
-    /// asked for with a signed `HEAD` sent with the client the source sends with.
+    /// asked for with a signed `HEAD` sent with the client the source sends with. None for a
+    /// source an upload reads a part of (`PartReader.isReadingPart`): no read of it is whole,
+    /// and its `HEAD` would go unused (a copy in parts asks its own, once).
     private static func wholeObjectCheck(
         url: URL, target: (base: String, path: String, host: String), signer: SigV4Signer, options: HTTPRangeOptions,
         name: String
     ) -> @Sendable (HTTPObjectFacts) -> (any HTTPWholeObjectCheck)? {
         { facts in
-            guard facts.length > S3WholeObjectCheck.smallestChecked,
+            guard facts.length > S3WholeObjectCheck.smallestChecked, !PartReader.isReadingPart,
                 let client = try? options.client
                     ?? (options.pool ?? .shared(connection: options.connection)).client(
                         for: url)

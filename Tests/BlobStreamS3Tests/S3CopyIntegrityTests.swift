@@ -214,6 +214,35 @@ struct S3CopyIntegrityTests {
         #expect(local.status == 0, "\(local.stderr)")
         #expect(local.stderr.contains("uploaded") && !local.stderr.contains(", copy "), "\(local.stderr)")
     }
+
+    @Test(
+        "a checked copy sends one HEAD of its source: in parts (none for a part's own source) and in one PUT (none for its second pass)"
+    )
+    func oneHead() async throws {
+        let (proxy, fixture) = try await S3WholeReadCheckTests.storedBehindProxy()
+        defer { proxy.stop() }
+        defer { fixture.cleanUp() }
+        var environment = S3ReadToolTests.environment(fixture)
+        environment["AWS_ENDPOINT_URL"] = proxy.endpoint
+        let source = "s3://\(fixture.bucket)/whole.bin"
+        let crc = S3WholeReadCheckTests.crc64
+        for partSize in ["5MiB", "32MiB"] {
+            try await proxy.setRules([
+                .rewrite(
+                    headers: ["x-amz-checksum-crc64nvme": crc.base64, "x-amz-checksum-type": "FULL_OBJECT"],
+                    method: "HEAD", path: "/whole\\.bin", times: 0)
+            ])
+            _ = await proxy.settledLog()
+            try await proxy.clearLog()
+            let copy = try await S3ReadToolTests.run(
+                ["upload", source, "--to", "s3://\(fixture.bucket)/copy.bin", "--part-size", partSize],
+                environment: environment)
+            #expect(copy.status == 0, "\(partSize): \(copy.stderr)")
+            #expect(copy.stderr.contains(", copy checked against"), "\(partSize): \(copy.stderr)")
+            let heads = await proxy.settledLog().filter { $0.method == "HEAD" && $0.target.contains("/whole.bin") }
+            #expect(heads.count == 1, "\(partSize): \(heads.count) HEADs")
+        }
+    }
 }
 
 /// Sees an upload's bytes, and nothing else.

@@ -27,10 +27,21 @@ final class PartReader: @unchecked Sendable {
         var etag: String? = nil
     }
 
-    init(source: any BlobDataSource, name: String) {
+    /// Set on the queue of a reader of a part of the body (`init(source:name:part:)`): no
+    /// read of its source is whole, so an `s3://` source read there asks for no checksum of
+    /// the whole object (`S3Sources`: its `HEAD` would go unused).
+    private static let readsPart = DispatchSpecificKey<Bool>()
+
+    /// True on the queue of a reader of a part (its source's calls are made there).
+    static var isReadingPart: Bool { DispatchQueue.getSpecific(key: readsPart) == true }
+
+    /// A reader of `source`, named `name` in messages; `part`: it reads less than the whole
+    /// body, or reads it again after a pass that was checked (see `isReadingPart`).
+    init(source: any BlobDataSource, name: String, part: Bool = false) {
         self.source = source
         self.name = name
         stream = BlobInputStream(dataSource: source, mode: .synchronous)
+        if part { queue.setSpecific(key: Self.readsPart, value: true) }
     }
 
     /// Opens the source (reading from `offset`), and returns what it tells.
