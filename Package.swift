@@ -310,6 +310,28 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // One test target per library module (scripts/check-module-graph checks it).
+        .testTarget(
+            name: "BlobStreamChecksumsTests", dependencies: ["BlobStreamChecksums", "BlobStreamTestSupport"]),
+        .testTarget(
+            name: "BlobStreamCompressionTests",
+            dependencies: ["BlobStream", "BlobStreamCompression", "BlobStreamTestSupport", "SharedTestHelpers"]
+        ),
+        .testTarget(
+            name: "BlobStreamSourcesTests",
+            dependencies: [
+                "BlobStream", "BlobStreamSources", "BlobStreamArchive", "BlobStreamCompression", "BlobStreamFiles",
+                "BlobStreamGzip", "BlobStreamTestSupport", "SharedTestHelpers",
+            ]
+        ),
+        .testTarget(
+            name: "BlobStreamUploadTests", dependencies: ["BlobStream", "BlobStreamUpload", "BlobStreamTestSupport"]),
+        .testTarget(
+            name: "BlobStreamCLITests",
+            dependencies: [
+                "BlobStreamCLI", "BlobStream", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(
             name: "BlobStreamFilesTests",
             dependencies: [

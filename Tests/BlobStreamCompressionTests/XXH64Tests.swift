@@ -1,5 +1,5 @@
+import BlobStreamCompression
 import BlobStreamTestSupport
-import BlobStreamZstd
 import Foundation
 import SharedTestHelpers
 import Testing

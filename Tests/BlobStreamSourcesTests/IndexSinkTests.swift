@@ -71,7 +71,7 @@ struct IndexSinkTests {
         #expect(
             index.gzipIndex?.points.map(\.uncompressedOffset) == fromFile.gzipIndex?.points.map(\.uncompressedOffset))
         #expect(index.gzipIndex?.identity == (kind == "tar" ? nil : identity))
-        for name in ArchiveIndexTests.members(index) {
+        for name in memberNames(index) {
             let read = drain(ArchiveMemberDataSource(archive: path, member: name, index: .index(index)))
             #expect(read.error == nil && read.last == 0, "\(kind) \(name): \(String(describing: read.error))")
             #expect(read.data == fixtures.files[stripDotSlash(name)], "\(kind) \(name)")
@@ -139,7 +139,7 @@ struct IndexSinkTests {
         #expect(index.format == .tarZstd && index.identity == identity)
         #expect(index.members == fromFile.members)
         #expect(index.zstdFrames == fromFile.zstdFrames)
-        for name in ArchiveIndexTests.members(index) {
+        for name in memberNames(index) {
             let read = drain(ArchiveMemberDataSource(archive: path, member: name, index: .index(index)))
             #expect(read.error == nil && read.data == fixtures.files[stripDotSlash(name)], "\(name)")
         }
@@ -166,7 +166,7 @@ struct IndexSinkTests {
         }
         #expect(index.format == .zip && index.identity == identity)
         #expect(index.members == fromFile.members, "\(kind)")
-        for name in ArchiveIndexTests.members(index) {
+        for name in memberNames(index) {
             let read = drain(ArchiveMemberDataSource(archive: path, member: name, index: .index(index)))
             #expect(read.error == nil && read.last == 0, "\(kind) \(name): \(String(describing: read.error))")
             #expect(read.data == fixtures.files[stripDotSlash(name)], "\(kind) \(name)")

@@ -1,4 +1,4 @@
-import BlobStreamNetworking
+import BlobStreamUpload
 import Foundation
 import Testing
 

@@ -1,6 +1,6 @@
 import BlobStream
-import BlobStreamNetworking
 import BlobStreamTestSupport
+import BlobStreamUpload
 import Foundation
 import Testing
 
