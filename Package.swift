@@ -51,6 +51,15 @@ let package = Package(
         // The checksums (internal, no product): CRC-32, CRC-32C, CRC-64/NVME in Swift, one
         // reflected-CRC engine with combine; no C library, so S3 links no codec for them.
         .target(name: "BlobStreamChecksums"),
+        // The block cache (internal, no product yet): blocks of remote objects kept on this
+        // machine, each with its CRC-32C; SHA-256 (swift-crypto) names an object's version.
+        .target(
+            name: "BlobStreamBlockCache",
+            dependencies: [
+                "BlobStream", "BlobStreamSystem", "BlobStreamChecksums",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Sources.
         .target(name: "BlobStreamFiles", dependencies: ["BlobStream", "BlobStreamSystem"]),
         .systemLibrary(
@@ -313,6 +322,10 @@ let package = Package(
         // One test target per library module (scripts/check-module-graph checks it).
         .testTarget(
             name: "BlobStreamChecksumsTests", dependencies: ["BlobStreamChecksums", "BlobStreamTestSupport"]),
+        .testTarget(
+            name: "BlobStreamBlockCacheTests",
+            dependencies: ["BlobStreamBlockCache", "BlobStream", "BlobStreamSystem", "BlobStreamTestSupport"]
+        ),
         .testTarget(
             name: "BlobStreamCompressionTests",
             dependencies: ["BlobStream", "BlobStreamCompression", "BlobStreamTestSupport", "SharedTestHelpers"]
