@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 extension HTTPHedging {
     /// Sends a small request beside a read (the `HEAD` that asks a store for an object's
@@ -52,25 +52,29 @@ extension HTTPHedging {
 }
 
 /// The requests of one hedged `execute`: the first answer below 500 settles it, and the
-/// others are cancelled. Unchecked Sendable: every mutable property is guarded by `lock`.
-private final class HedgedRace: @unchecked Sendable {
-    private let lock = NIOLock()
+/// others are cancelled.
+private final class HedgedRace: Sendable {
+    /// What the race holds while it runs.
+    private struct Running {
+        var tasks: [HTTPClient.Task<HTTPClient.Response>] = []
+        var settled = false
+        var firstFailure: Result<HTTPClient.Response, any Error>?
+    }
+
+    private let state = Mutex(Running())
     private let promise: EventLoopPromise<HTTPClient.Response>
-    private var running: [HTTPClient.Task<HTTPClient.Response>] = []
-    private var settled = false
-    private var firstFailure: Result<HTTPClient.Response, any Error>?
 
     init(promise: EventLoopPromise<HTTPClient.Response>) {
         self.promise = promise
     }
 
-    var isSettled: Bool { lock.withLock { settled } }
+    var isSettled: Bool { state.withLock { $0.settled } }
 
     /// Counts a request sent; false when the race is already settled (the caller cancels it).
     func add(_ task: HTTPClient.Task<HTTPClient.Response>) -> Bool {
-        lock.withLock {
-            guard !settled else { return false }
-            running.append(task)
+        state.withLock {
+            guard !$0.settled else { return false }
+            $0.tasks.append(task)
             return true
         }
     }
@@ -78,19 +82,19 @@ private final class HedgedRace: @unchecked Sendable {
     /// `task` ended with `result`: the answer when it is one below 500 (the others are
     /// cancelled), the first failure once every request failed.
     func finished(_ result: Result<HTTPClient.Response, any Error>, by task: HTTPClient.Task<HTTPClient.Response>) {
-        let (outcome, losers) = lock.withLock {
-            () -> (Result<HTTPClient.Response, any Error>?, [HTTPClient.Task<HTTPClient.Response>]) in
-            guard !settled else { return (nil, []) }
-            running.removeAll { $0 === task }
+        let (outcome, losers) = state.withLock {
+            race -> (Result<HTTPClient.Response, any Error>?, [HTTPClient.Task<HTTPClient.Response>]) in
+            guard !race.settled else { return (nil, []) }
+            race.tasks.removeAll { $0 === task }
             if case .success(let response) = result, response.status.code < 500 {
-                settled = true
-                defer { running = [] }
-                return (result, running)
+                race.settled = true
+                defer { race.tasks = [] }
+                return (result, race.tasks)
             }
-            if firstFailure == nil { firstFailure = result }
-            guard running.isEmpty else { return (nil, []) }
-            settled = true
-            return (firstFailure, [])
+            if race.firstFailure == nil { race.firstFailure = result }
+            guard race.tasks.isEmpty else { return (nil, []) }
+            race.settled = true
+            return (race.firstFailure, [])
         }
         for loser in losers { loser.cancel() }
         if let outcome { promise.completeWith(outcome) }
