@@ -129,46 +129,49 @@ public struct BlockCache: Sendable {
     public func read(_ key: ObjectKey, block index: Int) -> [UInt8]? {
         guard let range = range(ofBlock: index, in: key) else { return nil }
         let version = versionDigest(key)
-        let path = blockPath(key, version: version, block: index)
-        let file: SystemFile
-        switch SystemFile.openForReading(path, nonBlocking: true, followsLinks: false) {
-        case .success(let opened): file = opened
-        case .failure(let failure):
-            // A link (ELOOP) is removed, never followed; a missing file is a miss.
-            if failure.errno == .tooManySymbolicLinkLevels, CacheFolderCalls.linkStatus(path)?.kind == .symbolicLink {
-                CacheFolderCalls.removeTree(path)
-            }
+        let file: BeneathFile
+        switch CacheFolderCalls.openBeneath(
+            folder, folders: [urlDigest(key.url, key.serverOrigin), Self.hex(version)], name: Self.blockName(index))
+        {
+        case .missing, .refusedFolder: return nil
+        case .refused(let refused):
+            // A link there (ELOOP) is removed, never followed.
+            refused.remove()
             return nil
+        case .opened(let opened): file = opened
         }
-        defer { file.close() }
-        guard case .success(let status) = file.status() else { return nil }
         let length = Int(range.count)
-        let drop = { CacheFolderCalls.unlink(path, ifStill: status.device, status.inode) }
-        guard status.kind == .regular, status.size == Int64(BlockHeader.size + length) else {
-            drop()
+        guard case .success(let status) = file.status(), status.kind == .regular,
+            status.size == Int64(BlockHeader.size + length)
+        else {
+            file.remove()
             return nil
         }
-        let total = BlockHeader.size + length
+        var headerBytes = [UInt8](repeating: 0, count: BlockHeader.size)
+        let headerRead = headerBytes.withUnsafeMutableBytes {
+            file.readFully(into: $0.baseAddress!, count: BlockHeader.size, at: 0)
+        }
+        guard case .success(BlockHeader.size) = headerRead, let header = BlockHeader(headerBytes),
+            header.version == version, header.blockIndex == UInt64(index), header.payloadLength == UInt32(length)
+        else {
+            file.remove()
+            return nil
+        }
         var complete = false
-        let bytes = [UInt8](unsafeUninitializedCapacity: total) { buffer, done in
-            if case .success(let n) = file.readFully(into: buffer.baseAddress!, count: total, at: 0) {
+        let payload = [UInt8](unsafeUninitializedCapacity: length) { buffer, done in
+            done = 0
+            guard length > 0 else { return }
+            if case .success(let n) = file.readFully(into: buffer.baseAddress!, count: length, at: Int64(BlockHeader.size)) {
                 done = n
-                complete = n == total
-            } else {
-                done = 0
+                complete = n == length
             }
         }
-        guard complete,
-            let header = BlockHeader(bytes),
-            header.version == version, header.blockIndex == UInt64(index), header.payloadLength == UInt32(length),
-            bytes.withUnsafeBytes({ CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[BlockHeader.size...])) })
-                == header.payloadCRC
-        else {
-            drop()
+        guard complete, CRC32C.update(0, payload) == header.payloadCRC else {
+            file.remove()
             return nil
         }
-        CacheFolderCalls.touch(file.rawValue)
-        return Array(bytes[BlockHeader.size...])
+        CacheFolderCalls.touch(file.file)
+        return payload
     }
 
     // MARK: Writing
@@ -203,7 +206,7 @@ public struct BlockCache: Sendable {
         let result: Result<Void, SystemCallFailure>
         do {
             result = try AtomicFileWrite.write(
-                to: path, mode: 0o600,
+                to: path, mode: 0o600, flushes: false,
                 beforeRename: {
                     // The rename and the count change together: no block is ever uncounted.
                     locked = lock.lock()
@@ -211,14 +214,16 @@ public struct BlockCache: Sendable {
                     return true
                 }
             ) { write in
-                var whole = header
-                whole.append(contentsOf: bytes)
-                try whole.withUnsafeBytes { raw in
-                    if let failAfter, failAfter < raw.count {
-                        try write(UnsafeRawBufferPointer(rebasing: raw[..<failAfter]))
-                        throw SystemCallFailure("write", .noSpace)
+                var allowed = failAfter ?? Int.max
+                for part in [header, bytes] {
+                    try part.withUnsafeBytes { raw in
+                        guard allowed >= raw.count else {
+                            try write(UnsafeRawBufferPointer(rebasing: raw[..<allowed]))
+                            throw SystemCallFailure("write", .noSpace)
+                        }
+                        try write(raw)
+                        allowed -= raw.count
                     }
-                    try write(raw)
                 }
             }
         } catch {

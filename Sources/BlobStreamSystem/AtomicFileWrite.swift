@@ -45,8 +45,11 @@ package enum AtomicFileWrite {
     /// `write(_:to:mode:beforeRename:)` writes its bytes: the destination is replaced only
     /// when `contents` returned. An error `contents` throws (a source that failed) leaves
     /// the destination as it was and is rethrown; a failed write is the result.
+    /// `flushes: false` skips the `fsync` before the rename, for a file whose every read
+    /// checks it whole (the block cache's: its CRC-32C), where a power cut may leave a new
+    /// name on bytes not yet on the disk.
     package static func write(
-        to target: String, mode: mode_t? = nil, beforeRename: () -> Bool = { true },
+        to target: String, mode: mode_t? = nil, flushes: Bool = true, beforeRename: () -> Bool = { true },
         contents: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> Result<Void, SystemCallFailure> {
         let slash = target.lastIndex(of: "/")
@@ -77,7 +80,7 @@ package enum AtomicFileWrite {
             close(descriptor)
             throw error
         }
-        guard fsync(descriptor) == 0 else {
+        guard !flushes || fsync(descriptor) == 0 else {
             let code = errno
             close(descriptor)
             return .failure(SystemCallFailure("fsync", Errno(rawValue: code)))

@@ -119,7 +119,8 @@ package enum CacheFolderCalls {
     }
 
     /// Removes everything in the open folder `descriptor`, then closes it.
-    private static func removeContents(of descriptor: Int32) -> Int64 {
+    @discardableResult
+    static func removeContents(of descriptor: Int32) -> Int64 {
         guard let directory = fdopendir(descriptor) else {
             close(descriptor)
             return 0
@@ -147,11 +148,30 @@ package enum CacheFolderCalls {
         return removed
     }
 
-    /// Removes the name `path` when it still names the file `device`/`inode` (so that a file
-    /// another process has just put there in its place stays).
-    package static func unlink(_ path: String, ifStill device: UInt64, _ inode: UInt64) {
-        guard let now = linkStatus(path), now.device == device, now.inode == inode else { return }
-        if now.kind == .directory { removeTree(path) } else { _ = Glibc.unlink(path) }
+    /// Opens the file `name` in the folder `root`/`folders[0]`/`folders[1]`/…, never
+    /// following a link below `root` (each folder opened with `O_NOFOLLOW | O_DIRECTORY`
+    /// from the one before, the file with `O_NOFOLLOW | O_NONBLOCK`: a FIFO does not hold
+    /// the open up). `root` itself, the user's path, may be reached through links.
+    package static func openBeneath(_ root: String, folders: [String], name: String) -> BeneathFile.Opening {
+        var folder = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { return .missing }
+        for component in folders {
+            let inner = openat(folder, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let code = errno
+            close(folder)
+            guard inner >= 0 else { return code == ENOENT ? .missing : .refusedFolder }
+            folder = inner
+        }
+        let file = openat(folder, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
+        if file < 0 {
+            let code = errno
+            if code == ENOENT {
+                close(folder)
+                return .missing
+            }
+            return .refused(BeneathFile(folder: folder, file: -1, name: name))
+        }
+        return .opened(BeneathFile(folder: folder, file: file, name: name))
     }
 
     /// Sets the modification and access times of the open file to now, to the nanosecond
@@ -238,5 +258,68 @@ package final class CounterLockFile {
     package func setCounter(_ value: Int64, magic: UInt64) {
         var words = (magic.littleEndian, UInt64(bitPattern: value).littleEndian)
         _ = withUnsafeBytes(of: &words) { pwrite(descriptor, $0.baseAddress!, 16, 0) }
+    }
+}
+
+/// A file opened by `CacheFolderCalls.openBeneath`, with the folder it is in (both closed
+/// when this goes): it can be removed from that very folder, whatever links appeared on the
+/// path since.
+package final class BeneathFile {
+    /// What `openBeneath` found.
+    package enum Opening {
+        /// Nothing at the name (or a folder on the way is missing).
+        case missing
+        /// A folder on the way is not a folder (a link, a file): nothing opened.
+        case refusedFolder
+        /// The name could not be opened (a link there, no permission): `file` is not open,
+        /// the folder is, so that the name can be removed.
+        case refused(BeneathFile)
+        /// The file is open.
+        case opened(BeneathFile)
+    }
+
+    let folder: Int32
+    /// The file's descriptor (-1 when refused).
+    package let file: Int32
+    let name: String
+
+    /// `fstat` of the open file.
+    package func status() -> Result<FileStatus, SystemCallFailure> { SystemFile(rawDescriptor: file).status() }
+
+    /// `pread`s until `count` bytes are in or the file ends.
+    package func readFully(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Result<
+        Int, SystemCallFailure
+    > {
+        SystemFile(rawDescriptor: file).readFully(into: buffer, count: count, at: offset)
+    }
+
+    /// Removes the name from its folder: a link is removed (not its target), a folder with
+    /// what it holds (never through a link); when the file is open, only while the name
+    /// still names it (so that a file another process has just put there stays).
+    package func remove() {
+        var info = stat()
+        guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        if file >= 0 {
+            var open = stat()
+            guard fstat(file, &open) == 0, open.st_dev == info.st_dev, open.st_ino == info.st_ino else { return }
+        }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            let inner = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if inner >= 0 { CacheFolderCalls.removeContents(of: inner) }
+            unlinkat(folder, name, AT_REMOVEDIR)
+        } else {
+            unlinkat(folder, name, 0)
+        }
+    }
+
+    init(folder: Int32, file: Int32, name: String) {
+        self.folder = folder
+        self.file = file
+        self.name = name
+    }
+
+    deinit {
+        if file >= 0 { Glibc.close(file) }
+        Glibc.close(folder)
     }
 }

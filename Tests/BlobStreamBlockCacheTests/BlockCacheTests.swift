@@ -189,12 +189,33 @@ struct BlockCacheTests {
         try FileManager.default.removeItem(atPath: objectFolder)
         let userFile = outside.path + "/keep-me"
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: userFile))
+        // A user's file there at a block's name (damaged, as the cache sees it): not read,
+        // not removed.
+        let decoy = outside.path + "/" + BlockCache.blockName(0)
+        try Data(repeating: 9, count: 64 + blockSize).write(to: URL(fileURLWithPath: decoy))
         #expect(symlink(outside.path, objectFolder) == 0)
         #expect(cache.read(key, block: 0) == nil)
+        #expect(FileManager.default.fileExists(atPath: decoy))
+        try FileManager.default.removeItem(atPath: decoy)
         #expect(throws: BlobStreamError.self) { try cache.write(key, block: 0, bytes: blockBytes(blockSize, seed: 5, index: 0)) }
         cache.prune(toBytes: 0)
         cache.dropObject(url: key.url, serverOrigin: key.serverOrigin)
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["keep-me"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: userFile)) == Data([1, 2, 3]))
+
+        // The object's URL folder a link: the same.
+        let urlFolder = (objectFolder as NSString).deletingLastPathComponent
+        try? FileManager.default.removeItem(atPath: urlFolder)
+        let linkedTo = outside.path + "/" + (objectFolder as NSString).lastPathComponent
+        try FileManager.default.createDirectory(atPath: linkedTo, withIntermediateDirectories: false)
+        try Data(repeating: 9, count: 64 + blockSize).write(to: URL(fileURLWithPath: linkedTo + "/" + BlockCache.blockName(0)))
+        #expect(symlink(outside.path, urlFolder) == 0)
+        #expect(cache.read(key, block: 0) == nil)
+        #expect(FileManager.default.fileExists(atPath: linkedTo + "/" + BlockCache.blockName(0)))
+        #expect(throws: BlobStreamError.self) { try cache.write(key, block: 0, bytes: blockBytes(blockSize, seed: 5, index: 0)) }
+        cache.prune(toBytes: 0)
+        cache.dropObject(url: key.url, serverOrigin: key.serverOrigin)
+        #expect(FileManager.default.fileExists(atPath: linkedTo + "/" + BlockCache.blockName(0)))
         #expect(try Data(contentsOf: URL(fileURLWithPath: userFile)) == Data([1, 2, 3]))
     }
 
