@@ -91,21 +91,30 @@ struct FaultProxyExchange: Sendable {
             } else if case .flipAnswer(let offset) = chosen?.rule.action {
                 seen.status = try await forwardFlipped(bytes, to: client, offset: offset)
             } else {
-                seen.status = try await forward(bytes, to: client)
+                let relayed = Relayed()
+                defer { seen.answerBytes = relayed.bytes }
+                seen.status = try await forward(bytes, to: client, relayed: relayed)
             }
         } catch {
             // The client or the upstream went away: logged without a status.
         }
     }
 
+    /// The bytes of an answer relayed so far, counted as they go (a client gone mid-answer
+    /// ends the relay with a throw).
+    final class Relayed: @unchecked Sendable {
+        var bytes = 0
+    }
+
     /// Sends `request` upstream and relays the answer to its end; returns its status.
-    private func forward(_ request: [UInt8], to client: PeerConnection) async throws -> Int? {
+    private func forward(_ request: [UInt8], to client: PeerConnection, relayed: Relayed) async throws -> Int? {
         try await PeerConnection.connect(host: upstreamHost, port: upstreamPort) { upstream in
             try await upstream.write(request)
             var first: [UInt8] = []
             while let data = try await upstream.readAvailable() {
                 if first.count < 64 { first += data }
                 try await client.write(data)
+                relayed.bytes += data.count
             }
             return Self.status(of: first)
         }
