@@ -206,7 +206,9 @@ public struct BlockCache: Sendable {
         let result: Result<Void, SystemCallFailure>
         do {
             result = try AtomicFileWrite.write(
-                to: path, mode: 0o600, flushes: false,
+                // No fsync: every read checks the block whole. The folder's scan (an
+                // eviction, `prune`, `contents`) removes a killed writer's temporary file.
+                to: path, mode: 0o600, flushes: false, removesLeftovers: false,
                 beforeRename: {
                     // The rename and the count change together: no block is ever uncounted.
                     locked = lock.lock()

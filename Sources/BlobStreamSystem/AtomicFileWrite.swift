@@ -47,15 +47,18 @@ package enum AtomicFileWrite {
     /// the destination as it was and is rethrown; a failed write is the result.
     /// `flushes: false` skips the `fsync` before the rename, for a file whose every read
     /// checks it whole (the block cache's: its CRC-32C), where a power cut may leave a new
-    /// name on bytes not yet on the disk.
+    /// name on bytes not yet on the disk. `removesLeftovers: false` leaves the clean-up of
+    /// killed runs' temporary names to the caller (one that writes many files to a large
+    /// folder, and scans it anyway: the block cache).
     package static func write(
-        to target: String, mode: mode_t? = nil, flushes: Bool = true, beforeRename: () -> Bool = { true },
+        to target: String, mode: mode_t? = nil, flushes: Bool = true, removesLeftovers: Bool = true,
+        beforeRename: () -> Bool = { true },
         contents: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> Result<Void, SystemCallFailure> {
         let slash = target.lastIndex(of: "/")
         let folder = slash.map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? "."
         let name = slash.map { String(target[target.index(after: $0)...]) } ?? target
-        removeLeftovers(in: folder, of: name)
+        if removesLeftovers { removeLeftovers(in: folder, of: name) }
         let stem = (name.utf8.count <= 200 ? "." + name : "") + marker
         var descriptor = open(folder, temporaryFileFlag | O_WRONLY | O_CLOEXEC, mode ?? 0o666)
         var temporary: String?

@@ -386,17 +386,22 @@ struct BlockCacheTests {
         CacheFolderCalls.setTime(path: leftover, seconds: CacheFolderCalls.currentTime - 3600)
         #expect(cache.read(key, block: 4) == nil)
         #expect(cache.contents().totalBytes == Int64(64 + blockSize), "the leftover is not a block")
-        // The next write of that block (or a prune) removes it.
+        // The block written whole is read; the leftover is not taken for it.
         try cache.write(key, block: 4, bytes: bytes)
-        #expect(CacheFolderCalls.linkStatus(leftover) == nil)
         #expect(cache.read(key, block: 4) == bytes)
-        // A leftover of another block goes at a prune.
-        let other = cache.objectFolder(key) + "/." + BlockCache.blockName(6) + AtomicFileWrite.marker + "crashed"
-        try whole.write(to: URL(fileURLWithPath: other))
-        CacheFolderCalls.setTime(path: other, seconds: CacheFolderCalls.currentTime - 3600)
+        // A fresh leftover (a writer maybe still at work) stays; a stale one goes at a prune,
+        // and at an eviction.
+        let fresh = cache.objectFolder(key) + "/." + BlockCache.blockName(6) + AtomicFileWrite.marker + "working"
+        try whole.write(to: URL(fileURLWithPath: fresh))
         cache.prune(toBytes: 1 << 20)
-        #expect(CacheFolderCalls.linkStatus(other) == nil)
+        #expect(CacheFolderCalls.linkStatus(leftover) == nil)
+        #expect(CacheFolderCalls.linkStatus(fresh) != nil)
         #expect(cache.read(key, block: 4) == bytes)
+        #expect(cache.read(key, block: 6) == nil)
+        CacheFolderCalls.setTime(path: fresh, seconds: CacheFolderCalls.currentTime - 3600)
+        let small = BlockCache(folder: folder.path, sizeLimit: Int64(64 + blockSize), blockSize: blockSize)
+        try small.write(key, block: 7, bytes: blockBytes(blockSize, seed: 9, index: 7))
+        #expect(CacheFolderCalls.linkStatus(fresh) == nil)
     }
 
     @Test("a write that fails half-way (a full disk): a clear error, no part of the block visible")
