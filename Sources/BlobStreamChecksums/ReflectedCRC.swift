@@ -18,6 +18,9 @@ package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendabl
     @usableFromInline let tables: [UInt64]
     /// The register's arithmetic, not generic: its width and polynomial.
     @usableFromInline let field: CRCField
+    /// A 64-bit register's constants for folding 128 bits onto the 128 bits 512 and 128 bits
+    /// later (`bs_crc64_fold`): x^(512+63), x^511, x^(128+63), x^127; empty for 32 bits.
+    @usableFromInline let foldConstants: [UInt64]
 
     package init(polynomial: Value) {
         self.polynomial = polynomial
@@ -34,7 +37,9 @@ package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendabl
             }
         }
         self.tables = tables.map { UInt64(truncatingIfNeeded: $0) }
-        field = CRCField(width: Value.bitWidth, polynomial: UInt64(truncatingIfNeeded: polynomial))
+        let field = CRCField(width: Value.bitWidth, polynomial: UInt64(truncatingIfNeeded: polynomial))
+        self.field = field
+        foldConstants = Value.bitWidth == 64 ? [575, 511, 191, 127].map { field.power(ofXTo: $0) } : []
     }
 
     /// The CRC of `bytes` continued from `crc` (0 to start).
@@ -42,7 +47,7 @@ package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendabl
         guard bytes.count > 0 else { return crc }
         // The register, inverted, zero-extended: the loop is not generic (a generic one, not
         // specialized across modules, ran at 115 MB/s).
-        let register = CRCLoop.run(UInt64(truncatingIfNeeded: ~crc), bytes, tables, field)
+        let register = CRCLoop.run(UInt64(truncatingIfNeeded: ~crc), bytes, tables, field, fold: foldConstants)
         return ~Value(truncatingIfNeeded: register)
     }
 

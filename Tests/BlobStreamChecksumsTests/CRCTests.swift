@@ -33,6 +33,8 @@ private struct SplitMix: RandomNumberGenerator {
 @Suite("CRC-32, CRC-32C, CRC-64/NVME: check values, the definition, combine")
 struct CRCTests {
     static let check = Array("123456789".utf8)
+    /// CRC-64/XZ: a 64-bit polynomial besides NVME's.
+    static let xz = ReflectedCRC<UInt64>(polynomial: 0xC96C_5795_D787_0F42)
 
     @Test("the CRC catalogue's check values, and iSCSI's CRC-32C vectors (RFC 3720, B.4)")
     func publishedValues() {
@@ -50,7 +52,10 @@ struct CRCTests {
 
     @Test(
         "every CRC equals the bit-by-bit definition at lengths about each path's edges, from three alignments",
-        arguments: [0, 1, 15, 16, 17, 31, 48, 255, 4095, 4096, 4097, 4143, 12_345, 100_003])
+        arguments: [
+            0, 1, 15, 16, 17, 31, 48, 255, 256, 257, 319, 320, 383, 4095, 4096, 4097, 4143, 12_345, 100_003,
+            1_048_637,
+        ])
     func definition(count: Int) {
         let bytes = [UInt8](TestData.pseudoRandom(count + 2, seed: UInt64(count) + 1))
         for start in 0..<3 {
@@ -58,6 +63,9 @@ struct CRCTests {
             #expect(UInt64(CRC32.update(0, slice)) == bitwiseCRC(slice, polynomial: 0xEDB8_8320, width: 32))
             #expect(UInt64(CRC32C.update(0, slice)) == bitwiseCRC(slice, polynomial: 0x82F6_3B78, width: 32))
             #expect(CRC64NVME.update(0, slice) == bitwiseCRC(slice, polynomial: 0x9A6C_9329_AC4B_C9B5, width: 64))
+            // Another 64-bit polynomial folds with constants of its own (carry-less folding
+            // from 256 bytes on where the CPU has it).
+            #expect(slice.withUnsafeBytes { Self.xz.update(0, $0) } == bitwiseCRC(slice, polynomial: 0xC96C_5795_D787_0F42, width: 64))
         }
     }
 
