@@ -84,6 +84,11 @@ public struct BlockCache: Sendable {
     /// are written, the write fails with `ENOSPC` (a full disk).
     package var failWritesAfterBytes: Int?
 
+    /// How long a write waits for the writers' lock (another writer's eviction) before it
+    /// gives its block up, in seconds: a process stopped holding the lock never stalls a
+    /// read that keeps what it fetched.
+    package var lockTimeout: Double = 2
+
     /// The size limit when none is given: 4 GiB.
     public static let defaultSizeLimit: Int64 = 4 << 30
     /// The block size when none is given: 1 MiB.
@@ -211,9 +216,9 @@ public struct BlockCache: Sendable {
                 to: path, mode: 0o600, flushes: false, removesLeftovers: false,
                 beforeRename: {
                     // The rename and the count change together: no block is ever uncounted.
-                    locked = lock.lock()
+                    locked = lock.lock(timeout: lockTimeout)
                     if let old = CacheFolderCalls.linkStatus(path), old.kind == .regular { replaced = old.size }
-                    return true
+                    return locked
                 }
             ) { write in
                 var allowed = failAfter ?? Int.max
@@ -232,10 +237,15 @@ public struct BlockCache: Sendable {
             result = .failure(error as? SystemCallFailure ?? SystemCallFailure("write", .ioError))
         }
         if case .failure(let failure) = result {
+            if failure.isCanceled {
+                throw BlobStreamError(
+                    .ioFailed,
+                    "block cache \(folder): its lock was held by another process for \(lockTimeout) s; "
+                        + "block \(index) of \(key.url) not kept")
+            }
             throw failure.error("'\(path)'", context: "block cache \(folder)", code: .ioFailed)
         }
         CacheFolderCalls.touch(path: path)
-        guard locked else { return }
         let written = Int64(BlockHeader.size + bytes.count)
         let used: Int64
         if let counted = lock.counter(magic: Self.counterMagic) {
@@ -282,7 +292,7 @@ public struct BlockCache: Sendable {
     private func removeOtherVersions(in urlFolder: String, keeping: String) {
         let others = CacheFolderCalls.entries(of: urlFolder).filter { $0.name != keeping }
         guard !others.isEmpty else { return }
-        withLock { counted in
+        withLock(timeout: lockTimeout) { counted in
             var removed: Int64 = 0
             for other in others { removed += CacheFolderCalls.removeTree(urlFolder + "/" + other.name) }
             return counted.map { max(0, $0 - removed) }
@@ -437,8 +447,10 @@ public struct BlockCache: Sendable {
 
     /// Runs `body` holding the writers' lock, with the bytes counted (nil: not known); keeps
     /// what it returns as the count (nil: forgets it, the next writer counts again).
-    private func withLock(_ body: (Int64?) -> Int64?) {
-        guard CacheFolderCalls.linkStatus(folder) != nil, let lock = try? openLock(), lock.lock() else { return }
+    private func withLock(timeout: Double? = nil, _ body: (Int64?) -> Int64?) {
+        guard CacheFolderCalls.linkStatus(folder) != nil, let lock = try? openLock(),
+            timeout.map({ lock.lock(timeout: $0) }) ?? lock.lock()
+        else { return }
         defer { lock.unlock() }
         if let counted = body(lock.counter(magic: Self.counterMagic)) {
             lock.setCounter(counted, magic: Self.counterMagic)

@@ -243,6 +243,26 @@ package final class CounterLockFile {
         return true
     }
 
+    /// Takes the lock, trying again every millisecond or so for at most `timeout` seconds;
+    /// false when another holder kept it all that time (a process stopped while holding it
+    /// cannot hold this caller for ever).
+    package func lock(timeout: Double) -> Bool {
+        let deadline = monotonicSeconds() + timeout
+        var pause: UInt32 = 500
+        while true {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK || errno == EINTR, monotonicSeconds() < deadline else { return false }
+            usleep(pause)
+            pause = min(pause * 2, 20_000)
+        }
+    }
+
+    private func monotonicSeconds() -> Double {
+        var value = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &value)
+        return Double(value.tv_sec) + Double(value.tv_nsec) / 1e9
+    }
+
     /// Releases the lock.
     package func unlock() { _ = flock(descriptor, LOCK_UN) }
 

@@ -445,6 +445,28 @@ struct BlockCacheTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder.path + "/notes.txt")) == Data([7]))
     }
 
+    @Test("a writer held by a lock another process keeps gives its block up in time; readers never wait")
+    func heldLock() throws {
+        let folder = TemporaryFolder()
+        var cache = BlockCache(folder: folder.path, sizeLimit: 1 << 20, blockSize: blockSize)
+        cache.lockTimeout = 0.3
+        let bytes = blockBytes(blockSize, seed: 13, index: 0)
+        try cache.write(key, block: 0, bytes: bytes)
+        // Another open of the lock file: flock excludes it as it would another process.
+        let other = try CounterLockFile(path: folder.path + "/" + BlockCache.lockName)
+        #expect(other.lock())
+        let started = Date()
+        #expect(throws: BlobStreamError.self) { try cache.write(key, block: 1, bytes: blockBytes(blockSize, seed: 13, index: 1)) }
+        #expect(Date().timeIntervalSince(started) < 5)
+        let reader = cache
+        #expect(withinSeconds(5) { reader.read(key, block: 0) } == .some(bytes))
+        #expect(cache.read(key, block: 1) == nil)
+        other.unlock()
+        try cache.write(key, block: 1, bytes: blockBytes(blockSize, seed: 13, index: 1))
+        #expect(cache.read(key, block: 1) == blockBytes(blockSize, seed: 13, index: 1))
+        #expect(cache.contents().totalBytes == 2 * Int64(64 + blockSize))
+    }
+
     @Test("the default folder is the XDG cache's blobstream/blocks")
     func defaultFolder() {
         let folder = BlockCache.defaultFolder
