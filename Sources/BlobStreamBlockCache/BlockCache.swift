@@ -40,6 +40,10 @@ public struct BlockCache: Sendable {
         /// The object's size in bytes.
         public var size: Int64
 
+        /// Whether blocks of the object may be kept: its ETag is a strong one (not empty, not
+        /// `W/"…"`, which names equivalent content, not the same bytes).
+        public var isCacheable: Bool { !entityTag.isEmpty && !entityTag.hasPrefix("W/") && size >= 0 }
+
         public init(url: String, serverOrigin: String? = nil, entityTag: String, size: Int64) {
             self.url = url
             self.serverOrigin = serverOrigin
@@ -132,7 +136,7 @@ public struct BlockCache: Sendable {
     /// check (its header, its length, its CRC-32C, or not a regular file) is removed.
     /// Never waits on the file (`O_NONBLOCK`) nor follows a link (`O_NOFOLLOW`).
     public func read(_ key: ObjectKey, block index: Int) -> [UInt8]? {
-        guard let range = range(ofBlock: index, in: key) else { return nil }
+        guard key.isCacheable, let range = range(ofBlock: index, in: key) else { return nil }
         let version = versionDigest(key)
         let file: BeneathFile
         switch CacheFolderCalls.openBeneath(
@@ -185,10 +189,15 @@ public struct BlockCache: Sendable {
     /// then, when the folder is past its limit, removes the least recently used blocks. The
     /// first block kept of a version of an object removes the blocks of its other versions.
     ///
-    /// - Throws: `BlobStreamError` `.invalidOffset` when the object has no such block or
+    /// - Throws: `BlobStreamError` `.unsupported` when the object's ETag is not a strong one
+    ///   (``ObjectKey/isCacheable``); `.invalidOffset` when the object has no such block or
     ///   `bytes` is not its length; `.ioFailed` (naming the cache's folder and the system's
     ///   error) when the block could not be written (a full disk): nothing of it is kept.
     public func write(_ key: ObjectKey, block index: Int, bytes: [UInt8]) throws(BlobStreamError) {
+        guard key.isCacheable else {
+            throw BlobStreamError(
+                .unsupported, "block cache: \(key.url) has no strong ETag (\(key.entityTag)); its blocks are not kept")
+        }
         guard let range = range(ofBlock: index, in: key) else {
             throw BlobStreamError(.invalidOffset, "block cache: \(key.url) has no block \(index)")
         }

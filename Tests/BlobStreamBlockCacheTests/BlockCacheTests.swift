@@ -297,6 +297,15 @@ struct BlockCacheTests {
         elsewhere.serverOrigin = "https://mirror.example.com:443"
         #expect(cache.read(elsewhere, block: 0) == nil)
 
+        // No ETag, or a weak one: nothing kept, nothing served.
+        for tag in ["", "W/\"v1\""] {
+            var weak = key
+            weak.entityTag = tag
+            #expect(!weak.isCacheable)
+            #expect(throws: BlobStreamError.self) { try cache.write(weak, block: 0, bytes: old) }
+            #expect(cache.read(weak, block: 0) == nil)
+        }
+
         let new = blockBytes(blockSize, seed: 8, index: 0)
         try cache.write(changed, block: 0, bytes: new)
         #expect(cache.read(changed, block: 0) == new)
