@@ -44,6 +44,8 @@ public struct BlockCache: Sendable {
         /// `W/"…"`, which names equivalent content, not the same bytes).
         public var isCacheable: Bool { !entityTag.isEmpty && !entityTag.hasPrefix("W/") && size >= 0 }
 
+        /// The key of the object at `url` (as `serverOrigin` served it, when known) in the
+        /// version whose strong ETag is `entityTag` and whose size is `size`.
         public init(url: String, serverOrigin: String? = nil, entityTag: String, size: Int64) {
             self.url = url
             self.serverOrigin = serverOrigin
@@ -100,7 +102,9 @@ public struct BlockCache: Sendable {
 
     /// A cache in `folder`, bounded by `sizeLimit` bytes, in blocks of `blockSize` bytes
     /// (at least 1, at most 1 GiB).
-    public init(folder: String, sizeLimit: Int64 = BlockCache.defaultSizeLimit, blockSize: Int = BlockCache.defaultBlockSize) {
+    public init(
+        folder: String, sizeLimit: Int64 = BlockCache.defaultSizeLimit, blockSize: Int = BlockCache.defaultBlockSize
+    ) {
         self.folder = folder.count > 1 && folder.hasSuffix("/") ? String(folder.dropLast()) : folder
         self.sizeLimit = max(0, sizeLimit)
         self.blockSize = min(max(1, blockSize), 1 << 30)
@@ -170,7 +174,9 @@ public struct BlockCache: Sendable {
         let payload = [UInt8](unsafeUninitializedCapacity: length) { buffer, done in
             done = 0
             guard length > 0 else { return }
-            if case .success(let n) = file.readFully(into: buffer.baseAddress!, count: length, at: Int64(BlockHeader.size)) {
+            if case .success(let n) = file.readFully(
+                into: buffer.baseAddress!, count: length, at: Int64(BlockHeader.size))
+            {
                 done = n
                 complete = n == length
             }
@@ -357,7 +363,10 @@ public struct BlockCache: Sendable {
         }
         let count = Int(status.size)
         var bytes = [UInt8](repeating: 0, count: count)
-        guard case .success(count) = bytes.withUnsafeMutableBytes({ file.readFully(into: $0.baseAddress!, count: count, at: 0) }),
+        guard
+            case .success(count) = bytes.withUnsafeMutableBytes({
+                file.readFully(into: $0.baseAddress!, count: count, at: 0)
+            }),
             let key = try? JSONDecoder().decode(ObjectKey.self, from: Data(bytes)),
             objectFolder.hasSuffix("/" + Self.hex(versionDigest(key)))
         else { return nil }
@@ -482,7 +491,8 @@ public struct BlockCache: Sendable {
         for urlEntry in CacheFolderCalls.entries(of: folder)
         where urlEntry.kind == .directory && Self.isDigestName(urlEntry.name, length: 32) {
             let urlFolder = folder + "/" + urlEntry.name
-            for versionEntry in CacheFolderCalls.entries(of: urlFolder) where Self.isDigestName(versionEntry.name, length: 64) {
+            for versionEntry in CacheFolderCalls.entries(of: urlFolder)
+            where Self.isDigestName(versionEntry.name, length: 64) {
                 let objectFolder = urlFolder + "/" + versionEntry.name
                 guard versionEntry.kind == .directory else {
                     CacheFolderCalls.removeTree(objectFolder)
@@ -538,7 +548,7 @@ public struct BlockCache: Sendable {
 /// CRC-32C, and the CRC-32C of the 60 bytes before it.
 struct BlockHeader {
     static let size = 64
-    static let magic: UInt64 = 0x314B_434F_4C42_5342  // "BSBLOCK1"
+    static let magic: UInt64 = 0x314B_434F_4C42_5342 // "BSBLOCK1"
     static let formatVersion: UInt32 = 1
 
     var version: [UInt8]

@@ -1,9 +1,10 @@
 import BlobStream
-@testable import BlobStreamBlockCache
 import BlobStreamSystem
 import Foundation
 import Glibc
 import Testing
+
+@testable import BlobStreamBlockCache
 
 /// A fresh temporary folder, removed when the test ends.
 private final class TemporaryFolder: Sendable {
@@ -24,7 +25,7 @@ private func blockBytes(_ count: Int, seed: UInt64, index: Int) -> [UInt8] {
     }
 }
 
-private final class ResultBox<T>: @unchecked Sendable {  // written before the semaphore signals
+private final class ResultBox<T>: @unchecked Sendable { // written before the semaphore signals
     var value: T?
     init() {}
 }
@@ -126,7 +127,8 @@ struct BlockCacheTests {
         try FileManager.default.createDirectory(
             atPath: (cache.blockPath(key, block: 2) as NSString).deletingLastPathComponent,
             withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: cache.blockPath(other, block: 2), toPath: cache.blockPath(key, block: 2))
+        try FileManager.default.copyItem(
+            atPath: cache.blockPath(other, block: 2), toPath: cache.blockPath(key, block: 2))
         try FileManager.default.copyItem(atPath: cache.blockPath(key, block: 1), toPath: cache.blockPath(key, block: 3))
         #expect(cache.read(key, block: 2) == nil)
         #expect(cache.read(key, block: 3) == nil)
@@ -197,7 +199,9 @@ struct BlockCacheTests {
         #expect(cache.read(key, block: 0) == nil)
         #expect(FileManager.default.fileExists(atPath: decoy))
         try FileManager.default.removeItem(atPath: decoy)
-        #expect(throws: BlobStreamError.self) { try cache.write(key, block: 0, bytes: blockBytes(blockSize, seed: 5, index: 0)) }
+        #expect(throws: BlobStreamError.self) {
+            try cache.write(key, block: 0, bytes: blockBytes(blockSize, seed: 5, index: 0))
+        }
         cache.prune(toBytes: 0)
         cache.dropObject(url: key.url, serverOrigin: key.serverOrigin)
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["keep-me"])
@@ -208,11 +212,14 @@ struct BlockCacheTests {
         try? FileManager.default.removeItem(atPath: urlFolder)
         let linkedTo = outside.path + "/" + (objectFolder as NSString).lastPathComponent
         try FileManager.default.createDirectory(atPath: linkedTo, withIntermediateDirectories: false)
-        try Data(repeating: 9, count: 64 + blockSize).write(to: URL(fileURLWithPath: linkedTo + "/" + BlockCache.blockName(0)))
+        try Data(repeating: 9, count: 64 + blockSize).write(
+            to: URL(fileURLWithPath: linkedTo + "/" + BlockCache.blockName(0)))
         #expect(symlink(outside.path, urlFolder) == 0)
         #expect(cache.read(key, block: 0) == nil)
         #expect(FileManager.default.fileExists(atPath: linkedTo + "/" + BlockCache.blockName(0)))
-        #expect(throws: BlobStreamError.self) { try cache.write(key, block: 0, bytes: blockBytes(blockSize, seed: 5, index: 0)) }
+        #expect(throws: BlobStreamError.self) {
+            try cache.write(key, block: 0, bytes: blockBytes(blockSize, seed: 5, index: 0))
+        }
         cache.prune(toBytes: 0)
         cache.dropObject(url: key.url, serverOrigin: key.serverOrigin)
         #expect(FileManager.default.fileExists(atPath: linkedTo + "/" + BlockCache.blockName(0)))
@@ -344,7 +351,9 @@ struct BlockCacheTests {
             Thread {
                 let cache = BlockCache(folder: folder.path, sizeLimit: limit, blockSize: blockSize)
                 var state = UInt64(thread + 1)
-                var hits = 0, wrong = 0, errors = 0
+                var hits = 0
+                var wrong = 0
+                var errors = 0
                 for _ in 0..<300 {
                     state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                     let object = Int(state >> 40) % objects.count
@@ -465,7 +474,9 @@ struct BlockCacheTests {
         let other = try CounterLockFile(path: folder.path + "/" + BlockCache.lockName)
         #expect(other.lock())
         let started = Date()
-        #expect(throws: BlobStreamError.self) { try cache.write(key, block: 1, bytes: blockBytes(blockSize, seed: 13, index: 1)) }
+        #expect(throws: BlobStreamError.self) {
+            try cache.write(key, block: 1, bytes: blockBytes(blockSize, seed: 13, index: 1))
+        }
         #expect(Date().timeIntervalSince(started) < 5)
         let reader = cache
         #expect(withinSeconds(5) { reader.read(key, block: 0) } == .some(bytes))

@@ -65,7 +65,9 @@ struct CRCTests {
             #expect(CRC64NVME.update(0, slice) == bitwiseCRC(slice, polynomial: 0x9A6C_9329_AC4B_C9B5, width: 64))
             // Another 64-bit polynomial folds with constants of its own (carry-less folding
             // from 256 bytes on where the CPU has it).
-            #expect(slice.withUnsafeBytes { Self.xz.update(0, $0) } == bitwiseCRC(slice, polynomial: 0xC96C_5795_D787_0F42, width: 64))
+            #expect(
+                slice.withUnsafeBytes { Self.xz.update(0, $0) }
+                    == bitwiseCRC(slice, polynomial: 0xC96C_5795_D787_0F42, width: 64))
         }
     }
 
