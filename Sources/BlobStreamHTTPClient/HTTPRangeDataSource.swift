@@ -179,10 +179,14 @@ public final class HTTPRangeDataSource: BlobDataSource {
             }
         }
         let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void = { settle($0, nil) }
-        let first = FirstRequest(
+        var first = FirstRequest(
             client: client, sender: sender, judge: answers.judge,
             offset: offset, blockSize: options.blockSize, held: plan.firstBlock, maxRedirects: options.maxRedirects,
             announce: announce)
+        // An index object (its head expected from the start, its end beside it): the first
+        // GET asks for the head alone. Open-ended, it went on sending the index (megabytes
+        // relayed) until cancelled, beside the pages the look-up asks for.
+        if plan.firstRangeExpected, pipeline.end.count != nil { first.last = offset + Int64(plan.firstBlock) - 1 }
         first.send(to: url)
         hedgeFirstRequest(client: client, offset: offset, held: plan.firstBlock, settle: settle)
         pipeline.end.start(sender)

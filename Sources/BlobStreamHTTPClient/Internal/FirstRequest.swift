@@ -20,6 +20,11 @@ struct FirstRequest: Sendable {
     /// The body bytes held before the server is made to wait: the first block's size (a
     /// reader that jumps, or reads an index's head, takes no more of this answer).
     let held: Int
+    /// The last byte asked for: nil for `bytes=OFFSET-` (the answer read on as long as the
+    /// reader goes on), else the first answer is that range alone (an index object whose
+    /// head and end are all a look-up may need from its start: nothing past the head is
+    /// sent, and relayed, before the request is cancelled).
+    var last: Int64? = nil
     let maxRedirects: Int
     let announce: @Sendable (Result<(RemoteObject, FirstAnswer), BlobStreamError>) -> Void
 
@@ -33,7 +38,7 @@ struct FirstRequest: Sendable {
     /// Sends attempt `attempt` of the first GET to `url`, reached after `redirects` redirects.
     func send(to url: URL, attempt: Int = 1, redirects: Int = 0) {
         let request: HTTPClient.Request
-        switch requests.make(url: url, from: offset, to: nil, etag: nil) {
+        switch requests.make(url: url, from: offset, to: last, etag: nil) {
         case .failure(let error): return announce(.failure(error))
         case .success(let made): request = made
         }

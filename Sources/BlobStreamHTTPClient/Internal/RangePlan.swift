@@ -26,6 +26,9 @@ struct RangePlan {
     /// True while the reading goes on from the object's start with no jump and no hint:
     /// a download, whose blocks are `downloadBlockSize`.
     var isDownload = true
+    /// `expectRead(_:)` before `open()` named the bytes the first answer is to bring (an
+    /// index's head and table).
+    var firstRangeExpected = false
 
     init(options: HTTPRangeOptions) {
         blockSize = options.blockSize
@@ -112,6 +115,7 @@ struct RangePlan {
     /// `expectRead(_:)` before `open()`: the first block is `count` bytes (at most `blockSize`).
     mutating func expectFirstBlock(of count: Int64) {
         firstBlockSize = Int(min(count, Int64(blockSize)))
+        firstRangeExpected = true
         isDownload = false
     }
 
