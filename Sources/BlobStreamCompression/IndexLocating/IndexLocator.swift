@@ -24,8 +24,8 @@ extension LocatableIndex {
     ///   - url: its URL, for the sidecar's and for messages.
     ///   - indexURL: the index the user named, if any.
     ///   - cache: where indexes are kept on this machine, if anywhere; a matching index found
-    ///     beside the source is kept there (read whole once; a failure to keep it does not
-    ///     fail the lookup).
+    ///     beside the source is kept there (read whole once, in one request, and decoded from
+    ///     those bytes; a failure to keep it does not fail the lookup).
     ///   - key: the key indexes must be sealed with (`IndexSeal`); nil: none is checked (a
     ///     seal is set aside). With a key, every index is read whole and used only when its
     ///     seal verifies: one named that does not is an error (`.unsupported` unsealed,
@@ -44,10 +44,21 @@ extension LocatableIndex {
         if let cache, let index = try keptCopy(in: cache, for: source, at: url, key: key) { return .matching(index) }
         let sidecar = sidecar(of: url)
         // With a key, the index is read whole (its seal covers every byte), and the bytes
-        // checked are the ones kept.
+        // checked are the ones kept. With a cache, it is read whole too (one request), decoded
+        // from those bytes and kept as read: read by pages, then whole again to be kept, it
+        // was asked for three times.
         var sealedBytes: [UInt8]?
         let found = Result { () throws(BlobStreamError) in
-            guard let key else { return try read(named: sidecar, makeSource: makeSource) }
+            guard let key else {
+                guard cache != nil, let decoder = Self.self as? any KeptIndexFileReading.Type else {
+                    return try read(named: sidecar, makeSource: makeSource)
+                }
+                let bytes = try wholeBytes(named: sidecar, makeSource: makeSource)
+                guard let index = try decoder.decode(wholeIndex: IndexSeal.withoutSeal(bytes), name: sidecar) as? Self
+                else { throw BlobStreamError(.unsupported, "the \(kind.noun) \(sidecar) cannot be read whole") }
+                sealedBytes = bytes
+                return index
+            }
             let bytes = try wholeBytes(named: sidecar, makeSource: makeSource)
             sealedBytes = bytes
             return try authenticated(bytes, name: sidecar, key: key)
