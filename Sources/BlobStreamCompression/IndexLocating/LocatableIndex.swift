@@ -121,29 +121,8 @@ extension LocatableIndex {
         if let key {
             return try authenticated(wholeBytes(named: url, makeSource: makeSource), name: url, key: key)
         }
-        let scheme = BlobURL.scheme(of: url)?.lowercased()
-        if scheme == nil || scheme == "file" {
-            var path = url
-            if scheme != nil {
-                do {
-                    path = try BlobURL.path(ofFileURL: url)
-                } catch {
-                    throw BlobStreamError(.malformedURL, "\(kind.noun) \(url): \(error)", cause: error)
-                }
-            }
-            return try read(indexFileAt: path)
-        }
-        let made: any BlobDataSource
-        do {
-            made = try makeSource(url)
-        } catch {
-            throw BlobStreamError(
-                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(kind.noun) \(url): \(error)", cause: error)
-        }
-        guard let object = made as? any BlobRangeReading else {
-            made.close()
-            throw BlobStreamError(.unsupported, "\(kind.noun) \(url): its source cannot be read by range")
-        }
+        if let path = try localPath(of: url) { return try read(indexFileAt: path) }
+        let object = try rangeSource(of: url, makeSource: makeSource)
         // Its head and table in the first answer, no more of it held; its record, at its
         // end, asked for beside that answer.
         object.expectRead(0..<Int64(leadingReadLength))
@@ -183,29 +162,9 @@ extension LocatableIndex {
     package static func wholeBytes(named url: String, makeSource: (String) throws -> any BlobDataSource)
         throws(BlobStreamError) -> [UInt8]
     {
-        let scheme = BlobURL.scheme(of: url)?.lowercased()
-        if scheme == nil || scheme == "file" {
-            var path = url
-            if scheme != nil {
-                do {
-                    path = try BlobURL.path(ofFileURL: url)
-                } catch {
-                    throw BlobStreamError(.malformedURL, "\(kind.noun) \(url): \(error)", cause: error)
-                }
-            }
-            return try readWholeFile(path)
-        }
-        let made: any BlobDataSource
-        do {
-            made = try makeSource(url)
-        } catch {
-            throw BlobStreamError(
-                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(kind.noun) \(url): \(error)", cause: error)
-        }
-        defer { made.close() }
-        guard let object = made as? any BlobRangeReading else {
-            throw BlobStreamError(.unsupported, "\(kind.noun) \(url): its source cannot be read by range")
-        }
+        if let path = try localPath(of: url) { return try readWholeFile(path) }
+        let object = try rangeSource(of: url, makeSource: makeSource)
+        defer { object.close() }
         object.open()
         _ = try object.contentIdentity() // waits for the first answer (the length)
         guard let length = object.length else {
@@ -222,6 +181,40 @@ extension LocatableIndex {
         } catch {
             throw BlobStreamError(error.code, "\(kind.noun) \(url): \(error.message)", cause: error)
         }
+    }
+
+    /// The path of the index `url` names when it is a file (a path or a `file:` URL); nil for
+    /// anything else.
+    static func localPath(of url: String) throws(BlobStreamError) -> String? {
+        switch BlobURL.scheme(of: url)?.lowercased() {
+        case nil: return url
+        case "file":
+            do {
+                return try BlobURL.path(ofFileURL: url)
+            } catch {
+                throw BlobStreamError(.malformedURL, "\(kind.noun) \(url): \(error)", cause: error)
+            }
+        default: return nil
+        }
+    }
+
+    /// The source `makeSource` makes for the index object at `url` (not open), which must read
+    /// by range.
+    static func rangeSource(of url: String, makeSource: (String) throws -> any BlobDataSource)
+        throws(BlobStreamError) -> any BlobRangeReading
+    {
+        let made: any BlobDataSource
+        do {
+            made = try makeSource(url)
+        } catch {
+            throw BlobStreamError(
+                (error as? BlobStreamError)?.code ?? .sourceFailed, "\(kind.noun) \(url): \(error)", cause: error)
+        }
+        guard let object = made as? any BlobRangeReading else {
+            made.close()
+            throw BlobStreamError(.unsupported, "\(kind.noun) \(url): its source cannot be read by range")
+        }
+        return object
     }
 
     /// All the bytes of the index file at `path`.
