@@ -291,6 +291,7 @@ public final class ArchiveMemberDataSource: BlobDataSource, @unchecked Sendable 
             fail(makeError(.malformedURL, "a member name cannot contain a NUL byte (it would be cut there)"))
             return
         }
+        indexed.expectFirstBytes(options)
         reader.open()
         indexed.requestIndexEarly(options)
         if reader.isAsynchronous {

@@ -158,10 +158,11 @@ extension HTTPRangeDataSource: BlobRangeReading {
     /// a read goes past it, then start again small (a range longer than `blockSize` keeps
     /// full read-ahead). Without a strong ETag nothing is done.
     ///
-    /// Before `open()`, a range that starts at the read offset sizes the first answer: its
-    /// first block is that range (at most `blockSize`), and no more of the answer is held
-    /// while the reader has not taken it (an index object's head and member table, not
-    /// 8 MiB of its windows). Later, nothing is done until the first answer is judged.
+    /// Before `open()`, a range that starts at the read offset is the first answer: the
+    /// first GET asks for that range (at most `blockSize`; `Range: bytes=OFFSET-LAST`), not
+    /// for the object from there (an index object's head and member table, not 8 MiB of its
+    /// windows). A read past it asks for more, as after a jump; without a strong ETag it
+    /// fails (`.offsetUnsupported`). Later, nothing is done until the first answer is judged.
     public func expectRead(_ range: Range<Int64>) {
         if !opened {
             guard !closed, range.lowerBound == position, range.upperBound > range.lowerBound else { return }

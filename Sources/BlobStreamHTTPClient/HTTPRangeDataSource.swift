@@ -183,10 +183,10 @@ public final class HTTPRangeDataSource: BlobDataSource {
             client: client, sender: sender, judge: answers.judge,
             offset: offset, blockSize: options.blockSize, held: plan.firstBlock, maxRedirects: options.maxRedirects,
             announce: announce)
-        // An index object (its head expected from the start, its end beside it): the first
-        // GET asks for the head alone. Open-ended, it went on sending the index (megabytes
-        // relayed) until cancelled, beside the pages the look-up asks for.
-        if plan.firstRangeExpected, pipeline.end.count != nil { first.last = offset + Int64(plan.firstBlock) - 1 }
+        // The first answer's bytes named (`expectRead(_:)` before `open()`: an index's head,
+        // an object's first bytes): the first GET asks for them alone. Open-ended, it went on
+        // sending (megabytes relayed) until cancelled, beside the requests the reader made.
+        if plan.firstRangeExpected { first.last = offset + Int64(plan.firstBlock) - 1 }
         first.send(to: url)
         hedgeFirstRequest(client: client, offset: offset, held: plan.firstBlock, settle: settle)
         pipeline.end.start(sender)

@@ -81,7 +81,15 @@ private func remoteIndex(
     // With an index looked for, the read jumps (to a seek point) or decodes ranges in
     // parallel: the object's first answer need not bring a large block from its start,
     // and without an index a read from the start ramps up from it.
-    if case .none = use {} else { object.expectRandomAccess() }
+    if case .none = use {
+    } else if BlobURL.scheme(of: url)?.lowercased() == "s3" {
+        // An object on a store always carries an ETag: its first GET asks for its first
+        // 64 KiB alone, not for the object from its start (sent, and relayed, until the
+        // read jumped to its seek point and cancelled it).
+        object.expectRead(0..<Int64(64 << 10))
+    } else {
+        object.expectRandomAccess()
+    }
     object.open()
     switch use {
     case .none:

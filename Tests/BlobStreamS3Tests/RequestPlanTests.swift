@@ -81,6 +81,8 @@ struct RequestPlanTests {
             url, registry: sources.makeRegistry(), offset: offset, length: length)
         let elapsed = clock.now - start
         try await pool.shutdown()
+        // A request sent as the stream closed reaches the proxy a moment later: it is this read's.
+        try await Task.sleep(for: .milliseconds(300))
         #expect(got == expected, "\(url): the bytes")
         let count = Count(log: await proxy.settledLog())
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -135,11 +137,14 @@ struct RequestPlanTests {
         #expect(cold.count.requests <= 4, "cold: \(cold.count)")
         // The index's first GET asks for its head alone (2 MiB), not for all of it from there.
         #expect(cold.count.lines.contains { $0.contains(".blobidx bytes=0-2097151 ") }, "cold: \(cold.count)")
-        withKnownIssue("Remote I/O at the floor: a speculative bytes=0- of the archive and of its index", isIntermittent: true) {
+        // The archive's first GET asks for its first 64 KiB alone (its identity), not for the
+        // archive from its start.
+        #expect(cold.count.lines.contains { $0.contains("many.tar.gz bytes=0-65535 ") }, "cold: \(cold.count)")
+        #expect(!cold.count.lines.contains { $0.contains(" bytes=0- ") }, "cold: \(cold.count)")
+        #expect(cold.count.bytes <= 2_400_000, "cold: \(cold.count)")
+        withKnownIssue("Remote I/O at the floor: the index's head read whole, the archive's start asked for", isIntermittent: true) {
             #expect(cold.count.requests <= 3, "cold: \(cold.count)")
             #expect(cold.count.bytes <= 800_000, "cold: \(cold.count)")
-            #expect(!cold.count.lines.contains { $0.contains("many.tar.gz bytes=0- ") }, "cold: \(cold.count)")
-            #expect(!cold.count.lines.contains { $0.contains(".blobidx bytes=0- ") }, "cold: \(cold.count)")
         }
 
         // With the index cache: filled by the first read (the index read once), then the
@@ -153,9 +158,9 @@ struct RequestPlanTests {
         let cached = try await Self.measure(proxy, fixture, memberURL, cache: cache, expected: member.data)
         #expect(cached.count.requests <= 2, "cached: \(cached.count)")
         #expect(!cached.count.lines.contains { $0.contains(".blobidx") }, "cached: \(cached.count)")
-        withKnownIssue("Remote I/O at the floor: a speculative bytes=0- of the archive", isIntermittent: true) {
+        #expect(cached.count.bytes <= 600_000, "cached: \(cached.count)")
+        withKnownIssue("Remote I/O at the floor: the archive's first 64 KiB asked for its identity", isIntermittent: true) {
             #expect(cached.count.requests == 1, "cached: \(cached.count)")
-            #expect(cached.count.bytes <= 600_000, "cached: \(cached.count)")
         }
 
         // A zip member with no index: the directory from one tail read, the member.
@@ -163,6 +168,8 @@ struct RequestPlanTests {
         let zip = try await Self.measure(
             proxy, fixture, "archive:s3://\(bucket)/many.zip!/\(zipMember.name)", expected: zipMember.data)
         #expect(zip.count.requests <= 7, "zip: \(zip.count)")
+        #expect(!zip.count.lines.contains { $0.contains(" bytes=0- ") }, "zip: \(zip.count)")
+        #expect(zip.count.bytes <= 1_500_000, "zip: \(zip.count)")
         withKnownIssue("Remote I/O at the floor: index look-ups, bytes=0-, overlapping ranges", isIntermittent: true) {
             #expect(zip.count.requests <= 3, "zip: \(zip.count)")
         }
@@ -173,6 +180,8 @@ struct RequestPlanTests {
             proxy, fixture, "gzip:s3://\(bucket)/t.gz", offset: 12_000_000, length: 1 << 20,
             expected: scene.text.subdata(in: 12_000_000..<(12_000_000 + (1 << 20))))
         #expect(gz.count.requests <= 6, "gz: \(gz.count)")
+        #expect(!gz.count.lines.contains { $0.contains(" bytes=0- ") }, "gz: \(gz.count)")
+        #expect(gz.count.bytes <= 1_400_000, "gz: \(gz.count)")
         #expect(gz.count.lines.contains { $0.contains("t.gz.gzidx bytes=0-524287 ") }, "gz: \(gz.count)")
         withKnownIssue("Remote I/O at the floor: bytes=0- of the object and of its index, a block past the end", isIntermittent: true) {
             #expect(gz.count.requests <= 3, "gz: \(gz.count)")

@@ -185,7 +185,8 @@ public final class FaultProxy: Sendable {
         /// The status relayed from the upstream or sent by the proxy; nil when dropped (or failed).
         public internal(set) var status: Int?
         /// The bytes of the upstream's answer (head and body) relayed to the client, up to the
-        /// end of the answer or the client's going away (0 for an answer the proxy made itself).
+        /// end of the answer or the client's going away (the last piece written counted whole),
+        /// 0 for an answer the proxy made itself.
         public internal(set) var answerBytes: Int = 0
     }
 

@@ -100,8 +100,8 @@ struct FaultProxyExchange: Sendable {
         }
     }
 
-    /// The bytes of an answer relayed so far, counted as they go (a client gone mid-answer
-    /// ends the relay with a throw).
+    /// The bytes of an answer relayed so far, counted as they are handed to the client's
+    /// connection (a client gone mid-answer ends the relay with a throw).
     final class Relayed: @unchecked Sendable {
         var bytes = 0
     }
@@ -113,8 +113,10 @@ struct FaultProxyExchange: Sendable {
             var first: [UInt8] = []
             while let data = try await upstream.readAvailable() {
                 if first.count < 64 { first += data }
-                try await client.write(data)
+                // Counted as handed to the client's connection: a write the client cuts by
+                // closing may have delivered part of it.
                 relayed.bytes += data.count
+                try await client.write(data)
             }
             return Self.status(of: first)
         }

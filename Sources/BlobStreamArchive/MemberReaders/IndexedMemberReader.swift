@@ -47,6 +47,20 @@ final class IndexedMemberReader {
         return try locate(in: index, options: options, accept: accept)
     }
 
+    /// Over an archive on a store (`s3://`, whose objects always carry an ETag) with
+    /// `.automatic`: the archive's first GET asks for its first 64 KiB alone (its identity,
+    /// a tar's first header, a zip's first local header), not for the archive from its start
+    /// (megabytes sent before the read jumped to its index's member, and cancelled). A read
+    /// without an index (a tar walked) goes on by blocks. Called by `open()` before the
+    /// archive is opened, lock held.
+    func expectFirstBytes(_ options: ArchiveMemberOptions) {
+        guard case .automatic = options.index, options.archivePath == nil, let indexObjects = options.indexObjects,
+            let object = archive.upstream as? any BlobRangeReading,
+            BlobURL.scheme(of: indexObjects.url)?.lowercased() == "s3"
+        else { return }
+        object.expectRead(0..<Int64(64 << 10))
+    }
+
     /// Over an archive on a store (`s3://`) with `.automatic` and no index cache: asks
     /// for the index object beside it now (its source made and opened), so that the index's
     /// answer and the archive's first answer come in parallel instead of one after the other.
