@@ -50,9 +50,7 @@ let package = Package(
         ),
         // The checksums (internal, no product): CRC-32, CRC-32C, CRC-64/NVME in Swift, one
         // reflected-CRC engine with combine; no C library, so S3 links no codec for them.
-        // CRC-64/NVME folds with carry-less products (PCLMULQDQ) in a few lines of C.
-        .target(name: "CBlobStreamCRC"),
-        .target(name: "BlobStreamChecksums", dependencies: ["CBlobStreamCRC"]),
+        .target(name: "BlobStreamChecksums"),
         // The block cache (internal, no product yet): blocks of remote objects kept on this
         // machine, each with its CRC-32C; SHA-256 (swift-crypto) names an object's version.
         .target(

@@ -1,5 +1,3 @@
-internal import CBlobStreamCRC
-
 /// A reflected CRC's register arithmetic, for registers of 32 or 64 bits held in a `UInt64`
 /// (the highest bit of the width is x^0): products and powers of x modulo the polynomial.
 /// Not generic, so that it runs at full speed from any module.
@@ -51,37 +49,8 @@ internal import CBlobStreamCRC
     /// Buffers at least this long are cut into three lanes (the join costs about 2 µs).
     static let lanesFrom = 4096
 
-    /// Buffers at least this long are folded with carry-less products when `fold` is given.
-    static let foldFrom = 256
-    /// Whether the CPU multiplies without carries (PCLMULQDQ), for `bs_crc64_fold`.
-    static let canFold = bs_crc64_fold_available() != 0
-
     /// The register after `bytes`, from the inverted register `register` (still inverted).
-    /// `fold`: a 64-bit CRC's folding constants (`ReflectedCRC.foldConstants`; empty for none):
-    /// the bytes but the last few are folded into 16 (`bs_crc64_fold`), which the tables finish.
     @usableFromInline static func run(
-        _ register: UInt64, _ bytes: UnsafeRawBufferPointer, _ tables: [UInt64], _ field: CRCField,
-        fold: [UInt64] = []
-    ) -> UInt64 {
-        guard let base = bytes.baseAddress, fold.count == 4, bytes.count >= foldFrom, canFold else {
-            return tableRun(register, bytes, tables, field)
-        }
-        let folded = bytes.count / 64 * 64
-        var last = (UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &last) { out in
-            fold.withUnsafeBufferPointer { constants in
-                bs_crc64_fold(
-                    register, base.assumingMemoryBound(to: UInt8.self), folded, constants.baseAddress!,
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
-        // The 16 bytes stand for all the folded ones, from a zero register.
-        let register = withUnsafeBytes(of: &last) { tableRun(0, $0, tables, field) }
-        return tableRun(register, UnsafeRawBufferPointer(rebasing: bytes[folded...]), tables, field)
-    }
-
-    /// The register after `bytes`, from the inverted register `register`, by the tables.
-    private static func tableRun(
         _ register: UInt64, _ bytes: UnsafeRawBufferPointer, _ tables: [UInt64], _ field: CRCField
     ) -> UInt64 {
         guard let base = bytes.baseAddress else { return register }

@@ -7,10 +7,6 @@
 ///   runs beside the others' (three dependency chains the core overlaps), and the three are
 ///   joined as `combine` joins CRCs (the register times x^(8 × a third's length)). About
 ///   3.9 GB/s of one core here, where one lane gave 1.65 and slicing-by-8 1.2.
-/// - A 64-bit CRC (CRC-64/NVME) of 256 bytes or more is folded with carry-less products where
-///   the CPU has them (PCLMULQDQ: `bs_crc64_fold`, four 128-bit lanes, 64 bytes a step), the
-///   tables finishing the last 16 bytes and the tail: 5.6 GB/s against the tables' 2.6 here
-///   under load (1 GiB: 0.07 CPU-s against 0.16).
 /// - One loop, on a 64-bit register, serves both widths: it is not generic, since a generic
 ///   loop that a caller in another module did not specialize ran at 115 MB/s.
 package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendable>: Sendable {
@@ -22,9 +18,6 @@ package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendabl
     @usableFromInline let tables: [UInt64]
     /// The register's arithmetic, not generic: its width and polynomial.
     @usableFromInline let field: CRCField
-    /// A 64-bit register's constants for folding 128 bits onto the 128 bits 512 and 128 bits
-    /// later (`bs_crc64_fold`): x^(512+63), x^511, x^(128+63), x^127; empty for 32 bits.
-    @usableFromInline let foldConstants: [UInt64]
 
     package init(polynomial: Value) {
         self.polynomial = polynomial
@@ -41,9 +34,7 @@ package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendabl
             }
         }
         self.tables = tables.map { UInt64(truncatingIfNeeded: $0) }
-        let field = CRCField(width: Value.bitWidth, polynomial: UInt64(truncatingIfNeeded: polynomial))
-        self.field = field
-        foldConstants = Value.bitWidth == 64 ? [575, 511, 191, 127].map { field.power(ofXTo: $0) } : []
+        field = CRCField(width: Value.bitWidth, polynomial: UInt64(truncatingIfNeeded: polynomial))
     }
 
     /// The CRC of `bytes` continued from `crc` (0 to start).
@@ -51,7 +42,7 @@ package struct ReflectedCRC<Value: FixedWidthInteger & UnsignedInteger & Sendabl
         guard bytes.count > 0 else { return crc }
         // The register, inverted, zero-extended: the loop is not generic (a generic one, not
         // specialized across modules, ran at 115 MB/s).
-        let register = CRCLoop.run(UInt64(truncatingIfNeeded: ~crc), bytes, tables, field, fold: foldConstants)
+        let register = CRCLoop.run(UInt64(truncatingIfNeeded: ~crc), bytes, tables, field)
         return ~Value(truncatingIfNeeded: register)
     }
 
