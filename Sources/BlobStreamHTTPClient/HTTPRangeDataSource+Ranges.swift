@@ -172,20 +172,24 @@ extension HTTPRangeDataSource: BlobRangeReading {
         guard state.error == nil, !closed, let object = try? judgedObject(before: "planning a read"),
             object.etag != nil
         else { return }
-        let from = max(range.lowerBound, 0)
-        let to = min(range.upperBound, object.length, from + Int64(options.blockSize))
+        var from = max(range.lowerBound, 0)
+        var to = min(range.upperBound, object.length, from + Int64(options.blockSize))
         guard from < to else { return }
         // The block in hand, or the first answer's block not taken yet, brings these bytes:
         // a short range then asks for nothing ahead of that block (`plannedEnd`).
-        if let current = pipeline.current, current.start <= from, to <= current.end {
-            if range.upperBound <= to { plan.plannedEnd = to }
-            return
+        var held: (start: Int64, end: Int64)? = pipeline.current.map { ($0.start, $0.end) }
+        if held == nil, answers.awaitingFirst, let first = shared.lock.withLock({ shared.stream?.offset }) {
+            held = (first, first + Int64(plan.firstBlock))
         }
-        if answers.awaitingFirst, let first = shared.lock.withLock({ shared.stream?.offset }), first <= from,
-            to <= first + Int64(plan.firstBlock)
-        {
-            if range.upperBound <= to { plan.plannedEnd = to }
-            return
+        if let held, held.start <= from, from < held.end {
+            if to <= held.end {
+                if range.upperBound <= to { plan.plannedEnd = to }
+                return
+            }
+            // The range starts in that block: only the bytes after it are asked for (no
+            // second request for bytes the first brings).
+            from = held.end
+            to = min(range.upperBound, object.length, from + Int64(options.blockSize))
         }
         if pipeline.end.holds(from: from, of: object) { return } // the object's end, asked for at open
         // One GET, unless the block asked for next already starts there.
