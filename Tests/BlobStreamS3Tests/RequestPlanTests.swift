@@ -23,7 +23,9 @@ struct RequestPlanTests {
         var requests: Int { log.count }
         var bytes: Int { log.reduce(0) { $0 + $1.answerBytes } }
         var lines: [String] {
-            log.map { "\($0.method) \($0.target) \($0.headers["range"] ?? "-") \($0.status.map(String.init) ?? "-") \($0.answerBytes)" }
+            log.map {
+                "\($0.method) \($0.target) \($0.headers["range"] ?? "-") \($0.status.map(String.init) ?? "-") \($0.answerBytes)"
+            }
         }
         var description: String { "\(requests) requests, \(bytes) bytes: \(lines)" }
     }
@@ -86,7 +88,9 @@ struct RequestPlanTests {
         #expect(got == expected, "\(url): the bytes")
         let count = Count(log: await proxy.settledLog())
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("RequestPlan \(url) offset \(offset) length \(length.map(String.init) ?? "-")\(cache == nil ? "" : " cache"): \(String(format: "%.3f", seconds)) s, \(count)")
+        print(
+            "RequestPlan \(url) offset \(offset) length \(length.map(String.init) ?? "-")\(cache == nil ? "" : " cache"): \(String(format: "%.3f", seconds)) s, \(count)"
+        )
         return (count, seconds)
     }
 
@@ -142,7 +146,9 @@ struct RequestPlanTests {
         #expect(cold.count.lines.contains { $0.contains("many.tar.gz bytes=0-65535 ") }, "cold: \(cold.count)")
         #expect(!cold.count.lines.contains { $0.contains(" bytes=0- ") }, "cold: \(cold.count)")
         #expect(cold.count.bytes <= 2_400_000, "cold: \(cold.count)")
-        withKnownIssue("Remote I/O at the floor: the index's head read whole, the archive's start asked for", isIntermittent: true) {
+        withKnownIssue(
+            "Remote I/O at the floor: the index's head read whole, the archive's start asked for", isIntermittent: true
+        ) {
             #expect(cold.count.requests <= 3, "cold: \(cold.count)")
             #expect(cold.count.bytes <= 800_000, "cold: \(cold.count)")
         }
@@ -159,7 +165,9 @@ struct RequestPlanTests {
         #expect(cached.count.requests <= 2, "cached: \(cached.count)")
         #expect(!cached.count.lines.contains { $0.contains(".blobidx") }, "cached: \(cached.count)")
         #expect(cached.count.bytes <= 600_000, "cached: \(cached.count)")
-        withKnownIssue("Remote I/O at the floor: the archive's first 64 KiB asked for its identity", isIntermittent: true) {
+        withKnownIssue(
+            "Remote I/O at the floor: the archive's first 64 KiB asked for its identity", isIntermittent: true
+        ) {
             #expect(cached.count.requests == 1, "cached: \(cached.count)")
         }
 
@@ -183,7 +191,10 @@ struct RequestPlanTests {
         #expect(!gz.count.lines.contains { $0.contains(" bytes=0- ") }, "gz: \(gz.count)")
         #expect(gz.count.bytes <= 1_400_000, "gz: \(gz.count)")
         #expect(gz.count.lines.contains { $0.contains("t.gz.gzidx bytes=0-524287 ") }, "gz: \(gz.count)")
-        withKnownIssue("Remote I/O at the floor: bytes=0- of the object and of its index, a block past the end", isIntermittent: true) {
+        withKnownIssue(
+            "Remote I/O at the floor: bytes=0- of the object and of its index, a block past the end",
+            isIntermittent: true
+        ) {
             #expect(gz.count.requests <= 3, "gz: \(gz.count)")
             #expect(!gz.count.lines.contains { $0.hasSuffix(" - 0") }, "gz: \(gz.count)")
         }
