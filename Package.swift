@@ -77,8 +77,8 @@ let package = Package(
         .target(
             name: "BlobStreamCompression",
             dependencies: [
-                "BlobStream", "BlobStreamSystem", "CBlobStreamZlib", "CBlobStreamIsal", "CBlobStreamLzma",
-                "CBlobStreamZstd",
+                "BlobStream", "BlobStreamSystem", "BlobStreamChecksums", "CBlobStreamZlib", "CBlobStreamIsal",
+                "CBlobStreamLzma", "CBlobStreamZstd",
                 // HMAC-SHA256: an index sealed with a key (`IndexKey`, `IndexSeal`).
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "BlobStreamArchive",
             dependencies: ["BlobStream", "BlobStreamCompression", "BlobStreamSystem", "CBlobStreamArchive"]),
-        .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem"]),
+        .target(name: "BlobStreamAssets", dependencies: ["BlobStream", "BlobStreamSystem", "BlobStreamChecksums"]),
         // Integrations: upload bodies.
         // The upload vocabulary both clients share: Foundation only (no FoundationNetworking, no NIO).
         .target(name: "BlobStreamUpload", dependencies: ["BlobStream"]),
@@ -328,7 +328,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BlobStreamCompressionTests",
-            dependencies: ["BlobStream", "BlobStreamCompression", "BlobStreamTestSupport", "SharedTestHelpers"]
+            dependencies: [
+                "BlobStream", "BlobStreamCompression", "BlobStreamChecksums", "BlobStreamTestSupport",
+                "SharedTestHelpers",
+            ]
         ),
         .testTarget(
             name: "BlobStreamSourcesTests",

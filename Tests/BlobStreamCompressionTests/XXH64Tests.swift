@@ -1,4 +1,4 @@
-import BlobStreamCompression
+import BlobStreamChecksums
 import BlobStreamTestSupport
 import Foundation
 import SharedTestHelpers

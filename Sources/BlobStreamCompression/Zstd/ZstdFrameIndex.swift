@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamChecksums
 import BlobStreamSystem
 import Foundation
 

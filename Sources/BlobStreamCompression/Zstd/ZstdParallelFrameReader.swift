@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamChecksums
 import CBlobStreamZstd
 import Foundation
 

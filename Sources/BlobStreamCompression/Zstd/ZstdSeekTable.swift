@@ -1,4 +1,5 @@
 import BlobStream
+import BlobStreamChecksums
 
 /// The seek table of a file in zstd's seekable format (facebook/zstd's
 /// `contrib/seekable_format`; written by `blobstream compress --seekable`, pyzstd's

@@ -1,7 +1,7 @@
-// XXH64 (Yann Collet's xxHash, 64-bit), the hash zstd checks content with: a frame's content
-// checksum and a seek-table entry's checksum are its low 32 bits, with seed 0. libzstd keeps
-// its own copy private (the shared library exports none), so the frames that carry no
-// checksum of their own are hashed here, in pieces, as they are decoded.
+// XXH64 (Yann Collet's xxHash, 64-bit), the package's one copy: the hash zstd checks content
+// with (a frame's content checksum and a seek-table entry's checksum are its low 32 bits, with
+// seed 0; libzstd keeps its own copy private, the shared library exports none), and the hash
+// an asset source keeps of the bytes it handed out (`DeliveredHash`).
 
 /// The XXH64 of bytes handed over in pieces (`update`), or at once (`hash(_:seed:)`).
 ///
