@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The bytes of a stream or source as an `AsyncSequence` of `Data` chunks.
 ///
@@ -263,7 +262,7 @@ final class ChunkMemoryPool: Sendable {
     /// The size of the pooled blocks (the sequence's chunk size).
     let capacity: Int
     /// Addresses of free blocks (as integers: raw pointers are not `Sendable`).
-    private let free = Mutex<[UInt]>([])
+    private let free = Locked<[UInt]>([])
 
     init(capacity: Int) { self.capacity = capacity }
 

@@ -104,7 +104,7 @@ public final class BlobDataSourceState: Sendable {
     /// read of 0 that went quiet and was announced again from the end by it, without
     /// waiting for its observer (which runs later, maybe after other observers).
     private let bytesTurns = Atomic<Int>(0)
-    private let registry = Mutex(Registry())
+    private let registry = Locked(Registry())
 
     /// A fresh state: not open, no bytes, not at end, no error.
     public init() {}

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Maps URL schemes to factories of data sources, so that one string names any source:
 /// `file:///data/a.jpg`, `gzip:file:///data/a.gz`, `archive:gzip:file:///data/p.tar.gz!/x`.
@@ -13,7 +12,7 @@ public final class DataSourceRegistry: Sendable {
     /// included; `registry` resolves inner URLs.
     public typealias Factory = @Sendable (_ url: String, _ registry: DataSourceRegistry) throws -> any BlobDataSource
 
-    private let factories = Mutex<[String: Factory]>([:])
+    private let factories = Locked<[String: Factory]>([:])
 
     /// An empty registry.
     public init() {}

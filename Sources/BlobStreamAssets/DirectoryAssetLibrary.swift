@@ -1,7 +1,6 @@
 import BlobStream
 import BlobStreamSystem
 import Foundation
-import Synchronization
 
 /// A photo library on disk, the way the original iOS library was used: every asset is a
 /// file under `originals/` (at any depth), and an edited rendition of it, when it has been
@@ -79,7 +78,7 @@ public final class DirectoryAssetLibrary: AssetLibrary, Sendable {
     private let workQueue = DispatchQueue(label: "BlobStreamAssets.DirectoryAssetLibrary.lookup")
     private let changes = Generation()
     private let watcher: LibraryWatcher
-    private let index = Mutex(Index())
+    private let index = Locked(Index())
 
     /// Opens the library at `root`; nothing is read until a lookup. A root that does not
     /// exist (yet) is not an error here: lookups then fail with `.notFound`, naming it.

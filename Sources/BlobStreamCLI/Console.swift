@@ -1,7 +1,6 @@
 import BlobStream
 import Foundation
 import Glibc
-import Synchronization
 
 /// Writes to the standard streams without buffering surprises.
 package enum Console {
@@ -99,7 +98,7 @@ package enum Console {
 
     package static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
-    private static let quiet = Mutex(false)
+    private static let quiet = Locked(false)
 
     /// `--quiet` was given: no progress line and no summary, even on a terminal.
     package static var isQuiet: Bool { quiet.withLock { $0 } }

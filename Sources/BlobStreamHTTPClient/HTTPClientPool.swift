@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import BlobStream
 import Foundation
-import Synchronization
 
 /// One connection pool for every remote source of a registry or a tool run, as
 /// AsyncHTTPClient's convention asks (one shared `HTTPClient`, not one per request or per
@@ -36,7 +35,7 @@ public final class HTTPClientPool: Sendable {
     /// True when the clients wait for the server's answer as long as it takes (uploads: an
     /// upload's own limits watch it), rather than `connection.idleTimeout`.
     private let answersWithoutIdleLimit: Bool
-    private let clients = Mutex<(byRoute: [String: HTTPClient], isShutDown: Bool)>(([:], false))
+    private let clients = Locked<(byRoute: [String: HTTPClient], isShutDown: Bool)>(([:], false))
 
     /// A pool whose clients connect with `connection`; no client is made until one is asked for.
     public convenience init(connection: HTTPConnectionOptions = .fromEnvironment()) {
@@ -71,7 +70,7 @@ public final class HTTPClientPool: Sendable {
         var answersWithoutIdleLimit: Bool
     }
 
-    private static let sharedPools = Mutex<[SharedKey: HTTPClientPool]>([:])
+    private static let sharedPools = Locked<[SharedKey: HTTPClientPool]>([:])
 
     private static func sharedPool(connection: HTTPConnectionOptions, answersWithoutIdleLimit: Bool) -> HTTPClientPool {
         let key = SharedKey(connection: connection, answersWithoutIdleLimit: answersWithoutIdleLimit)

@@ -1,7 +1,7 @@
+import BlobStream
 import AsyncHTTPClient
 import Foundation
 import NIOCore
-import Synchronization
 
 extension HTTPHedging {
     /// Sends a small request beside a read (the `HEAD` that asks a store for an object's
@@ -61,7 +61,7 @@ private final class HedgedRace: Sendable {
         var firstFailure: Result<HTTPClient.Response, any Error>?
     }
 
-    private let state = Mutex(Running())
+    private let state = Locked(Running())
     private let promise: EventLoopPromise<HTTPClient.Response>
 
     init(promise: EventLoopPromise<HTTPClient.Response>) {

@@ -1,5 +1,5 @@
+import BlobStream
 import Foundation
-import Synchronization
 
 /// An upload under way: its progress as an `AsyncSequence`, its result, and a way to stop
 /// it. `UploadClient.upload(...)` makes one; the upload runs whether or not anyone reads
@@ -66,7 +66,7 @@ public final class UploadTask: Sendable {
 /// the finishing one, and otherwise one per `UploadTask.progressInterval`. Called by the
 /// client's body producer (one thread at a time, but from different threads over an upload).
 private final class ProgressThrottle: Sendable {
-    private let lastReport = Mutex<ContinuousClock.Instant?>(nil)
+    private let lastReport = Locked<ContinuousClock.Instant?>(nil)
 
     func admits(_ report: UploadProgress) -> Bool {
         let now = ContinuousClock.now

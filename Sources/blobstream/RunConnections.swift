@@ -4,14 +4,13 @@ import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
 import NIOCore
-import Synchronization
 
 /// The one connection pool of a `blobstream` run: every http(s):// and s3:// source the run
 /// reads and the upload it sends (to an HTTP server or an S3 store) share its clients, as
 /// AsyncHTTPClient's convention asks. It lives as long as the process (`CommandMain` ends the
 /// run with `exit`).
 enum RunConnections {
-    private static let made = Mutex<HTTPClientPool?>(nil)
+    private static let made = Locked<HTTPClientPool?>(nil)
 
     /// The run's pool, made on first use with the trust roots and proxies of `caBundle` and
     /// the environment (`AWS_CA_BUNDLE`, `SSL_CERT_FILE`, `HTTPS_PROXY`, `NO_PROXY`), and

@@ -4,7 +4,6 @@ import BlobStreamHTTPClient
 import BlobStreamS3
 import BlobStreamSources
 import Foundation
-import Synchronization
 
 /// `blobstream upload SOURCE --to s3://bucket/key`: a multipart upload (a single PUT for a
 /// source no longer than a part), with a progress line on a terminal and a final line on
@@ -287,10 +286,10 @@ private struct Interrupted: Error {}
 
 /// How many times Ctrl-C was pressed during the upload.
 private final class InterruptCount: Sendable {
-    let value = Mutex(0)
+    let value = Locked(0)
 }
 
 /// The id of the multipart upload an upload started or found (or left open), once known.
 private final class StartedUploadID: Sendable {
-    let value = Mutex<String?>(nil)
+    let value = Locked<String?>(nil)
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import BlobStream
 
 /// Where members start in the uncompressed tar archives this process has read, so that
 /// locating another member of the same archive jumps to it (or to where the last search
@@ -45,7 +45,7 @@ enum TarHeaderCache {
     /// At most this many archives are remembered (the least recently stored is forgotten).
     static let capacity = 8
 
-    private static let cache = Mutex<[(identity: String, snapshot: Snapshot)]>([])
+    private static let cache = Locked<[(identity: String, snapshot: Snapshot)]>([])
 
     /// How to search `identity`'s archive for the member whose normalized name hashes to
     /// `hash`.

@@ -31,7 +31,7 @@ final class LibraryWatcher: Sendable {
     let generation: Generation
     private let root: String
     private let queue = DispatchQueue(label: "BlobStreamAssets.DirectoryAssetLibrary.watcher")
-    private let watching = Mutex(Watching())
+    private let watching = Locked(Watching())
 
     init(root: String, generation: Generation) {
         self.root = root

@@ -1,7 +1,6 @@
 import BlobStream
 import BlobStreamSystem
 import Foundation
-import Synchronization
 
 /// Where the bytes of an index are read by range when it is read lazily (its windows left
 /// there until a decode needs one): an index file (`PositionalFile`, by `pread`), or any
@@ -27,10 +26,10 @@ extension PositionalFile: IndexByteStore {}
 package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
     package let label: String
     private let source: any BlobRangeReading
-    private let lock = Mutex(())
-    private let prefix = Mutex<[UInt8]?>(nil)
+    private let lock = Locked(())
+    private let prefix = Locked<[UInt8]?>(nil)
     /// The bytes read ahead (from `start`), and where the last read ended.
-    private let ahead = Mutex<(start: Int64, bytes: [UInt8], lastEnd: Int64)>((0, [], -1))
+    private let ahead = Locked<(start: Int64, bytes: [UInt8], lastEnd: Int64)>((0, [], -1))
     /// How much of the start the first request brings by default: 64 KiB, the point table
     /// of about 3,600 seek points (a 14 GiB stream at the default spacing).
     package static let prefixLength = 64 << 10

@@ -1,7 +1,6 @@
 import BlobStream
 import Foundation
 import NIOCore
-import Synchronization
 
 /// What this process has measured of one origin (scheme, host, port), shared by every source
 /// that reads from it: how long its recent GETs took to bring their answer's head, and how
@@ -24,7 +23,7 @@ final class OriginTimings: @unchecked Sendable {
     /// The time from a GET's head sent to its answer's head, in nanoseconds.
     private var heads: [Int64] = []
 
-    private static let registry = Mutex<[String: OriginTimings]>([:])
+    private static let registry = Locked<[String: OriginTimings]>([:])
 
     /// The timings of `url`'s origin in this process (made on first use).
     static func of(_ url: URL) -> OriginTimings {

@@ -1,5 +1,5 @@
+import BlobStream
 import Foundation
-import Synchronization
 
 /// Bytes in memory that stays where it is for the object's life: a block of an answer that
 /// `HTTPRangeDataSource.getBuffer` can lend (an `Array`'s storage may only be pointed at
@@ -74,10 +74,10 @@ final class PinnedBytes: RandomAccessCollection, @unchecked Sendable {
 /// `keep` free blocks; frees them when the last block and the source are gone.
 final class BlockMemory: Sendable {
     /// The free blocks: their addresses (plain integers, which the lock can hand out) and sizes.
-    private struct Free: ~Copyable {
+    private struct Free {
         var blocks: [(address: UInt, size: Int)] = []
     }
-    private let free = Mutex(Free())
+    private let free = Locked(Free())
     private let keep: Int
 
     /// A pool that keeps at most `keep` free blocks.

@@ -3,7 +3,6 @@ import BlobStream
 import Foundation
 import NIOCore
 import NIOSSL
-import Synchronization
 
 /// Why a failed request may be sent again.
 package enum RetryReason: Equatable, Sendable {
@@ -25,7 +24,7 @@ package final class RetryBudget: Sendable {
     /// on a store that is down however many requests are in flight; false: every wait is
     /// charged whole (a source's ranges).
     private let chargesOverlapOnce: Bool
-    private let spent = Mutex<(waited: Duration, idleRetries: Int, waitingUntil: ContinuousClock.Instant?)>(
+    private let spent = Locked<(waited: Duration, idleRetries: Int, waitingUntil: ContinuousClock.Instant?)>(
         (.zero, 0, nil))
 
     /// A budget for `policy`; `chargesOverlapOnce` as described there.
