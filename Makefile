@@ -63,6 +63,7 @@ tsan: deps
 lint: deps
 	scripts/check-module-graph --self-test
 	scripts/check-module-graph
+	scripts/check-locks
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Plugins
 	SWIFT="$(SWIFT)" scripts/api-digest --check
 

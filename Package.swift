@@ -148,7 +148,7 @@ let package = Package(
         .target(
             name: "SwiftStoreTestServer",
             dependencies: [
-                "HTTPTestPeers",
+                "BlobStream", "HTTPTestPeers",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -161,6 +161,7 @@ let package = Package(
         .target(
             name: "HTTPTestPeers",
             dependencies: [
+                "BlobStream",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

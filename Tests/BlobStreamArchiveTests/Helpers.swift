@@ -5,7 +5,6 @@ import BlobStreamTestSupport
 import Crypto
 import Foundation
 @_exported import SharedTestHelpers
-import Synchronization
 import Testing
 
 // Helpers shared by the archive tests: running bsdtar / GNU tar / ar, a temporary folder,
@@ -145,7 +144,7 @@ func pipeSource(_ data: Data, chunk: Int = 16 * 1024) -> FileHandleDataSource {
 }
 
 /// Folders removed when the test process exits (fixtures shared by every test).
-private let leftovers = Mutex<[String]>([])
+private let leftovers = Locked<[String]>([])
 
 /// Removes `path` (recursively) when the process exits.
 func removeAtExit(_ path: String) {

@@ -5,7 +5,6 @@ import BlobStreamS3
 import BlobStreamTestSupport
 import Foundation
 import NIOCore
-import Synchronization
 import Testing
 
 /// Gzip seek-point indexes of objects on the store: built through the object's ranged
@@ -239,7 +238,7 @@ extension S3GzipIndexTests {
         process.standardError = err
         try process.run()
         // Read both to their end before waiting: a full pipe would stop the program.
-        let errors = Mutex(Data())
+        let errors = Locked(Data())
         let drained = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             let bytes = err.fileHandleForReading.readDataToEndOfFile()

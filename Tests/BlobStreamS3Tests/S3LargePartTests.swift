@@ -4,7 +4,6 @@ import BlobStreamS3
 import Foundation
 import NIOCore
 import SwiftStoreTestServer
-import Synchronization
 import Testing
 
 /// Parts too large for one memory buffer (a `ByteBuffer` holds at most 4 GiB): from a file they
@@ -17,7 +16,7 @@ struct S3LargePartTests {
     /// is read twice: hashed, then sent).
     final class CountingFile: Sendable {
         let path: String
-        let made = Mutex(0)
+        let made = Locked(0)
         init(_ path: String) { self.path = path }
         var source: UploadBody {
             UploadBody(length: nil, repeatable: true, name: path) { [self] in
@@ -128,9 +127,8 @@ struct S3LargePartTests {
     }
 }
 
-/// A value set from a closure the code under test calls (a `Mutex` in a class: a closure
-/// cannot capture a noncopyable local).
+/// A value set from a closure the code under test calls.
 final class Recorded<Value: Sendable>: Sendable {
-    let value: Mutex<Value>
-    init(_ value: Value) { self.value = Mutex(value) }
+    let value: Locked<Value>
+    init(_ value: Value) { self.value = Locked(value) }
 }

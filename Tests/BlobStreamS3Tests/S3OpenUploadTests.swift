@@ -3,7 +3,6 @@ import BlobStreamHTTPClient
 import BlobStreamS3
 import Foundation
 import SwiftStoreTestServer
-import Synchronization
 import Testing
 
 /// A failure that leaves a multipart upload on the store says so: the store is cut (a proxy

@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 import NginxTestServer
 import SwiftStoreTestServer
-import Synchronization
+import BlobStream
 import Testing
 
 /// `blobstream cat|checksum s3://…` with the store's endpoint and credentials in the
@@ -32,7 +32,7 @@ struct S3ReadToolTests {
             process.standardError = err
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            let errText = Mutex(Data())
+            let errText = Locked(Data())
             let done = DispatchSemaphore(value: 0)
             Thread {
                 let text = err.fileHandleForReading.readDataToEndOfFile()

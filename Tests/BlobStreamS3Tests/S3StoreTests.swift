@@ -6,7 +6,6 @@ import Crypto
 import Foundation
 import NIOCore
 import SwiftStoreTestServer
-import Synchronization
 import Testing
 
 /// What the store tests share: the store, a bucket of the test's own, files of known bytes.
@@ -342,7 +341,7 @@ struct S3StoreTests {
 
 /// Hands out 0, 1, 2, … across threads.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     func next() -> Int {
         value.withLock { v in
             defer { v += 1 }

@@ -3,7 +3,6 @@ import BlobStreamArchive
 import BlobStreamTestSupport
 import Foundation
 @_exported import SharedTestHelpers
-import Synchronization
 
 // Helpers of the composition root's tests: running bsdtar, gzip and zstd, a temporary
 // folder, deterministic bytes, draining a stream, and archives made at test time.
@@ -159,7 +158,7 @@ struct ArchiveFixtures: Sendable {
 }
 
 /// Folders removed when the test process exits (fixtures shared by every test).
-private let leftovers = Mutex<[String]>([])
+private let leftovers = Locked<[String]>([])
 
 /// Removes `path` (recursively) when the process exits.
 func removeAtExit(_ path: String) {

@@ -2,12 +2,11 @@ import BlobStream
 import BlobStreamTestSupport
 import BlobStreamUpload
 import Foundation
-import Synchronization
 import Testing
 
 /// Records what an `UploadBodyObserver` is shown.
 private final class Recorder: UploadBodyObserver {
-    private let state = Mutex<(bytes: Data, lost: [String])>((Data(), []))
+    private let state = Locked<(bytes: Data, lost: [String])>((Data(), []))
     func observe(_ bytes: UnsafeRawBufferPointer) { state.withLock { $0.bytes.append(contentsOf: bytes) } }
     func lostOrder(_ why: String) { state.withLock { $0.lost.append(why) } }
     var bytes: Data { state.withLock { $0.bytes } }

@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
+import BlobStream
 
 /// An HTTP server in this process, on 127.0.0.1 on a free port, that serves byte ranges of
 /// the objects it is given (with a strong ETag, `Range`, `If-Match`) and misbehaves as told:
@@ -58,7 +58,7 @@ public final class MisbehavingHTTPPeer: Sendable {
     /// The port the peer listens on.
     public let port: Int
     private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
-    private let state = Mutex(PeerState())
+    private let state = Locked(PeerState())
     private let logged = NSCondition()
     nonisolated(unsafe) private var seen: [Seen] = [] // guarded by `logged`
 
@@ -162,7 +162,7 @@ public final class MisbehavingHTTPPeer: Sendable {
     }
 
     /// Remembers the peer of a listener (child channels find it through their parent).
-    private static let peers = Mutex<[ObjectIdentifier: MisbehavingHTTPPeer]>([:])
+    private static let peers = Locked<[ObjectIdentifier: MisbehavingHTTPPeer]>([:])
 
     private static func attach(_ listener: any Channel, to peer: MisbehavingHTTPPeer) {
         peers.withLock { $0[ObjectIdentifier(listener)] = peer }

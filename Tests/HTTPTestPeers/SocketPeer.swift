@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
+import BlobStream
 
 /// A TCP server in this process, on 127.0.0.1 on a free port, that serves each connection
 /// with an async function over its raw bytes (a ``PeerConnection``): for peers that break
@@ -84,7 +84,7 @@ final class PeerRegistry: Sendable {
         var records: [String: [String]] = [:]
         var stopped = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Registers an accepted connection; false once the peer is stopped.
     func opened(_ channel: any Channel) -> Bool {

@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
+import BlobStream
 
 /// A ``FaultProxy``'s rules, their counts and its log, shared by its connections; a test
 /// may wait on the log.
@@ -22,7 +22,7 @@ final class FaultProxyState: Sendable {
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Replaces the rules and their counts; throws when a `path` is not a regular expression.
     func setRules(_ rules: [FaultProxy.Rule]) throws {

@@ -3,7 +3,6 @@ import BlobStreamHTTPClient
 import Foundation
 import Glibc
 import SwiftStoreTestServer
-import Synchronization
 import Testing
 
 /// The store of this file: three object servers, three replicas of every object (started on
@@ -97,7 +96,7 @@ func downloadOffThePool(
 
 /// True the first time it is asked, from any thread: a fault is injected once.
 final class Once: Sendable {
-    private let done = Mutex(false)
+    private let done = Locked(false)
     func first() -> Bool {
         done.withLock { was in
             defer { was = true }
