@@ -1,5 +1,5 @@
-import BlobStream
 import AsyncHTTPClient
+import BlobStream
 import Foundation
 import NIOCore
 

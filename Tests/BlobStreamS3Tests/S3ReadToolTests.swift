@@ -1,9 +1,9 @@
+import BlobStream
 import BlobStreamS3
 import Foundation
 import NIOCore
 import NginxTestServer
 import SwiftStoreTestServer
-import BlobStream
 import Testing
 
 /// `blobstream cat|checksum s3://…` with the store's endpoint and credentials in the

@@ -1,8 +1,8 @@
+import BlobStream
 import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import BlobStream
 
 /// An HTTP server in this process, on 127.0.0.1 on a free port, that serves byte ranges of
 /// the objects it is given (with a strong ETag, `Range`, `If-Match`) and misbehaves as told:

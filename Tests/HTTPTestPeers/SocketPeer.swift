@@ -1,7 +1,7 @@
+import BlobStream
 import Foundation
 import NIOCore
 import NIOPosix
-import BlobStream
 
 /// A TCP server in this process, on 127.0.0.1 on a free port, that serves each connection
 /// with an async function over its raw bytes (a ``PeerConnection``): for peers that break

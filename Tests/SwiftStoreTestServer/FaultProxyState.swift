@@ -1,7 +1,7 @@
+import BlobStream
 import Foundation
 import NIOCore
 import NIOPosix
-import BlobStream
 
 /// A ``FaultProxy``'s rules, their counts and its log, shared by its connections; a test
 /// may wait on the log.
