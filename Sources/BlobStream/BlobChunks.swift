@@ -162,17 +162,21 @@ public struct BlobChunkBuffers<Chunk: Sendable>: AsyncSequence, Sendable {
 /// chunk N (sends it, hashes it), chunk N+1 is read on the queue.
 ///
 /// Unchecked Sendable: the stream is used only on `queue` (one read at a time), except
-/// `close()`, which `BlobInputStream` allows from any thread; `ready` and `waiter` are
-/// guarded by `lock`.
+/// `close()`, which `BlobInputStream` allows from any thread; `opened` is used only on
+/// `queue`; the rest of the mutable state is in `state`.
 final class StreamBox<Chunk: Sendable>: @unchecked Sendable {
     let stream: BlobInputStream
     let queue = DispatchQueue(label: "BlobStream.BlobChunks")
     private let makeChunk: @Sendable (Int, BlobChunkBuffers<Chunk>.Fill) -> Chunk
     private var opened = false
-    private let lock = NSLock()
-    private var inFlight = false
-    private var ready: Result<Chunk?, any Error>?
-    private var waiter: CheckedContinuation<Result<Chunk?, any Error>, Never>?
+    private let state = Locked(State())
+
+    /// Whether a read is under way, the chunk read ahead, and the consumer waiting for one.
+    private struct State {
+        var inFlight = false
+        var ready: Result<Chunk?, any Error>?
+        var waiter: CheckedContinuation<Result<Chunk?, any Error>, Never>?
+    }
 
     init(_ stream: BlobInputStream, makeChunk: @escaping @Sendable (Int, BlobChunkBuffers<Chunk>.Fill) -> Chunk) {
         self.stream = stream
@@ -181,44 +185,50 @@ final class StreamBox<Chunk: Sendable>: @unchecked Sendable {
 
     /// Hands the next chunk to `continuation`: the one read ahead, or the one being read.
     func take(_ size: Int, _ continuation: CheckedContinuation<Result<Chunk?, any Error>, Never>) {
-        lock.lock()
-        if let result = ready {
-            ready = nil
-            lock.unlock()
+        let (result, start) = state.withLock { s -> (Result<Chunk?, any Error>?, Bool) in
+            if let result = s.ready {
+                s.ready = nil
+                return (result, false)
+            }
+            s.waiter = continuation
+            let start = !s.inFlight
+            s.inFlight = true
+            return (nil, start)
+        }
+        if let result {
             continuation.resume(returning: result)
             readAhead(size, after: result)
             return
         }
-        waiter = continuation
-        let start = !inFlight
-        inFlight = true
-        lock.unlock()
         if start { read(size) }
     }
 
     /// Starts reading the chunk after `result`, unless `result` ended the sequence.
     private func readAhead(_ size: Int, after result: Result<Chunk?, any Error>) {
         guard case .success(.some) = result else { return }
-        lock.lock()
-        let start = !inFlight
-        inFlight = true
-        lock.unlock()
+        let start = state.withLock { s in
+            let start = !s.inFlight
+            s.inFlight = true
+            return start
+        }
         if start { read(size) }
     }
 
     private func read(_ size: Int) {
         queue.async {
             let result = self.readChunk(size)
-            self.lock.lock()
-            self.inFlight = false
-            if let waiter = self.waiter {
-                self.waiter = nil
-                self.lock.unlock()
+            let waiter = self.state.withLock { s in
+                s.inFlight = false
+                guard let waiter = s.waiter else {
+                    s.ready = result
+                    return nil as CheckedContinuation<Result<Chunk?, any Error>, Never>?
+                }
+                s.waiter = nil
+                return waiter
+            }
+            if let waiter {
                 waiter.resume(returning: result)
                 self.readAhead(size, after: result)
-            } else {
-                self.ready = result
-                self.lock.unlock()
             }
         }
     }

@@ -28,17 +28,21 @@ import Foundation
 /// bytes (an asset being looked up): use one `URLSession` per concurrent upload, or the
 /// AsyncHTTPClient integration, when sources can be slow.
 public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
-    // Unchecked Sendable: URLSession calls from GCD worker threads one at a time; every
-    // mutable field is still guarded by `lock`.
-    private let lock = NSLock()
+    // Unchecked Sendable: URLSession calls from GCD worker threads one at a time (after
+    // `beforeRead` is set); every other mutable field is still in `state`, and the
+    // look-ahead's bytes are used only inside `state.withLock`.
+    private struct State {
+        var lookaheadStart = 0, lookaheadCount = 0
+        var opened = false, finished = false, failed = false
+        var sent: Int64 = 0
+    }
+
+    private let state = Locked(State())
     private let inner: BlobInputStream
     private let total: Int64?
     private let onProgress: (@Sendable (UploadProgress) -> Void)?
     private let lookahead: UnsafeMutablePointer<UInt8>
     private let lookaheadCapacity = 64 * 1024
-    private var lookaheadStart = 0, lookaheadCount = 0
-    private var opened = false, finished = false, failed = false
-    private var sent: Int64 = 0
     /// Called before each `hasBytesAvailable`, outside the lock, on the session's thread:
     /// `URLSessionUpload` looks there for an answer that came before the body's end.
     var beforeRead: (@Sendable () -> Void)?
@@ -70,58 +74,58 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
     }
 
     /// Bytes read so far.
-    public var bytesSent: Int64 { lock.withLock { sent } }
+    public var bytesSent: Int64 { state.withLock { s in s.sent } }
 
     /// The error that stopped the body, if any.
     public override var streamError: (any Error)? { inner.streamError }
 
     /// `.error` once the body failed, `.atEnd` after its last byte, else `.open` or `.notOpen`.
     public override var streamStatus: Stream.Status {
-        lock.withLock {
-            if failed { return .error }
-            if finished { return .atEnd }
-            return opened ? .open : .notOpen
+        state.withLock { s in
+            if s.failed { return .error }
+            if s.finished { return .atEnd }
+            return s.opened ? .open : .notOpen
         }
     }
 
     /// Opens the source; a second call does nothing.
     public override func open() {
-        lock.withLock {
-            guard !opened else { return }
-            opened = true
+        state.withLock { s in
+            guard !s.opened else { return }
+            s.opened = true
             inner.open()
-            if inner.streamError != nil { failed = true }
+            if inner.streamError != nil { s.failed = true }
         }
     }
 
     /// Releases the source (URLSession never calls it; the end and errors release it too).
     public override func close() {
-        lock.withLock { finish(failed: failed) }
+        state.withLock { s in finish(&s, failed: s.failed) }
     }
 
     /// Blocks until it knows: true while bytes remain or after an error (so `read` can
     /// report it), false only at the real end.
     public override var hasBytesAvailable: Bool {
         beforeRead?()
-        return lock.withLock {
-            if failed { return true }
-            if finished { return false }
-            if lookaheadCount > 0 { return true }
-            if !opened {
-                opened = true
+        return state.withLock { s in
+            if s.failed { return true }
+            if s.finished { return false }
+            if s.lookaheadCount > 0 { return true }
+            if !s.opened {
+                s.opened = true
                 inner.open()
             }
             let n = inner.read(lookahead, maxLength: lookaheadCapacity)
             if n > 0 {
-                lookaheadStart = 0
-                lookaheadCount = n
+                s.lookaheadStart = 0
+                s.lookaheadCount = n
                 return true
             }
             if n == 0 {
-                finish(failed: false)
+                finish(&s, failed: false)
                 return false
             }
-            failed = true
+            s.failed = true
             return true
         }
     }
@@ -129,46 +133,46 @@ public final class URLSessionBodyStream: InputStream, @unchecked Sendable {
     /// The next bytes of the body, waiting for the source rather than saying "none" (which
     /// FoundationNetworking would take for the end); 0 at the end, −1 on an error.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        lock.withLock {
-            if failed {
-                finish(failed: true)
+        state.withLock { s in
+            if s.failed {
+                finish(&s, failed: true)
                 return -1
             }
-            if finished || len <= 0 { return 0 }
+            if s.finished || len <= 0 { return 0 }
             let n: Int
-            if lookaheadCount > 0 {
-                n = min(len, lookaheadCount)
-                buffer.update(from: lookahead + lookaheadStart, count: n)
-                lookaheadStart += n
-                lookaheadCount -= n
+            if s.lookaheadCount > 0 {
+                n = min(len, s.lookaheadCount)
+                buffer.update(from: lookahead + s.lookaheadStart, count: n)
+                s.lookaheadStart += n
+                s.lookaheadCount -= n
             } else {
-                if !opened {
-                    opened = true
+                if !s.opened {
+                    s.opened = true
                     inner.open()
                 }
                 n = inner.read(buffer, maxLength: len)
                 if n == 0 {
-                    finish(failed: false)
+                    finish(&s, failed: false)
                     return 0
                 }
                 if n < 0 {
-                    finish(failed: true)
+                    finish(&s, failed: true)
                     return -1
                 }
             }
-            sent += Int64(n)
-            onProgress?(UploadProgress(sent: sent, total: total, isFinished: false))
+            s.sent += Int64(n)
+            onProgress?(UploadProgress(sent: s.sent, total: total, isFinished: false))
             return n
         }
     }
 
-    /// Called with `lock` held.
-    private func finish(failed: Bool) {
-        guard !finished else { return }
-        finished = true
-        self.failed = failed
+    /// Called inside `state.withLock`, with its value `s`.
+    private func finish(_ s: inout State, failed: Bool) {
+        guard !s.finished else { return }
+        s.finished = true
+        s.failed = failed
         inner.close()
-        if !failed { onProgress?(UploadProgress(sent: sent, total: total, isFinished: true)) }
+        if !failed { onProgress?(UploadProgress(sent: s.sent, total: total, isFinished: true)) }
     }
 
     /// No buffer is lent: `false`.

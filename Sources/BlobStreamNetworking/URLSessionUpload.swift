@@ -144,17 +144,23 @@ public enum URLSessionUpload {
 
     /// The session's delegate: fresh body streams on demand, the answer's bytes, the end;
     /// redirects are handed back to `upload` rather than followed with an empty body.
-    /// Unchecked Sendable: every mutable field is guarded by `lock`.
-    final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    final class Delegate: NSObject, URLSessionDataDelegate, Sendable {
+        private struct State {
+            var received = Data()
+            var streams: [URLSessionBodyStream] = []
+            var earlyAnswer: (status: Int, sent: Int64, total: Int64?)?
+            weak var task: URLSessionTask?
+            var onComplete: ((Data, URLResponse?, (any Error)?) -> Void)?
+        }
+
         let body: UploadBody
         let progress: (@Sendable (UploadProgress) -> Void)?
         let activity: UploadActivity
-        private let lock = NSLock()
-        private var received = Data()
-        private var streams: [URLSessionBodyStream] = []
-        private var _earlyAnswer: (status: Int, sent: Int64, total: Int64?)?
-        private weak var task: URLSessionTask?
-        var onComplete: ((Data, URLResponse?, (any Error)?) -> Void)?
+        private let state = Locked(State())
+        var onComplete: ((Data, URLResponse?, (any Error)?) -> Void)? {
+            get { state.withLock { s in s.onComplete } }
+            set { state.withLock { s in s.onComplete = newValue } }
+        }
 
         init(body: UploadBody, progress: (@Sendable (UploadProgress) -> Void)?, activity: UploadActivity) {
             self.body = body
@@ -171,13 +177,13 @@ public enum URLSessionUpload {
                 progress?(report)
             }
             stream.beforeRead = { [weak self] in self?.checkAnswer() }
-            lock.withLock { streams.append(stream) }
+            state.withLock { s in s.streams.append(stream) }
             return stream
         }
 
         /// The task whose answer `checkAnswer()` looks at.
         func watch(_ task: URLSessionTask) {
-            lock.withLock { self.task = task }
+            state.withLock { s in s.task = task }
         }
 
         /// Records a 2xx answer that is already here while the body is not finished, with
@@ -186,31 +192,31 @@ public enum URLSessionUpload {
         /// the head arrives: so the count is the one at the answer, not at the (later)
         /// delegate callback.
         func checkAnswer() {
-            guard let task = lock.withLock({ _earlyAnswer == nil ? self.task : nil }),
+            guard let task = state.withLock({ s in s.earlyAnswer == nil ? s.task : nil }),
                 let http = task.response as? HTTPURLResponse, (200..<300).contains(http.statusCode)
             else { return }
-            let state = activity.bodyState
-            guard !state.complete else { return }
-            lock.withLock {
-                if _earlyAnswer == nil { _earlyAnswer = (http.statusCode, state.sent, state.total) }
+            let bodyState = activity.bodyState
+            guard !bodyState.complete else { return }
+            state.withLock { s in
+                if s.earlyAnswer == nil { s.earlyAnswer = (http.statusCode, bodyState.sent, bodyState.total) }
             }
         }
 
         /// The error of the last body stream, if it failed.
         func bodyError() -> (any Error)? {
-            lock.withLock { streams.last?.streamError }
+            state.withLock { s in s.streams.last?.streamError }
         }
 
         /// A 2xx answer's head that came before the body's end: its status and the body
         /// bytes handed over by then.
-        var earlyAnswer: (status: Int, sent: Int64, total: Int64?)? { lock.withLock { _earlyAnswer } }
+        var earlyAnswer: (status: Int, sent: Int64, total: Int64?)? { state.withLock { s in s.earlyAnswer } }
 
         func urlSession(
             _ session: URLSession, task: URLSessionTask,
             needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
         ) {
             // A fresh stream starts the body again: only for a body that is repeatable.
-            let again = lock.withLock { !streams.isEmpty }
+            let again = state.withLock { s in !s.streams.isEmpty }
             completionHandler(again && !body.isRepeatable ? nil : try? makeStream())
         }
 
@@ -232,14 +238,14 @@ public enum URLSessionUpload {
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
             activity.touch()
-            lock.withLock { received.append(data) }
+            state.withLock { s in s.received.append(data) }
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            let (data, done) = lock.withLock { () -> (Data, ((Data, URLResponse?, (any Error)?) -> Void)?) in
-                let done = onComplete
-                onComplete = nil
-                return (received, done)
+            let (data, done) = state.withLock { s -> (Data, ((Data, URLResponse?, (any Error)?) -> Void)?) in
+                let done = s.onComplete
+                s.onComplete = nil
+                return (s.received, done)
             }
             done?(data, task.response, error)
         }

@@ -34,7 +34,7 @@ import Foundation
 /// ```
 ///
 /// Feed it from one thread at a time, in order. `cancel()` may come from any thread.
-public final class IndexSink: @unchecked Sendable {
+public final class IndexSink: Sendable {
     /// What the bytes gave.
     public enum Built: Sendable {
         /// A member index: a tar, or a tar.gz with its gzip seek points inside
@@ -54,17 +54,29 @@ public final class IndexSink: @unchecked Sendable {
     private let name: String
     private let spacing: Int
     private let engine: InflateEngine
-    private let lock = NSLock()
-    /// The bytes held until the format is told.
-    private var prefix: [UInt8] = []
-    private var started = false
-    /// The socket the bytes go into (-1: none, or closed).
-    private var feed: Int32 = -1
-    private var fed: Int64 = 0
-    private var result: Result<Built, BlobStreamError>?
+    private let state = Locked(State())
     private let done = DispatchSemaphore(value: 0)
-    private var running = false
-    private var ended = false
+
+    /// What the feeding, the builder and `cancel()` share.
+    private struct State {
+        /// The bytes held until the format is told.
+        var prefix: [UInt8] = []
+        var started = false
+        /// The socket the bytes go into (-1: none, or closed).
+        var feed: Int32 = -1
+        var fed: Int64 = 0
+        var result: Result<Built, BlobStreamError>?
+        var running = false
+        var ended = false
+
+        /// Closes the socket the bytes go into: the builder sees the end.
+        mutating func closeFeed() {
+            guard feed >= 0 else { return }
+            _ = shutdown(feed, Int32(SHUT_WR))
+            _ = close(feed)
+            feed = -1
+        }
+    }
 
     /// A sink for the bytes of `name` (how errors name them).
     ///
@@ -82,21 +94,16 @@ public final class IndexSink: @unchecked Sendable {
 
     /// The next bytes, in order. Waits while the builder is about 1 MiB behind.
     public func consume(_ bytes: UnsafeRawBufferPointer) {
-        lock.lock()
-        guard !ended else {
-            lock.unlock()
-            return
+        let (enough, socket) = state.withLock { s -> (Bool, Int32) in
+            guard !s.ended else { return (false, -1) }
+            s.fed += Int64(bytes.count)
+            if !s.started {
+                s.prefix.append(contentsOf: bytes)
+                return (s.prefix.count >= Self.sniffLength, -1)
+            }
+            return (false, s.feed)
         }
-        fed += Int64(bytes.count)
-        if !started {
-            prefix.append(contentsOf: bytes)
-            let enough = prefix.count >= Self.sniffLength
-            lock.unlock()
-            if enough { start() }
-            return
-        }
-        let socket = feed
-        lock.unlock()
+        if enough { start() }
         if socket >= 0 { send(bytes, to: socket) }
     }
 
@@ -107,12 +114,10 @@ public final class IndexSink: @unchecked Sendable {
     ///   offset); `.changed` when `identity` is not of the bytes fed (another size);
     ///   `.closed` after `cancel()`.
     public func finish(identity: BlobContentIdentity) throws(BlobStreamError) -> Built {
-        lock.lock()
-        let needsStart = !started && !ended
-        lock.unlock()
+        let needsStart = state.withLock { s in !s.started && !s.ended }
         if needsStart { start() }
         let outcome = endAndWait()
-        let total = lock.withLock { fed }
+        let total = state.withLock { s in s.fed }
         switch try outcome.get() {
         case .none(let reason): return .none(reason: reason)
         case .archive(var index):
@@ -131,13 +136,14 @@ public final class IndexSink: @unchecked Sendable {
 
     /// Stops the builder; what it built is dropped. Safe from any thread, and more than once.
     public func cancel() {
-        lock.lock()
-        let wasRunning = running && result == nil
-        if !ended {
-            ended = true
-            closeFeed()
+        let wasRunning = state.withLock { s in
+            let wasRunning = s.running && s.result == nil
+            if !s.ended {
+                s.ended = true
+                s.closeFeed()
+            }
+            return wasRunning
         }
-        lock.unlock()
         if wasRunning {
             done.wait()
             done.signal()
@@ -155,41 +161,40 @@ public final class IndexSink: @unchecked Sendable {
 
     /// Tells the format from the bytes held, starts its builder and hands it those bytes.
     private func start() {
-        lock.lock()
-        guard !started, !ended else {
-            lock.unlock()
-            return
+        let held = state.withLock { s -> [UInt8]? in
+            guard !s.started, !s.ended else { return nil }
+            s.started = true
+            let held = s.prefix
+            s.prefix = []
+            return held
         }
-        started = true
-        let held = prefix
-        prefix = []
-        lock.unlock()
+        guard let held else { return }
         let chosen: Builder
         switch builder(for: held) {
         case .failure(let reason):
-            lock.withLock { result = .success(.none(reason: reason.message)) }
+            state.withLock { s in s.result = .success(.none(reason: reason.message)) }
             return
         case .success(let builder): chosen = builder
         }
         guard let (ours, theirs) = Self.socketPair() else {
-            lock.withLock {
-                result = .failure(BlobStreamError(.ioFailed, "\(name): cannot make a socket pair to feed the index"))
+            state.withLock { s in
+                s.result = .failure(BlobStreamError(.ioFailed, "\(name): cannot make a socket pair to feed the index"))
             }
             return
         }
         let handle = FileHandle(fileDescriptor: theirs, closeOnDealloc: false)
         // Handed to the builder thread, which alone uses it from then on.
         nonisolated(unsafe) let source = FileHandleDataSource(fileHandle: handle, closeOnClose: true)
-        lock.withLock {
-            feed = ours
-            running = true
+        state.withLock { s in
+            s.feed = ours
+            s.running = true
         }
         let thread = Thread { [self] in
             let built = run(chosen, over: source)
             source.close()
-            lock.withLock {
-                result = built
-                closeFeed() // a builder that stopped early takes no more bytes
+            state.withLock { s in
+                s.result = built
+                s.closeFeed() // a builder that stopped early takes no more bytes
             }
             done.signal()
         }
@@ -261,31 +266,23 @@ public final class IndexSink: @unchecked Sendable {
         }
     }
 
-    /// Closes the socket the bytes go into (lock held): the builder sees the end.
-    private func closeFeed() {
-        guard feed >= 0 else { return }
-        _ = shutdown(feed, Int32(SHUT_WR))
-        _ = close(feed)
-        feed = -1
-    }
-
     /// Ends the feed and waits for the builder's answer.
     private func endAndWait() -> Result<Built, BlobStreamError> {
-        lock.lock()
-        if ended, result == nil, !running {
-            lock.unlock()
+        let wait = state.withLock { s -> Bool? in
+            if s.ended, s.result == nil, !s.running { return nil }
+            s.closeFeed()
+            return s.running && s.result == nil
+        }
+        guard let wait else {
             return .failure(BlobStreamError(.closed, "\(name): the index was cancelled"))
         }
-        closeFeed()
-        let wait = running && result == nil
-        lock.unlock()
         if wait {
             done.wait()
             done.signal()
         }
-        return lock.withLock {
-            ended = true
-            return result ?? .failure(BlobStreamError(.closed, "\(name): the index was cancelled"))
+        return state.withLock { s in
+            s.ended = true
+            return s.result ?? .failure(BlobStreamError(.closed, "\(name): the index was cancelled"))
         }
     }
 

@@ -136,19 +136,19 @@ public final class UploadIndexing: Sendable {
 }
 
 /// Feeds an `IndexSink` what an upload reads, and remembers why not when it cannot.
-final class SinkObserver: UploadBodyObserver, @unchecked Sendable {
+final class SinkObserver: UploadBodyObserver, Sendable {
     let sink: IndexSink
-    private let lock = NSLock()
-    private var why: String?
+    /// Why the index was lost, the first reason given.
+    private let why = Locked<String?>(nil)
 
     init(sink: IndexSink) { self.sink = sink }
 
-    var lost: String? { lock.withLock { why } }
+    var lost: String? { why.withLock { $0 } }
 
     func observe(_ bytes: UnsafeRawBufferPointer) { sink.consume(bytes) }
 
     func lostOrder(_ why: String) {
-        lock.withLock { if self.why == nil { self.why = why } }
+        self.why.withLock { first in if first == nil { first = why } }
         sink.cancel()
     }
 }

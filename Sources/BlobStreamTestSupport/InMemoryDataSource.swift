@@ -7,10 +7,7 @@ import Foundation
 ///
 /// Offsets seek in constant time (`offsetCapability == .seek`): `seek(to:)` and `readOffset`,
 /// or the original's `.fileCurrentOffsetKey` through the default `property` / `setProperty`.
-public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
-    // Unchecked Sendable: `cursor`, the only mutable field, is touched only with `lock`
-    // held; the state object is thread-safe itself.
-
+public final class InMemoryDataSource: BlobDataSource, Sendable {
     /// How `open()` completes.
     public enum OpenBehavior: Sendable {
         /// Inside `open()`.
@@ -28,14 +25,13 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     private let failAt: (offset: Int, error: any Error)?
     private let chunkSize: Int
     private let refill: (queue: DispatchQueue, delay: TimeInterval)?
-    /// Guards `cursor`: the owner's calls and the announcements from a queue (a refill, an
-    /// asynchronous open) meet there, on different threads. The state is announced after
-    /// unlocking (observers run outside any lock). An `NSLock`, not a `Mutex`:
+    /// The read position, whether `close()` was called, and the count of reads, under a
+    /// lock: the owner's calls and the announcements from a queue (a refill, an asynchronous
+    /// open) meet there, on different threads. The state is announced after unlocking
+    /// (observers run outside any lock). A `Locked` (a pthread lock), not a `Mutex`:
     /// ThreadSanitizer sees pthread locks but not a contended `Mutex` (whose hand-over
     /// happens in the kernel), and this source runs in its users' sanitized tests.
-    private let lock = NSLock()
-    /// The read position, whether `close()` was called, and the count of reads.
-    private var cursor = Cursor()
+    private let cursor = Locked(Cursor())
 
     private struct Cursor {
         var position = 0
@@ -68,7 +64,7 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// How many times `read` was called.
-    public var readCount: Int { lock.withLock { cursor.reads } }
+    public var readCount: Int { cursor.withLock { c in c.reads } }
 
     /// The number of bytes the source holds.
     public var length: Int64? { Int64(data.count) }
@@ -109,7 +105,7 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     private func announceAvailability() {
-        guard let position = lock.withLock({ cursor.closed ? nil : cursor.position }) else { return }
+        guard let position = cursor.withLock({ c in c.closed ? nil : c.position }) else { return }
         if atEnd(position) {
             state.isAtEnd = true
         } else {
@@ -124,19 +120,19 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
             case closed, failed, end
             case bytes(Int, end: Bool)
         }
-        let outcome: Outcome = lock.withLock {
-            cursor.reads += 1
-            if cursor.closed || state.error != nil { return .closed }
-            if let failAt, cursor.position >= failAt.offset { return .failed }
-            if cursor.position >= data.count { return .end }
-            var n = min(maxLength, chunkSize, data.count - cursor.position)
-            if let failAt { n = min(n, failAt.offset - cursor.position) }
-            let start = cursor.position
+        let outcome: Outcome = cursor.withLock { c in
+            c.reads += 1
+            if c.closed || state.error != nil { return .closed }
+            if let failAt, c.position >= failAt.offset { return .failed }
+            if c.position >= data.count { return .end }
+            var n = min(maxLength, chunkSize, data.count - c.position)
+            if let failAt { n = min(n, failAt.offset - c.position) }
+            let start = c.position
             data.withUnsafeBytes { raw in
                 buffer.update(from: raw.bindMemory(to: UInt8.self).baseAddress! + start, count: n)
             }
-            cursor.position += n
-            return .bytes(n, end: atEnd(cursor.position))
+            c.position += n
+            return .bytes(n, end: atEnd(c.position))
         }
         switch outcome {
         case .closed:
@@ -161,7 +157,7 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// The offset of the next byte (before `open()`, where reading will start).
-    public var readOffset: Int64? { Int64(lock.withLock { cursor.position }) }
+    public var readOffset: Int64? { Int64(cursor.withLock { c in c.position }) }
 
     /// Moves anywhere up to the end in constant time, before or after `open()` (even after
     /// `close()`); once open, announces the end or bytes again.
@@ -176,7 +172,7 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
                     : "offset \(offset) is past the end of the in-memory source (\(data.count) bytes)")
         }
         let position = Int(offset)
-        lock.withLock { cursor.position = position }
+        cursor.withLock { c in c.position = position }
         if state.isOpenCompleted {
             if position >= data.count {
                 state.isAtEnd = true
@@ -188,5 +184,5 @@ public final class InMemoryDataSource: BlobDataSource, @unchecked Sendable {
     }
 
     /// Closes the source: later reads return -1.
-    public func close() { lock.withLock { cursor.closed = true } }
+    public func close() { cursor.withLock { c in c.closed = true } }
 }

@@ -89,14 +89,12 @@ public enum SourceConformance {
 
     // MARK: - The checks
 
-    final class Recorder: @unchecked Sendable {
-        // Unchecked Sendable: `findings` is guarded by `lock`.
+    final class Recorder: Sendable {
         let check: String
-        private let lock = NSLock()
-        private var _findings: [Finding] = []
+        private let _findings = Locked<[Finding]>([])
         init(check: String) { self.check = check }
-        var findings: [Finding] { lock.withLock { _findings } }
-        func add(_ message: String) { lock.withLock { _findings.append(Finding(check: check, message: message)) } }
+        var findings: [Finding] { _findings.withLock { $0 } }
+        func add(_ message: String) { _findings.withLock { $0.append(Finding(check: check, message: message)) } }
         func expect(_ condition: Bool, _ message: @autoclosure () -> String) {
             if !condition { add(message()) }
         }

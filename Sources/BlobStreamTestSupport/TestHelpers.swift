@@ -80,19 +80,17 @@ public final class TemporaryDirectory: Sendable {
 }
 
 /// A list that several threads append to (progress reports, callbacks), read after.
-public final class ConcurrentLog<Element: Sendable>: @unchecked Sendable {
-    // Unchecked Sendable: `items` is guarded by `lock`.
-    private let lock = NSLock()
-    private var items: [Element] = []
+public final class ConcurrentLog<Element: Sendable>: Sendable {
+    private let items = Locked<[Element]>([])
 
     /// An empty log.
     public init() {}
 
     /// Appends one element.
-    public func add(_ element: Element) { lock.withLock { items.append(element) } }
+    public func add(_ element: Element) { items.withLock { $0.append(element) } }
 
     /// Everything appended so far, in order.
-    public var all: [Element] { lock.withLock { items } }
+    public var all: [Element] { items.withLock { $0 } }
 }
 
 extension InputStream {

@@ -33,28 +33,31 @@ extension UploadBody {
 }
 
 /// The observation of one body: whether a source was made, and whether order was lost.
-final class ObservedReading: @unchecked Sendable {
+final class ObservedReading: Sendable {
+    private struct State {
+        var made = false
+        var lost = false
+    }
+
     let observer: any UploadBodyObserver
-    private let lock = NSLock()
-    private var made = false
-    private var lost = false
+    private let state = Locked(State())
 
     init(observer: any UploadBodyObserver) { self.observer = observer }
 
     /// True for the first source made of the body, the one observed.
     func claimFirstSource() -> Bool {
-        lock.withLock {
-            defer { made = true }
-            return !made
+        state.withLock { s in
+            defer { s.made = true }
+            return !s.made
         }
     }
 
-    var isLost: Bool { lock.withLock { lost } }
+    var isLost: Bool { state.withLock { s in s.lost } }
 
     func lose(_ why: String) {
-        let first = lock.withLock {
-            defer { lost = true }
-            return !lost
+        let first = state.withLock { s in
+            defer { s.lost = true }
+            return !s.lost
         }
         if first { observer.lostOrder(why) }
     }

@@ -208,21 +208,22 @@ private final class OutcomeBox: @unchecked Sendable {
     var result: Result<Demo.Outcome, any Error>?
 }
 
-/// The demo's upload lines, gathered on the upload task. Unchecked Sendable: guarded by
-/// `lock`.
-private final class UploadReport: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _lines: [String] = []
-    private var _error: (any Error)?
-    private var _allIdentical = true
-    var lines: [String] { lock.withLock { _lines } }
-    var error: (any Error)? { lock.withLock { _error } }
-    var allIdentical: Bool { lock.withLock { _allIdentical } }
+/// The demo's upload lines, gathered on the upload task.
+private final class UploadReport: Sendable {
+    private struct State {
+        var lines: [String] = []
+        var error: (any Error)?
+        var allIdentical = true
+    }
+    private let state = Locked(State())
+    var lines: [String] { state.withLock { s in s.lines } }
+    var error: (any Error)? { state.withLock { s in s.error } }
+    var allIdentical: Bool { state.withLock { s in s.allIdentical } }
     func add(_ line: String, ok: Bool) {
-        lock.withLock {
-            _lines.append(line)
-            _allIdentical = _allIdentical && ok
+        state.withLock { s in
+            s.lines.append(line)
+            s.allIdentical = s.allIdentical && ok
         }
     }
-    func fail(_ error: any Error) { lock.withLock { _error = error } }
+    func fail(_ error: any Error) { state.withLock { s in s.error = error } }
 }

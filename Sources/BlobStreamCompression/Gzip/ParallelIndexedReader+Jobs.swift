@@ -32,33 +32,40 @@ final class JobInput: @unchecked Sendable {
 
 /// Output buffers of decoded jobs, kept for later jobs up to a bound: a fresh buffer costs a
 /// page fault (and the kernel's zeroing) per 4 KiB, about a tenth of decoding's CPU time.
-final class JobBufferPool: @unchecked Sendable {
-    // Unchecked Sendable: `free` and `kept` are touched only under `lock`.
-    private let lock = NSLock()
-    private var free: [(pointer: UnsafeMutablePointer<UInt8>, capacity: Int)] = []
-    private var kept = 0
+final class JobBufferPool: Sendable {
+    private let state = Locked(State())
     private let keepAtMost: Int
+
+    /// A kept buffer.
+    private typealias Buffer = (pointer: UnsafeMutablePointer<UInt8>, capacity: Int)
+
+    /// The buffers kept, and how many bytes they hold.
+    private struct State {
+        var free: [Buffer] = []
+        var kept = 0
+    }
 
     init(keepingAtMost bytes: Int) { keepAtMost = bytes }
 
-    deinit { for buffer in free { buffer.pointer.deallocate() } }
+    deinit { state.withLock { s in for buffer in s.free { buffer.pointer.deallocate() } } }
 
     /// A buffer of at least `capacity` bytes, and its capacity: the smallest kept one that
     /// fits, or a new one rounded up to the next MiB (chunks just over the spacing then fit
     /// the buffers of their neighbours). A miss frees a kept buffer, so that buffers too small
     /// for the chunks to come do not stay.
     func take(capacity: Int) -> (UnsafeMutablePointer<UInt8>, Int) {
-        lock.lock()
-        let fitting = free.indices.filter { free[$0].capacity >= capacity }
-        if let i = fitting.min(by: { free[$0].capacity < free[$1].capacity }) {
-            let buffer = free.remove(at: i)
-            kept -= buffer.capacity
-            lock.unlock()
-            return (buffer.pointer, buffer.capacity)
+        let (found, dropped) = state.withLock { s -> (Buffer?, Buffer?) in
+            let fitting = s.free.indices.filter { s.free[$0].capacity >= capacity }
+            if let i = fitting.min(by: { s.free[$0].capacity < s.free[$1].capacity }) {
+                let buffer = s.free.remove(at: i)
+                s.kept -= buffer.capacity
+                return (buffer, nil)
+            }
+            let dropped = s.free.popLast()
+            s.kept -= dropped?.capacity ?? 0
+            return (nil, dropped)
         }
-        let dropped = free.popLast()
-        kept -= dropped?.capacity ?? 0
-        lock.unlock()
+        if let found { return (found.pointer, found.capacity) }
         dropped?.pointer.deallocate()
         let size = (max(capacity, Int(ParallelIndexedReader.jobTarget)) + (1 << 20)) & ~((1 << 20) - 1)
         return (.allocate(capacity: size), size)
@@ -66,14 +73,12 @@ final class JobBufferPool: @unchecked Sendable {
 
     /// Keeps `pointer` for a later job, or frees it when the pool holds enough.
     func give(_ pointer: UnsafeMutablePointer<UInt8>, capacity: Int) {
-        lock.lock()
-        if kept + capacity <= keepAtMost {
-            free.append((pointer, capacity))
-            kept += capacity
-            lock.unlock()
-        } else {
-            lock.unlock()
-            pointer.deallocate()
+        let pooled = state.withLock { s in
+            guard s.kept + capacity <= keepAtMost else { return false }
+            s.free.append((pointer, capacity))
+            s.kept += capacity
+            return true
         }
+        if !pooled { pointer.deallocate() }
     }
 }

@@ -151,14 +151,17 @@ package final class BodyPump: @unchecked Sendable {
 /// The pumps of one upload attempt: the client asks for the body once per request it sends
 /// (again after a redirect it follows itself), and the answer's delegate credits the
 /// current one with the bytes written; a source's error is kept in `failure`, so that the
-/// upload's error names it. Unchecked Sendable: guarded by `lock`.
-final class BodyPumps: @unchecked Sendable {
-    private let lock = NSLock()
+/// upload's error names it.
+final class BodyPumps: Sendable {
+    private struct State {
+        var current: BodyPump?
+        var cancelled = false
+    }
+
+    private let state = Locked(State())
     private let failure: SourceFailure
 
     init(failure: SourceFailure) { self.failure = failure }
-    private var current: BodyPump?
-    private var cancelled = false
 
     /// Starts `pump` writing to `writer`; the returned future completes when the whole
     /// body was written, or fails with the pump's error.
@@ -166,12 +169,12 @@ final class BodyPumps: @unchecked Sendable {
         -> EventLoopFuture<Void>
     {
         let promise = eventLoop.makePromise(of: Void.self)
-        let previous = lock.withLock { () -> BodyPump? in
-            defer { current = pump }
-            return current
+        let previous = state.withLock { s -> BodyPump? in
+            defer { s.current = pump }
+            return s.current
         }
         previous?.stop()
-        if lock.withLock({ cancelled }) { pump.stop() }
+        if state.withLock({ s in s.cancelled }) { pump.stop() }
         let failure = self.failure
         pump.start(write: { _ = writer.write(.byteBuffer($0)) }) { error in
             guard let error else { return promise.succeed() }
@@ -183,14 +186,14 @@ final class BodyPumps: @unchecked Sendable {
 
     /// The client wrote `bytes` of the current body.
     func acknowledge(_ bytes: Int) {
-        lock.withLock { current }?.acknowledge(bytes)
+        state.withLock { s in s.current }?.acknowledge(bytes)
     }
 
     /// Stops every pump (the request ended).
     func cancel() {
-        let pump = lock.withLock { () -> BodyPump? in
-            cancelled = true
-            return current
+        let pump = state.withLock { s -> BodyPump? in
+            s.cancelled = true
+            return s.current
         }
         pump?.stop()
     }

@@ -10,13 +10,11 @@ import NIOCore
 // through `BodyPump` instead, with one hand-off per chunk.
 
 /// The source made when the body was built, handed to the first iteration only.
-/// Unchecked Sendable: guarded by `lock`.
-final class FirstSource: @unchecked Sendable {
-    private let lock = NSLock()
-    private var source: (any BlobDataSource)?
-    init(_ source: any BlobDataSource) { self.source = source }
+final class FirstSource: Sendable {
+    private let source: Locked<(any BlobDataSource)?>
+    init(_ source: any BlobDataSource) { self.source = Locked(source) }
     func take() -> (any BlobDataSource)? {
-        lock.withLock {
+        source.withLock { source in
             defer { source = nil }
             return source
         }
@@ -65,13 +63,11 @@ final class BufferRing: @unchecked Sendable {
 }
 
 /// Keeps the source's error when the body sequence throws, so that the upload's error can
-/// name it rather than the client's "request cancelled". Unchecked Sendable: guarded by
-/// `lock`.
-final class SourceFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _error: (any Error)?
-    var error: (any Error)? { lock.withLock { _error } }
-    func record(_ error: any Error) { lock.withLock { if _error == nil { _error = error } } }
+/// name it rather than the client's "request cancelled".
+final class SourceFailure: Sendable {
+    private let _error = Locked<(any Error)?>(nil)
+    var error: (any Error)? { _error.withLock { e in e } }
+    func record(_ error: any Error) { _error.withLock { e in if e == nil { e = error } } }
 }
 
 /// The body's chunks as `ByteBuffer`s, with progress. Each iteration reads a source of

@@ -7,9 +7,8 @@ import NIOCore
 /// long the recent connections took to be made. A source's first GETs hedge from it before
 /// they have measured anything of their own (`HTTPHedging`): `blobstream cat` of a member
 /// opens the archive and its index side by side, and the member's first range then knows
-/// what the index's answer took. Unchecked Sendable: every mutable property is guarded by
-/// `lock`.
-final class OriginTimings: @unchecked Sendable {
+/// what the index's answer took.
+final class OriginTimings: Sendable {
     /// How many heads' times the median is taken over.
     static let headsKept = 16
     /// A GET with no measured answer yet waits `connectMultiple ×` its own connection's
@@ -19,9 +18,8 @@ final class OriginTimings: @unchecked Sendable {
     /// The most origins remembered (a process that reads from more forgets them all).
     static let originsKept = 64
 
-    private let lock = NSLock()
     /// The time from a GET's head sent to its answer's head, in nanoseconds.
-    private var heads: [Int64] = []
+    private let heads = Locked<[Int64]>([])
 
     private static let registry = Locked<[String: OriginTimings]>([:])
 
@@ -39,7 +37,7 @@ final class OriginTimings: @unchecked Sendable {
 
     /// Notes that a GET's answer's head came `elapsed` after its own head was sent.
     func noteHead(after elapsed: TimeAmount) {
-        lock.withLock {
+        heads.withLock { heads in
             heads.append(elapsed.nanoseconds)
             if heads.count > Self.headsKept { heads.removeFirst() }
         }
@@ -47,7 +45,7 @@ final class OriginTimings: @unchecked Sendable {
 
     /// The median time to an answer's head of the recent GETs; nil before any came.
     var medianHead: TimeAmount? {
-        lock.withLock { heads.isEmpty ? nil : .nanoseconds(heads.sorted()[heads.count / 2]) }
+        heads.withLock { heads in heads.isEmpty ? nil : .nanoseconds(heads.sorted()[heads.count / 2]) }
     }
 
     /// The silence after which a GET is hedged while its source has no range of its own to

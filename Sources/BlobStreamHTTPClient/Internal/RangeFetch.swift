@@ -174,14 +174,17 @@ struct RangeBodyTooLong: Error {}
 
 /// Collects one answer on the event loop: its head, and its body up to `limit` bytes (more
 /// fails the request: a server that ignores `Range` and sends a large object is not read to
-/// its end). Unchecked Sendable: guarded by `lock`.
-private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
+/// its end).
+private final class RangeDelegate: HTTPClientResponseDelegate, Sendable {
     typealias Response = RangeAnswer
 
+    private struct State {
+        var head: HTTPResponseHead?
+        let body: PinnedBytes
+    }
+
     private let limit: Int
-    private let lock = NSLock()
-    private var head: HTTPResponseHead?
-    private let body: PinnedBytes
+    private let state: Locked<State>
     private let watch: RateWatch?
     private let clock: FetchClock
 
@@ -189,11 +192,11 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
         self.limit = limit
         self.watch = watch
         self.clock = clock
-        body = PinnedBytes(capacity: limit, from: memory)
+        state = Locked(State(body: PinnedBytes(capacity: limit, from: memory)))
     }
 
-    var status: Int? { lock.withLock { head.map { Int($0.status.code) } } }
-    var received: Int { lock.withLock { body.count } }
+    var status: Int? { state.withLock { s in s.head.map { Int($0.status.code) } } }
+    var received: Int { state.withLock { s in s.body.count } }
 
     func didSendRequestHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPRequestHead) {
         clock.sent()
@@ -202,8 +205,8 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     }
 
     func didReceiveHead(task: HTTPClient.Task<RangeAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        lock.withLock {
-            self.head = head
+        state.withLock { s in
+            s.head = head
         }
         clock.heard()
         return task.eventLoop.makeSucceededVoidFuture()
@@ -212,8 +215,8 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     func didReceiveBodyPart(task: HTTPClient.Task<RangeAnswer>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         watch?.add(buffer.readableBytes)
         clock.heard()
-        let tooLong: Bool = lock.withLock {
-            let taken = buffer.withUnsafeReadableBytes { body.append($0) }
+        let tooLong: Bool = state.withLock { s in
+            let taken = buffer.withUnsafeReadableBytes { s.body.append($0) }
             return buffer.readableBytes > taken
         }
         // Stop reading a body longer than asked for (a 200 with a whole large object): the
@@ -222,55 +225,57 @@ private final class RangeDelegate: HTTPClientResponseDelegate, @unchecked Sendab
     }
 
     func didFinishRequest(task: HTTPClient.Task<RangeAnswer>) throws -> RangeAnswer {
-        try lock.withLock {
-            guard let head else { throw HTTPClientError.remoteConnectionClosed }
-            return RangeAnswer(head: head, body: body)
+        try state.withLock { s in
+            guard let head = s.head else { throw HTTPClientError.remoteConnectionClosed }
+            return RangeAnswer(head: head, body: s.body)
         }
     }
 }
 
 /// When a GET was asked of the client, when it was sent, when the server was last heard from
 /// (its head, a body part), when the GET ended, and the longest it went silent in between;
-/// the time to its first answer goes to its origin's timings (`OriginTimings`). Unchecked
-/// Sendable: guarded by `lock`.
-final class FetchClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var askedAt: NIODeadline?
-    private var sentAt: NIODeadline?
-    private var heardAt: NIODeadline?
-    private var headAt: NIODeadline?
-    private var endedAt: NIODeadline?
-    private var longestGap: TimeAmount = .zero
-    private var origin: OriginTimings?
+/// the time to its first answer goes to its origin's timings (`OriginTimings`).
+final class FetchClock: Sendable {
+    private struct State {
+        var askedAt: NIODeadline?
+        var sentAt: NIODeadline?
+        var heardAt: NIODeadline?
+        var headAt: NIODeadline?
+        var endedAt: NIODeadline?
+        var longestGap: TimeAmount = .zero
+        var origin: OriginTimings?
+    }
+
+    private let state = Locked(State())
 
     /// The GET is handed to the client (it may wait for a connection before it is sent);
     /// the time to its answer's head is noted in `origin`.
     func asked(reportingTo origin: OriginTimings?) {
-        lock.withLock {
-            askedAt = .now()
-            self.origin = origin
+        state.withLock { s in
+            s.askedAt = .now()
+            s.origin = origin
         }
     }
-    func sent() { lock.withLock { sentAt = .now() } }
+    func sent() { state.withLock { s in s.sentAt = .now() } }
     func heard() {
         let now = NIODeadline.now()
-        let first = lock.withLock { () -> (OriginTimings, TimeAmount)? in
-            defer { heardAt = now }
-            if let last = heardAt ?? sentAt { longestGap = max(longestGap, now - last) }
-            guard heardAt == nil, let sentAt else { return nil }
-            headAt = now
-            return origin.map { ($0, now - sentAt) }
+        let first = state.withLock { s -> (OriginTimings, TimeAmount)? in
+            defer { s.heardAt = now }
+            if let last = s.heardAt ?? s.sentAt { s.longestGap = max(s.longestGap, now - last) }
+            guard s.heardAt == nil, let sentAt = s.sentAt else { return nil }
+            s.headAt = now
+            return s.origin.map { ($0, now - sentAt) }
         }
         if let (origin, elapsed) = first { origin.noteHead(after: elapsed) }
     }
 
     /// When the GET was sent; nil before.
-    var sentTime: NIODeadline? { lock.withLock { sentAt } }
+    var sentTime: NIODeadline? { state.withLock { s in s.sentAt } }
 
     /// How long the answer's head took to come after the GET was sent; nil before it came.
     var timeToHead: TimeAmount? {
-        lock.withLock {
-            guard let sentAt, let headAt else { return nil }
+        state.withLock { s in
+            guard let sentAt = s.sentAt, let headAt = s.headAt else { return nil }
             return headAt - sentAt
         }
     }
@@ -279,34 +284,34 @@ final class FetchClock: @unchecked Sendable {
     /// TLS) for a GET on a new connection, or a wait for one of the pool's; nil before it was
     /// sent.
     var connectWait: TimeAmount? {
-        lock.withLock {
-            guard let askedAt, let sentAt else { return nil }
+        state.withLock { s in
+            guard let askedAt = s.askedAt, let sentAt = s.sentAt else { return nil }
             return sentAt - askedAt
         }
     }
     func ended() {
         let now = NIODeadline.now()
-        lock.withLock {
-            if let last = heardAt ?? sentAt { longestGap = max(longestGap, now - last) }
-            endedAt = now
+        state.withLock { s in
+            if let last = s.heardAt ?? s.sentAt { s.longestGap = max(s.longestGap, now - last) }
+            s.endedAt = now
         }
     }
 
     /// How long the server has said nothing (since it was sent, or last heard from); nil
     /// before it was sent and once it ended.
     var silence: TimeAmount? {
-        lock.withLock {
-            guard let sentAt, endedAt == nil else { return nil }
-            return .now() - (heardAt ?? sentAt)
+        state.withLock { s in
+            guard let sentAt = s.sentAt, s.endedAt == nil else { return nil }
+            return .now() - (s.heardAt ?? sentAt)
         }
     }
 
     /// The longest the server said nothing between the GET being sent and its end (the time to
     /// its head, or a pause in its body); nil before it ended.
     var longestSilence: TimeAmount? {
-        lock.withLock {
-            guard sentAt != nil, endedAt != nil else { return nil }
-            return longestGap
+        state.withLock { s in
+            guard s.sentAt != nil, s.endedAt != nil else { return nil }
+            return s.longestGap
         }
     }
 }

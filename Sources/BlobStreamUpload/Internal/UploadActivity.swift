@@ -4,67 +4,68 @@ import Foundation
 /// What an upload's watchdog and its checks need to know about the transfer in flight:
 /// when a byte last moved, whether the connection is up, and how much of the current
 /// attempt's body was handed to the client (a redirect starts a new attempt).
-///
-/// Unchecked Sendable: every mutable field is guarded by `lock`.
-package final class UploadActivity: @unchecked Sendable {
-    private let lock = NSLock()
+package final class UploadActivity: Sendable {
+    private struct State {
+        var start: ContinuousClock.Instant
+        var last: ContinuousClock.Instant
+        var connected = false
+        var sent: Int64 = 0
+        var total: Int64?
+        var finished = false
+    }
+
     private let clock = ContinuousClock()
-    private var start: ContinuousClock.Instant
-    private var last: ContinuousClock.Instant
-    private var connected = false
-    private var sent: Int64 = 0
-    private var total: Int64?
-    private var finished = false
+    private let state: Locked<State>
 
     package init() {
-        start = clock.now
-        last = start
+        let start = clock.now
+        state = Locked(State(start: start, last: start))
     }
 
     /// A new attempt (the first, or one after a redirect): connecting again, nothing sent.
     package func beginAttempt() {
-        lock.withLock {
-            start = clock.now
-            last = start
-            connected = false
-            sent = 0
-            finished = false
+        state.withLock { s in
+            s.start = clock.now
+            s.last = s.start
+            s.connected = false
+            s.sent = 0
+            s.finished = false
         }
     }
 
     /// A new body (the client asked for the body from its start): nothing of it sent.
     package func beginBody(total: Int64?) {
-        lock.withLock {
-            sent = 0
-            self.total = total
-            finished = false
-            last = clock.now
+        state.withLock { s in
+            s.sent = 0
+            s.total = total
+            s.finished = false
+            s.last = clock.now
         }
     }
 
     /// Body bytes handed to the client: `sent` so far in this body; `finished` at its end.
     package func body(sent: Int64, finished: Bool) {
-        lock.withLock {
-            self.sent = sent
-            self.finished = self.finished || finished
-            connected = true
-            last = clock.now
+        state.withLock { s in
+            s.sent = sent
+            s.finished = s.finished || finished
+            s.connected = true
+            s.last = clock.now
         }
     }
 
     /// A byte of the answer arrived (or the connection otherwise moved).
     package func touch() {
-        lock.withLock {
-            connected = true
-            last = clock.now
+        state.withLock { s in
+            s.connected = true
+            s.last = clock.now
         }
     }
 
     /// The body so far: bytes handed to the client, its length when known, and whether
     /// all of it was handed over.
     package var bodyState: (sent: Int64, total: Int64?, complete: Bool) {
-        lock.withLock {
-            (sent, total, finished || (total != nil && sent == total))
+        state.withLock { s in
+            (s.sent, s.total, s.finished || (s.total != nil && s.sent == s.total))
         }
     }
 
@@ -72,16 +73,16 @@ package final class UploadActivity: @unchecked Sendable {
     /// by throwing (`CancellationError` when cancelled).
     package func watch<T>(url: String, options: UploadOptions) async throws -> T {
         while true {
-            let (deadline, message) = lock.withLock { () -> (ContinuousClock.Instant, String) in
-                if connected {
-                    let length = total.map { " of \($0)" } ?? ""
+            let (deadline, message) = state.withLock { s -> (ContinuousClock.Instant, String) in
+                if s.connected {
+                    let length = s.total.map { " of \($0)" } ?? ""
                     return (
-                        last + options.idleTimeout,
-                        "upload to \(url) timed out: no byte sent or received for \(options.idleTimeout.secondsText) (idle timeout; \(sent)\(length) bytes sent)"
+                        s.last + options.idleTimeout,
+                        "upload to \(url) timed out: no byte sent or received for \(options.idleTimeout.secondsText) (idle timeout; \(s.sent)\(length) bytes sent)"
                     )
                 }
                 return (
-                    start + options.connectTimeout,
+                    s.start + options.connectTimeout,
                     "upload to \(url) timed out: no connection within \(options.connectTimeout.secondsText) (connect timeout)"
                 )
             }
