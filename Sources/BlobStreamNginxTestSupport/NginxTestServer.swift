@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// An nginx serving WebDAV PUT on 127.0.0.1 for upload tests: started in a temporary folder
 /// on a free port, stopped (and the folder removed) by `stop()`. Needs the `nginx` binary
@@ -170,20 +171,16 @@ public final class NginxTestServer: @unchecked Sendable {
 }
 
 /// Lets a `stop()` do its work once, whichever thread calls it first (a test, or `deinit`).
-package final class StopOnce: @unchecked Sendable {
-    // Unchecked Sendable: `stopped` is only touched under `lock`.
-    private let lock = NSLock()
-    private var stopped = false
+package final class StopOnce: Sendable {
+    /// Set by the first call.
+    private let stopped = Atomic<Bool>(false)
 
     /// Not stopped yet.
     package init() {}
 
     /// True for the first call only.
     package func first() -> Bool {
-        lock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
+        !stopped.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
 

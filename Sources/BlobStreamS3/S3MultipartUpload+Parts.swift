@@ -1,7 +1,6 @@
 import BlobStream
 import BlobStreamUpload
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 
 extension S3MultipartUpload {
@@ -15,8 +14,8 @@ extension S3MultipartUpload {
 
     /// What the parts have come to so far, for progress and the result.
     /// Parts finish on several threads at once: the state is behind a pthread lock
-    /// (`NIOLockedValueBox`), which ThreadSanitizer sees (a contended `Synchronization.Mutex`
-    /// is handed over in the kernel, where it does not).
+    /// (`Locked`), which ThreadSanitizer sees (a contended `Synchronization.Mutex` is handed
+    /// over in the kernel, where it does not).
     final class Tally: Sendable {
         private struct State {
             var bytes: Int64 = 0
@@ -24,11 +23,11 @@ extension S3MultipartUpload {
             var bytesSent: Int64 = 0
             var parts: [Int: (etag: String, digest: PartDigest)] = [:]
         }
-        private let state = NIOLockedValueBox(State())
+        private let state = Locked(State())
 
         /// Records a finished part; returns the bytes stored so far.
         func record(_ outcome: PartOutcome) -> Int64 {
-            state.withLockedValue {
+            state.withLock {
                 $0.bytes += Int64(outcome.size)
                 if outcome.sent.sent {
                     $0.sent += 1
@@ -39,10 +38,10 @@ extension S3MultipartUpload {
             }
         }
 
-        var bytes: Int64 { state.withLockedValue { $0.bytes } }
-        var partsSent: Int { state.withLockedValue { $0.sent } }
+        var bytes: Int64 { state.withLock { $0.bytes } }
+        var partsSent: Int { state.withLock { $0.sent } }
         /// The bytes of the parts sent (not those found stored).
-        var bytesSent: Int64 { state.withLockedValue { $0.bytesSent } }
+        var bytesSent: Int64 { state.withLock { $0.bytesSent } }
         /// The parts in order, for CompleteMultipartUpload.
         var parts: [S3CompletedPart] {
             checksummedParts.map { S3CompletedPart(number: $0.number, etag: $0.etag, checksum: $0.checksum?.base64) }
@@ -56,7 +55,7 @@ extension S3MultipartUpload {
 
         /// The parts' CRCs `algorithm` in order (nil unless every part has one).
         func crcs(_ algorithm: S3ChecksumAlgorithm) -> [S3Checksum]? {
-            let values = state.withLockedValue {
+            let values = state.withLock {
                 $0.parts.sorted { $0.key < $1.key }.map { $0.value.digest.crc(algorithm) }
             }
             let parts = values.compactMap { $0 }
@@ -65,7 +64,7 @@ extension S3MultipartUpload {
 
         /// The parts in order with their checksums.
         var checksummedParts: [(number: Int, etag: String, checksum: S3Checksum?)] {
-            state.withLockedValue {
+            state.withLock {
                 $0.parts.sorted { $0.key < $1.key }.map {
                     (number: $0.key, etag: $0.value.etag, checksum: $0.value.digest.checksum)
                 }

@@ -1,6 +1,5 @@
 import BlobStream
 import Foundation
-import NIOConcurrencyHelpers
 
 extension S3MultipartUpload {
     /// The version of a remote source every source of one upload reads: the strong ETag of
@@ -16,12 +15,12 @@ extension S3MultipartUpload {
     /// with `.changed`, naming the source and both ETags, before a byte of it is sent (a
     /// multipart upload is then aborted, and nothing is stored).
     final class SourcePin: Sendable {
-        private let pinned = NIOLockedValueBox<String?>(nil)
+        private let pinned = Locked<String?>(nil)
 
         /// The pinned ETag when `etag` is another one (or none while one is pinned); nil
         /// when it is the same, or when it is the first (it is then pinned).
         func differs(_ etag: String?) -> String? {
-            pinned.withLockedValue { pinned in
+            pinned.withLock { pinned in
                 guard let pinned else {
                     pinned = etag
                     return nil

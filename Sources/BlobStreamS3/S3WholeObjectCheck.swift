@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import BlobStream
 import BlobStreamHTTPClient
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -33,10 +32,8 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     /// The longest the end of a read waits for the `HEAD`'s answer.
     static let answerWait: TimeAmount = .seconds(30)
 
-    /// The `HEAD`'s outcome, set on an event loop.
-    private let answer = NIOLockedValueBox<Result<HTTPClient.Response, any Error>?>(nil)
-    /// Signalled when `answer` is set.
-    private let answered = ConditionLock(value: 0)
+    /// The `HEAD`'s outcome, set on an event loop (which wakes a `finish` waiting for it).
+    private let answer = Locked<Result<HTTPClient.Response, any Error>?>(nil)
     private let name: String
     private let etag: String?
     /// The `HEAD`, to be awaited where the bytes are not read in order (a copy in parts).
@@ -56,28 +53,28 @@ final class S3WholeObjectCheck: HTTPWholeObjectCheck {
     init(name: String, facts: HTTPObjectFacts, head: HTTPClient.Request, client: HTTPClient, hedging: HTTPHedging?) {
         self.name = name
         self.etag = facts.etag
-        let (answer, answered) = (self.answer, self.answered)
+        let answer = self.answer
         let deadline = NIODeadline.now() + Self.answerWait
         let asked =
             hedging?.execute(head, with: client, deadline: deadline)
             ?? client.execute(request: head, deadline: deadline)
         question = S3KeptChecksumQuestion(name: name, etag: facts.etag, head: asked)
         asked.whenComplete { result in
-            answer.withLockedValue { $0 = result.mapError { $0 } }
-            answered.lock()
-            answered.unlock(withValue: 1)
+            answer.withLock { $0 = result.mapError { $0 } }
         }
     }
 
     func update(_ bytes: UnsafeRawBufferPointer) {
-        if !narrowed, let result = answer.withLockedValue({ $0 }) { narrow(result) }
+        if !narrowed, let result = answer.withLock({ $0 }) { narrow(result) }
         for index in sums.indices { sums[index].update(bytes) }
     }
 
     func finish() -> BlobStreamError? {
         if !narrowed {
-            if answered.lock(whenValue: 1, timeoutSeconds: Self.answerWait.seconds) { answered.unlock() }
-            narrow(answer.withLockedValue { $0 } ?? .failure(HTTPClientError.deadlineExceeded))
+            let result = answer.withLock(
+                when: { $0 != nil }, before: Date(timeIntervalSinceNow: Self.answerWait.seconds)
+            ) { result, _ in result }
+            narrow(result ?? .failure(HTTPClientError.deadlineExceeded))
         }
         guard let kept, let sum = sums.first else {
             note = "unchecked: \(unchecked ?? "no checksum")"

@@ -1,5 +1,5 @@
+import BlobStream
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// The buffers of an upload's parts, each used again for a later part once its part is sent:
@@ -123,12 +123,12 @@ extension PartBufferPool {
     /// A part's buffer handed to the task that sends it: the task takes it out, so that no
     /// closure keeps a reference to its storage once the part is sent.
     final class Handoff: Sendable {
-        private let slot: NIOLockedValueBox<ByteBuffer?>
+        private let slot: Locked<ByteBuffer?>
 
         /// Holds `buffer` until `take`.
-        init(_ buffer: consuming ByteBuffer) { slot = NIOLockedValueBox(buffer) }
+        init(_ buffer: consuming ByteBuffer) { slot = Locked(buffer) }
 
         /// The buffer (an empty one when taken already).
-        func take() -> ByteBuffer { slot.withLockedValue { $0.take() } ?? ByteBuffer() }
+        func take() -> ByteBuffer { slot.withLock { $0.take() } ?? ByteBuffer() }
     }
 }
