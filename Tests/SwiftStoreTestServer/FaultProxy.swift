@@ -188,6 +188,8 @@ public final class FaultProxy: Sendable {
         /// end of the answer or the client's going away (the last piece written counted whole),
         /// 0 for an answer the proxy made itself.
         public internal(set) var answerBytes: Int = 0
+        /// When the request's head had arrived (and the proxy chose its action).
+        public let arrived = ContinuousClock.now
     }
 
     /// Starts a proxy to `upstream` (e.g. a store's ``SwiftStoreTestServer/endpoint``) on a free port.
