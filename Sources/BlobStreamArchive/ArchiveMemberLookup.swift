@@ -1,3 +1,5 @@
+import BlobStream
+
 /// How an `ArchiveMemberDataSource` found its member (`lookup`, once the source is open).
 public enum ArchiveMemberLookup: Sendable, Equatable, CustomStringConvertible {
     /// Through a member index (`ArchiveIndex`: `ARCHIVE.blobidx` beside the archive, or
@@ -39,5 +41,14 @@ extension ArchiveMemberDataSource {
         lock.lock()
         defer { lock.unlock() }
         return indexed.unusedReason
+    }
+}
+
+extension ArchiveMemberDataSource: BlobReadReporting {
+    /// How the member was found (`lookup`), and an index found but not used, with why; nil
+    /// before the source is open.
+    public var readingNote: String? {
+        guard let lookup else { return nil }
+        return lookup.description + (unusedIndexReason.map { "; an index was found but not used: \($0)" } ?? "")
     }
 }

@@ -7,9 +7,11 @@ package enum Console {
     /// One line on stderr, prefixed with the tool's name. Control characters in the message
     /// (a name with a newline or an escape sequence) are percent-encoded: one line, and
     /// nothing reaches the terminal but text. A URL's password (`http://user:secret@host/`)
-    /// is left out, as curl shows it: the line may go to a log.
+    /// is left out, as curl shows it: the line may go to a log. The library's options are
+    /// named by the tool's flags (`ToolWording`).
     package static func error(_ message: String) {
-        writeError("blobstream: \(BlobURL.escapedText(BlobURL.redactingPasswords(message)))\n")
+        let text = ToolWording.inToolTerms(BlobURL.redactingPasswords(message))
+        writeError("blobstream: \(BlobURL.escapedText(text))\n")
     }
 
     /// Writes `text` to stderr with `write(2)`. A stderr that cannot take it (closed:

@@ -163,3 +163,16 @@ public final class FileDataSource: BlobDataSource {
         file = nil
     }
 }
+
+extension FileDataSource: BlobStoredRegionProviding {
+    /// Once open, the rest of the file from `readOffset` to the length seen at `open()`, in
+    /// the descriptor the source reads (the file opened then, even if another was put at the
+    /// path since); nil before `open()`, at the end, after a failure or `close()`. A file
+    /// that shrank since moves fewer bytes than `count`: reading on then fails with `.changed`.
+    public var storedRegion: BlobStoredRegion? {
+        guard let reader, reader.position < reader.length else { return nil }
+        return BlobStoredRegion(
+            descriptor: reader.file.descriptor.rawValue, fileOffset: reader.position,
+            count: reader.length - reader.position)
+    }
+}

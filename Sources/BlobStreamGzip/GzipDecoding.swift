@@ -59,3 +59,10 @@ extension GzipDataSource {
         }
     }
 }
+
+extension GzipDataSource: BlobReadReporting {
+    /// `decoding`'s description: through a seek-point index or not, on how many threads.
+    public var readingNote: String? { decoding.description }
+    /// True when a whole read is decoded on more than one thread (`decoding.threads`).
+    public var decodesOnThreadsOfItsOwn: Bool { decoding.threads > 1 }
+}

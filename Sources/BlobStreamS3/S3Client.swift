@@ -197,7 +197,8 @@ public struct S3Client: Sendable {
                 throw BlobStreamError.s3(
                     .ioFailed,
                     "\(what): the TLS connection to \(target.base) failed (if a private CA signed the store's "
-                        + "certificate, pass it with --ca-bundle or AWS_CA_BUNDLE)", kind: .tls, cause: error)
+                        + "certificate, add it with HTTPConnectionOptions.caBundle or AWS_CA_BUNDLE)", kind: .tls,
+                    cause: error)
             }
             throw BlobStreamError.s3(
                 .ioFailed, "\(what): cannot reach \(target.base)", kind: .connection, cause: error)

@@ -44,7 +44,7 @@ extension BlobSources {
                         if !found.hasChunkCRC32s && !acceptsUnchecked {
                             throw BlobStreamError(
                                 .unsupported,
-                                "\(indexPath) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; adopt it (blobstream index --from \(indexPath) \(path)) and use the index that writes, or name --unverified-index (acceptsUnchecked) to read through it UNVERIFIED"
+                                "\(indexPath) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; adopt it (GzipIndex.adopt) and use the index that writes, or name it with acceptsUnchecked (IndexUse.named) to read through it UNVERIFIED"
                             )
                         }
                         index = found
@@ -59,7 +59,8 @@ extension BlobSources {
             } else if case .named(let indexPath, _) = use {
                 throw BlobStreamError(
                     .unsupported,
-                    "\(inner): --index \(indexPath) applies to gzip: sources over files and remote objects only")
+                    "\(inner): the index named (\(indexPath)) applies to gzip: sources over files and remote objects only"
+                )
             }
             // Only a foreign index the user accepted by name gets here without chunk CRC-32s.
             let source = GzipDataSource(
@@ -111,7 +112,7 @@ private func remoteIndex(
         if !index.hasChunkCRC32s && !acceptsUnchecked {
             throw BlobStreamError(
                 .unsupported,
-                "\(indexURL) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; name --unverified-index (acceptsUnchecked) to read through it UNVERIFIED"
+                "\(indexURL) is a foreign gzip index (no chunk CRC-32s): reads through it cannot be checked; name it with acceptsUnchecked (IndexUse.named) to read through it UNVERIFIED"
             )
         }
         return (index, nil)

@@ -52,7 +52,7 @@ extension BlobSources {
             } else if let named {
                 throw BlobStreamError(
                     .unsupported,
-                    "\(inner): --index \(named) applies to zstd: sources over files and remote objects only")
+                    "\(inner): the index named (\(named)) applies to zstd: sources over files and remote objects only")
             }
             var index: ZstdFrameIndex?
             var unused: String?

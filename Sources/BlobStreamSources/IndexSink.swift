@@ -198,7 +198,7 @@ public final class IndexSink: Sendable {
             }
             done.signal()
         }
-        thread.name = "blobstream index sink"
+        thread.name = "BlobStream.IndexSink"
         thread.start()
         held.withUnsafeBytes { send($0, to: ours) }
     }
@@ -253,7 +253,7 @@ public final class IndexSink: Sendable {
                     return .success(
                         .none(
                             reason:
-                                "\(name): no index: it is one zstd frame, which cannot be entered midway (blobstream compress --seekable writes frames, and a seek table that needs no index)"
+                                "\(name): no index: it is one zstd frame, which cannot be entered midway (ZstdSeekableCompressor writes frames, and a seek table that needs no index)"
                         ))
                 case .frames(let table):
                     let placeholder = BlobContentIdentity(

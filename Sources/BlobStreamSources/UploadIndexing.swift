@@ -64,7 +64,7 @@ public final class UploadIndexing: Sendable {
             SideReading.feed(sink, from: body, observer: observer)
             done.signal()
         }
-        thread.name = "blobstream upload indexing"
+        thread.name = "BlobStream.UploadIndexing"
         readsBeside = true
         thread.start()
     }

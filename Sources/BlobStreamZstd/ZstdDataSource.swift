@@ -396,3 +396,18 @@ public final class ZstdDataSource: BlobDataSource, UpstreamOpenAnnouncing, @unch
         outcome.announce(on: state)
     }
 }
+
+extension ZstdDataSource: BlobReadReporting {
+    /// Whether the file is entered through a frame index (and how many frames it has), or
+    /// through its own seek table or a read from its start; an index found but not used, with
+    /// why. The index beside a remote object is otherwise looked for at the first move: this
+    /// looks for it now (`lookUpFrameIndex()`, a blocking call, on the thread that reads).
+    public var readingNote: String? {
+        let how =
+            ((try? lookUpFrameIndex()) ?? nil).map {
+                "entered through its frame index (\($0.frames.frames.count) frames)"
+            }
+            ?? "no frame index (a seekable file is entered through its own seek table, another read from its start)"
+        return how + (unusedIndexReason.map { "; an index was found but not used: \($0)" } ?? "")
+    }
+}

@@ -257,7 +257,7 @@ final class HTTPRangeSourceTests {
         #expect(untrusted.last == -1)
         #expect(untrusted.error?.code == .ioFailed, "\(String(describing: untrusted.error))")
         #expect(untrusted.error?.message.contains("TLS") == true)
-        #expect(untrusted.error?.message.contains("--ca-bundle") == true)
+        #expect(untrusted.error?.message.contains("HTTPConnectionOptions.caBundle or AWS_CA_BUNDLE") == true)
         var trusting = options
         trusting.connection.caBundle = server.certificates.caCertificate.path
         let trusted = try read(source(url, trusting))

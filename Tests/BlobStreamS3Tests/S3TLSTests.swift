@@ -91,7 +91,7 @@ struct S3TLSTests {
         let error = try #require(outcome.failure as? BlobStreamError, "\(outcome)")
         #expect(error.code == .ioFailed, "\(error)")
         #expect(error.description.contains(setup.tls.endpoint), "\(error)")
-        #expect(error.description.contains("--ca-bundle"), "\(error)")
+        #expect(error.description.contains("HTTPConnectionOptions.caBundle or AWS_CA_BUNDLE"), "\(error)")
         #expect(setup.tls.accessLog().isEmpty)
 
         let read = try await readAll { [configuration = setup.configuration] in

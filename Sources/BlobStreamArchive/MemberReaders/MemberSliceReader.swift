@@ -247,12 +247,12 @@ extension MemberSliceReader {
     /// Where the member's next bytes (from `target`) lie in the archive file at
     /// `archivePath`, when they are stored there unchanged and nothing checks them (see
     /// `ArchiveMemberDataSource.storedRegion`); nil otherwise.
-    func storedRegion(from target: Int64, archivePath: String?) -> (descriptor: Int32, offset: Int64, count: Int64)? {
+    func storedRegion(from target: Int64, archivePath: String?) -> BlobStoredRegion? {
         let s = slice
         guard s.inflation == nil, s.decompression == nil, s.expectedCRC == nil, target < s.length,
             let file = storedBytesFile(archivePath: archivePath)
         else { return nil }
-        return (file.descriptor, s.start + target, s.length - target)
+        return BlobStoredRegion(descriptor: file.descriptor, fileOffset: s.start + target, count: s.length - target)
     }
 
     /// The archive file opened by its path, once, when it is the file the upstream reads

@@ -120,7 +120,7 @@ package final class GzipReader {
             record(
                 BlobStreamError(
                     .unsupported,
-                    "\(name): the gzip index has no chunk CRC-32s (a foreign GZIDX): reads through it cannot be checked; adopt it first (blobstream index --from INDEX FILE.gz, or GzipIndex.adopt), or accept unverified reads (--unverified-index, acceptsUncheckedIndex)"
+                    "\(name): the gzip index has no chunk CRC-32s (a foreign GZIDX): reads through it cannot be checked; adopt it first (GzipIndex.adopt), or accept unverified reads (acceptsUncheckedIndex)"
                 ))
             return false
         }

@@ -97,7 +97,7 @@ extension LocatableIndex {
         if let why = mismatch(with: now) {
             throw BlobStreamError(
                 .changed,
-                "the \(Self.kind.noun) \(indexName) does not match \(sourceName): \(why); build a new one (blobstream index \(sourceName))"
+                "the \(Self.kind.noun) \(indexName) does not match \(sourceName): \(why); build a new one"
             )
         }
     }

@@ -143,7 +143,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
         guard frames.filter({ $0.decompressedSize > 0 }).count > 1 else {
             throw BlobStreamError(
                 .unsupported,
-                "\(name) is one zstd frame: it cannot be entered midway, so it gets no index; make a copy in frames with 'blobstream compress --seekable'"
+                "\(name) is one zstd frame: it cannot be entered midway, so it gets no index; make a copy in frames with ZstdSeekableCompressor"
             )
         }
         guard let table = ZstdSeekTable(frames: frames) else {
@@ -215,7 +215,7 @@ public struct ZstdFrameIndex: Sendable, Equatable {
             let why = version == 1 ? " (made before its frames' places were checked)" : ""
             throw BlobStreamError(
                 .unsupported,
-                "zstd frame index '\(name)' is version \(version)\(why); this library reads version \(Self.formatVersion): build it again with 'blobstream index'"
+                "zstd frame index '\(name)' is version \(version)\(why); this library reads version \(Self.formatVersion): build it again (ZstdFrameIndex.build)"
             )
         }
         guard stored == computed else { throw bad("its checksum does not match (truncated or altered)") }

@@ -346,7 +346,7 @@ struct RangeJudgement {
             return BlobStreamError(
                 .ioFailed,
                 "TLS connection for \(url) failed: \(error) (if a private CA signed the server's certificate, "
-                    + "pass it with --ca-bundle or AWS_CA_BUNDLE)", cause: error)
+                    + "add it with HTTPConnectionOptions.caBundle or AWS_CA_BUNDLE)", cause: error)
         }
         return BlobStreamError(.ioFailed, "GET \(url) failed: \(error)", cause: error)
     }
