@@ -46,6 +46,10 @@ public struct BlobStreamError: Error, CustomStringConvertible, Sendable {
         public static let unknownScheme = Code("unknownScheme")
         /// A URL does not follow the grammar.
         public static let malformedURL = Code("malformedURL")
+        /// A file is not written where asked, and nothing was: the path holds something that
+        /// is not a regular file (a FIFO, a device, a directory, a link to nothing), or it is
+        /// one of the inputs, which the file would replace.
+        public static let invalidDestination = Code("invalidDestination")
     }
 
     /// What kind of failure this is.

@@ -52,6 +52,7 @@ package enum CommandMain {
                 try syncCommand.run()
             }
         } catch let error as ToolFailure {
+            if error.isUsage { usageError(error.message, root: root, arguments: arguments) }
             if !error.alreadyReported { Console.error(error.message) }
             Glibc.exit(1)
         } catch let error as UsageError {
@@ -61,6 +62,10 @@ package enum CommandMain {
             usageError(error.description, root: root, arguments: arguments)
         } catch is StdoutClosed {
             Glibc.exit(0)
+        } catch let error as BlobStreamError where error.code == .invalidDestination {
+            // A file the command would write over one of its inputs or a FIFO, a device, a
+            // folder: the arguments' fault.
+            usageError(error.message, root: root, arguments: arguments)
         } catch let error as BlobStreamError {
             Console.error(error.description)
             Glibc.exit(1)
@@ -119,10 +124,14 @@ package enum CommandMain {
 package struct ToolFailure: Error {
     package var message: String
     package var alreadyReported = false
+    /// The arguments' fault (status 2): a destination the tool may not write
+    /// (`.invalidDestination`).
+    package var isUsage = false
 
-    package init(message: String, alreadyReported: Bool = false) {
+    package init(message: String, alreadyReported: Bool = false, isUsage: Bool = false) {
         self.message = message
         self.alreadyReported = alreadyReported
+        self.isUsage = isUsage
     }
 }
 

@@ -58,5 +58,7 @@ package func failure(_ argument: String, _ error: any Error, hint: String? = nil
     } else {
         text = String(describing: error)
     }
-    return ToolFailure(message: argument.isEmpty || text.contains(argument) ? text : "\(argument): \(text)")
+    return ToolFailure(
+        message: argument.isEmpty || text.contains(argument) ? text : "\(argument): \(text)",
+        isUsage: (error as? BlobStreamError)?.code == .invalidDestination)
 }

@@ -20,15 +20,17 @@ extension BlobSources {
         case zstd(ZstdFrameIndex)
     }
 
-    /// What an index of a remote object is built as.
-    public enum RemoteIndexKind: Sendable, Equatable {
-        /// As the object's first bytes say: a member index for a tar, a zip, or a gzip or zstd
-        /// stream whose first decompressed header is a tar's; a frame index for another zstd
-        /// stream (of many frames: one of a single frame is refused); gzip seek points for any
-        /// other gzip.
+    /// What an index of a file or a remote object is built as.
+    public enum IndexKind: Sendable, Equatable {
+        /// As the first bytes say: a member index for a tar, a zip, or a gzip or zstd stream
+        /// whose first decompressed header is a tar's; a frame index for another zstd stream
+        /// (of many frames: one of a single frame is refused); gzip seek points for any other
+        /// gzip.
         case whatItHolds
         /// Gzip seek points, whatever the gzip holds.
         case gzip
+        /// Zstd frames, whatever the zstd stream holds.
+        case zstdFrames
     }
 
     /// An index written somewhere: where, and what it holds.
@@ -50,10 +52,15 @@ extension BlobSources {
     /// - Throws: `BlobStreamError` naming `url`: `.unsupported` when the server sends no
     ///   strong ETag or the object is no format that can be indexed; the source's errors.
     public func buildIndex(
-        ofObjectAt url: String, as kind: RemoteIndexKind = .whatItHolds, gzipSpacing: Int = GzipIndex.defaultSpacing
+        ofObjectAt url: String, as kind: IndexKind = .whatItHolds, gzipSpacing: Int = GzipIndex.defaultSpacing
     ) throws(BlobStreamError) -> (index: BuiltIndex, serverOrigin: String?) {
         let registry = makeRegistry(readingContentFor: .indexBuild)
-        let held = kind == .whatItHolds ? try RemoteContent.held(url, registry: registry) : .gzip
+        let held: RemoteContent.Held
+        switch kind {
+        case .whatItHolds: held = try RemoteContent.held(url, registry: registry)
+        case .gzip: held = .gzip
+        case .zstdFrames: held = .zstdFrames
+        }
         if held == .zstdFrames {
             let object = try RemoteContent.rangedSource(url, registry: registry)
             object.open()
@@ -232,7 +239,7 @@ enum RemoteContent {
     /// else, or neither.
     static func held(_ url: String, registry: DataSourceRegistry) throws(BlobStreamError) -> Held {
         let head = try firstBytes(of: url, count: headLength, registry: registry)
-        if head.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) {
+        if ContentMagic(head: head) == .zstd {
             let source = try makeSource(url, registry: registry)
             (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
             return ArchiveIndex.zstdHoldsTar(source: source, name: url) ? .archive : .zstdFrames
@@ -244,18 +251,17 @@ enum RemoteContent {
     private static func isArchive(head: [UInt8], _ url: String, registry: DataSourceRegistry) throws(BlobStreamError)
         -> Bool
     {
-        if head.starts(with: [0x1F, 0x8B]) {
+        switch ContentMagic(head: head) {
+        case .gzip:
             if let holdsTar = inflatedHeaderIsTar(head) { return holdsTar }
             // The first tar header is not in the head (a long gzip header): read on, small
             // first block, no blocks ahead (the index build reads the object next).
             let source = try makeSource(url, registry: registry)
             (source as? any BlobRangeReading)?.expectRead(0..<Int64(headLength))
             return ArchiveIndex.gzipHoldsTar(source: source, name: url)
+        case .zip, .tar: return true
+        case .zstd, .xz, .unknown: return false
         }
-        if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
-            return true
-        }
-        return head.count >= 512 && head[257..<262].elementsEqual("ustar".utf8)
     }
 
     /// Whether the first 512 bytes `head` (a gzip's first bytes) inflates to are a tar

@@ -208,20 +208,16 @@ public final class IndexSink: Sendable {
         case gzip, tar, zstd, zip
     }
 
-    /// The builder the format of `bytes` takes, or why none does.
+    /// The builder the format of `bytes` takes (`ContentMagic`), or why none does.
     private func builder(for bytes: [UInt8]) -> Result<Builder, BlobStreamError> {
-        if bytes.starts(with: [0x1F, 0x8B]) {
-            return .success(.gzip)
-        }
-        if bytes.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) { return .success(.zstd) }
-        if bytes.count >= 262, bytes[257..<262].elementsEqual("ustar".utf8) { return .success(.tar) }
-        if bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) || bytes.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
-            return .success(.zip)
-        }
         let why: String
-        if bytes.starts(with: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) {
-            why = "xz: a tar.xz's member index is built from a file only"
-        } else {
+        switch ContentMagic(head: bytes) {
+        case .gzip: return .success(.gzip)
+        case .zstd: return .success(.zstd)
+        case .tar: return .success(.tar)
+        case .zip: return .success(.zip)
+        case .xz: why = "xz: a tar.xz's member index is built from a file only"
+        case .unknown:
             why =
                 "the bytes are neither gzip (no 1f 8b at their start), zstd (no 28 b5 2f fd) nor a tar (no ustar header at offset 257)"
         }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import BlobStreamCLI
-import BlobStreamCompression
 import BlobStreamSources
 
 /// `blobstream index FILE`: writes the seek-point index of a gzip file, or the member index of
@@ -97,25 +96,16 @@ struct IndexCommand: AsyncParsableCommand {
             try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
             return
         }
-        if let from {
-            guard try isGzipFile(file) else {
-                throw ToolFailure(message: "\(file): --from \(from) adopts a gzip index, and this is not a gzip file")
-            }
-            let written = try writeGzipIndex(of: file, to: output, spacing: spacing, adopting: from)
-            try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
-            return
-        }
-        let written: String
-        if try isZstdFile(file) && !isTarZstdFile(file) {
-            // A zstd stream: its frames (a seekable file needs no index; one frame cannot have one).
-            if let answer = try zstdIndexAnswer(file) { throw ToolFailure(message: answer) }
-            written = try writeZstdFrameIndex(path: file, output: output, windowLog: ZstdWindow.defaultLog)
-        } else {
-            written =
-                try isGzipFile(file) && !isTarGzipFile(file)
-                ? writeGzipIndex(of: file, to: output, spacing: spacing)
-                : writeArchiveIndex(path: file, output: output, spacing: spacing, note: Console.note)
-        }
+        // A file: the library tells what it holds (a `gzip:` or `zstd:` prefix says it).
+        var sources = BlobSources(inflate: .automatic)
+        sources.indexKey = IndexKeySetting.current // sealed with the run's key, when set
+        let prefix = file.lowercased()
+        let kind: BlobSources.IndexKind =
+            prefix.hasPrefix("gzip:") ? .gzip : prefix.hasPrefix("zstd:") ? .zstdFrames : .whatItHolds
+        let kept = try sources.indexFile(
+            atPath: try indexedFilePath(file), as: kind, output: output, gzipSpacing: spacing, adopting: from,
+            note: Console.note)
+        let written = kept.map { "\($0.location)\t\($0.contents)\t\($0.byteCount) bytes" }.joined(separator: "\n")
         try Array((written + "\n").utf8).withUnsafeBytes { try Console.writeOut($0) }
     }
 }

@@ -30,7 +30,7 @@ enum RemoteGzipIndexing {
         var settings = BlobSources(remote: RunConnections.remote(caBundle: nil, s3: s3), indexCache: cache)
         settings.indexKey = IndexKeySetting.current // sealed with the run's key, when set
         let sources = settings
-        let kind: BlobSources.RemoteIndexKind = url == argument ? .whatItHolds : .gzip
+        let kind: BlobSources.IndexKind = url == argument ? .whatItHolds : .gzip
         let (index, serverOrigin) = try await offThread {
             try sources.buildIndex(ofObjectAt: url, as: kind, gzipSpacing: spacing)
         }

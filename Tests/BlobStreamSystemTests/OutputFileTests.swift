@@ -1,8 +1,47 @@
-import BlobStreamCLI
+import BlobStream
+import BlobStreamSystem
+import BlobStreamTestSupport
 import Foundation
+import Glibc
 import Testing
 
-/// `OutputFile`: where the tool may write an index or `--output`, and how (atomically).
+/// A folder of its own for a test, with paths in it.
+private final class TemporaryFolder {
+    let directory: TemporaryDirectory
+    var path: String { directory.path }
+
+    init() throws { directory = try TemporaryDirectory(prefix: "blobstream-output") }
+
+    func path(_ name: String) -> String { path + "/" + name }
+
+    /// Writes `data` to `name` in the folder; its path.
+    func file(_ name: String, _ data: Data) throws -> String {
+        try data.write(to: URL(fileURLWithPath: path(name)))
+        return path(name)
+    }
+
+    /// A UNIX socket bound at `name` in the folder (a node that is not a regular file); its
+    /// path. The descriptor stays open until the process ends.
+    func socket(_ name: String) -> String {
+        let path = path(name)
+        let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(descriptor >= 0 && bound == 0)
+        return path
+    }
+}
+
+/// `OutputFile`: where the library and the tool may write an index or `--output`, and how
+/// (atomically).
 @Suite("OutputFile: refusals and atomic writes")
 struct OutputFileTests {
     /// The refusal for writing to `path`, or nil when it is accepted.
@@ -11,7 +50,8 @@ struct OutputFileTests {
             _ = try OutputFile(path, role: "the index", inputs: inputs)
             return nil
         } catch {
-            return error.description
+            #expect(error.code == .invalidDestination, "\(error)")
+            return error.message
         }
     }
 
@@ -28,7 +68,7 @@ struct OutputFileTests {
         let cases: [(String, String)] = [
             (fifo, "it is a FIFO, not a regular file"),
             (folder.path, "it is a directory, not a regular file"),
-            ("/dev/null", "it is a character device, not a regular file"),
+            (folder.socket("socket"), "it is a socket, not a regular file"),
             (dangling, "it is a symbolic link that leads to no file"),
             (input, "it is the input '\(input)'"),
             (hardLink, "it is the input '\(input)' (the same file)"),
