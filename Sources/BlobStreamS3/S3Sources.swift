@@ -78,7 +78,7 @@ public enum S3Sources {
     public static func makeSource(
         _ location: S3Location, configuration: S3Configuration, options: HTTPRangeOptions = HTTPRangeOptions()
     ) -> HTTPRangeDataSource {
-        let target = S3Client(configuration: configuration).target(bucket: location.bucket, key: location.key)
+        let target = S3Client.target(configuration, bucket: location.bucket, key: location.key)
         let url = URL(string: target.base + SigV4Signer.uriEncode(target.path, keepingSlash: true))!
         let signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
         var signing = options

@@ -48,7 +48,7 @@ struct Cat: ParsableCommand {
         let pipe = Console.stdoutIsPipe
         if pipe { Console.widenStdoutPipe() }
         try options.forEachStream(
-            sources, remote: RunConnections.remote(caBundle: options.caBundle, s3: s3.settings), length: length,
+            sources, remote: RunConnections(caBundle: options.caBundle).remote(s3: s3.settings), length: length,
             unverifiedPrefix: unverifiedPrefix, sendingToPipe: pipe
         ) { _, pumpBytes in
             try pumpBytes { try Console.writeOut($0) }

@@ -50,7 +50,7 @@ struct Checksum: ParsableCommand {
 
     func run() throws {
         if check { return try runCheck() }
-        try options.forEachStream(sources, remote: RunConnections.remote(caBundle: options.caBundle, s3: s3.settings)) {
+        try options.forEachStream(sources, remote: RunConnections(caBundle: options.caBundle).remote(s3: s3.settings)) {
             source, pumpBytes in
             try Console.print(ChecksumLine(hex: try digest(pumpBytes), name: source).text)
         }

@@ -20,7 +20,7 @@ extension Checksum {
     /// line stays the same however long the list.
     func runCheck() throws {
         let registry = try options.makeRegistry(
-            remote: RunConnections.remote(caBundle: options.caBundle, s3: s3.settings))
+            remote: RunConnections(caBundle: options.caBundle).remote(s3: s3.settings))
         var failed = false
         var listReadable = true
         var separator = ChecksumLine.Separator.undecided

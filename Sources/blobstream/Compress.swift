@@ -69,7 +69,7 @@ struct Compress: ParsableCommand {
         let destination = try output.map {
             try OutputFile($0, role: "the compressed file", inputs: localInputPaths(source))
         }
-        let remote = RunConnections.remote(caBundle: options.caBundle, s3: s3.settings)
+        let remote = RunConnections(caBundle: options.caBundle).remote(s3: s3.settings)
         try options.forEachStream([source], remote: remote) { _, pumpBytes in
             if let destination {
                 try destination.write { write in

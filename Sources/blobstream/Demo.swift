@@ -24,7 +24,7 @@ struct Demo: ParsableCommand {
     var uploadTo: String?
 
     func run() throws {
-        let registry = makeRegistry(library: fixtures + "/library", remote: RunConnections.remote(caBundle: nil))
+        let registry = makeRegistry(library: fixtures + "/library", remote: RunConnections(caBundle: nil).remote())
         let samples = try sampleSources()
         try Console.print("BlobStream demo: \(samples.count) sources from \(fixtures), each read in both modes\n\n")
         try Console.print("source\tmode\tbytes\tsha256\tevents\n")

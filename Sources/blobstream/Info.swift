@@ -23,7 +23,7 @@ struct Info: ParsableCommand {
     var sources: [String]
 
     func run() throws {
-        let registry = makeRegistry(library: library, remote: RunConnections.remote(caBundle: nil))
+        let registry = makeRegistry(library: library, remote: RunConnections(caBundle: nil).remote())
         var headerShown = false // before the first row: a failure prints nothing on stdout
         try forEachSource(sources) { source in
             let stream = try openStream(source, registry: registry, offset: nil)

@@ -51,7 +51,7 @@ struct List: ParsableCommand {
             }
             return
         }
-        let registry = makeRegistry(library: library, remote: RunConnections.remote(caBundle: nil))
+        let registry = makeRegistry(library: library, remote: RunConnections(caBundle: nil).remote())
         if long || json { return try listInDetail(registry: registry) }
         var headerShown = false // after the first listing that worked: a failure prints nothing on stdout
         try forEachSource(archives) { archive in

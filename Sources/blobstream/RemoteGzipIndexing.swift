@@ -27,7 +27,7 @@ enum RemoteGzipIndexing {
         async throws -> String
     {
         let url = objectURL(argument)
-        var settings = BlobSources(remote: RunConnections.remote(caBundle: nil, s3: s3), indexCache: cache)
+        var settings = BlobSources(remote: RunConnections(caBundle: nil).remote(s3: s3), indexCache: cache)
         settings.indexKey = IndexKeySetting.current // sealed with the run's key, when set
         let sources = settings
         let kind: BlobSources.IndexKind = url == argument ? .whatItHolds : .gzip

@@ -23,15 +23,18 @@ enum S3UploadCommand {
         } catch {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }
+        // The run's one pool: the upload, its source (when remote) and the index read back.
+        let connections = RunConnections(caBundle: arguments.options.caBundle)
         if s3.abort {
             return try await abortUpload(
-                s3.uploadId ?? "", of: location, configuration: configuration, arguments: arguments)
+                s3.uploadId ?? "", of: location, configuration: configuration, arguments: arguments,
+                connections: connections)
         }
+        let remote = connections.remote(
+            s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
         let registry = makeRegistry(
             library: arguments.options.library, skipArchiveVerification: arguments.options.skipArchiveVerification,
-            remote: RunConnections.remote(
-                caBundle: arguments.options.caBundle,
-                s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile)))
+            remote: remote)
         let url: String
         do {
             url = try checkedSourceURL(arguments.source, registry: registry)
@@ -85,7 +88,7 @@ enum S3UploadCommand {
         }
         let leftOpen = StartedUploadID()
         options.uploadLeftOpen = { id in leftOpen.value.withLock { $0 = id } }
-        let client = try Self.client(configuration, arguments: arguments)
+        let client = try Self.client(configuration, arguments: arguments, connections: connections)
         let outcome: Result<UploadResult, any Error>
         do {
             outcome = .success(try await run(indexing?.body ?? body, to: location, options: options, client: client))
@@ -121,27 +124,16 @@ enum S3UploadCommand {
         if case .failure = outcome { indexing?.cancel() }
         let stored = try outcome.get()
         if let indexing {
-            try await keepIndex(indexing, stored: stored, arguments: arguments)
+            try await arguments.keepIndex(indexing, stored: stored, sources: BlobSources(remote: remote))
         }
     }
 
-    /// Binds the index built during the upload to the stored object and writes it (see
-    /// `UploadArguments.keepIndex`), reading the object back through the run's schemes.
-    private static func keepIndex(_ indexing: UploadIndexing, stored: UploadResult, arguments: UploadArguments)
-        async throws
-    {
-        let s3 = arguments.s3
-        let remote = RunConnections.remote(
-            caBundle: arguments.options.caBundle,
-            s3: S3SourceSettings(endpointURL: s3.endpointURL, region: s3.region, profile: s3.profile))
-        try await arguments.keepIndex(indexing, stored: stored, sources: BlobSources(remote: remote))
-    }
-
     /// The S3 client of the upload: the store `configuration` names, over the run's pool.
-    private static func client(_ configuration: S3Configuration, arguments: UploadArguments) throws -> S3Client {
+    private static func client(
+        _ configuration: S3Configuration, arguments: UploadArguments, connections: RunConnections
+    ) throws -> S3Client {
         do {
-            return try S3Client(
-                configuration: configuration, pool: RunConnections.pool(caBundle: arguments.options.caBundle))
+            return try S3Client(configuration: configuration, pool: connections.pool)
         } catch {
             throw ToolFailure(message: "--to \(arguments.to): \(error.description)")
         }
@@ -149,9 +141,10 @@ enum S3UploadCommand {
 
     /// `--abort --upload-id ID`: ends the unfinished upload, one line saying so.
     private static func abortUpload(
-        _ id: String, of location: S3Location, configuration: S3Configuration, arguments: UploadArguments
+        _ id: String, of location: S3Location, configuration: S3Configuration, arguments: UploadArguments,
+        connections: RunConnections
     ) async throws {
-        let client = try Self.client(configuration, arguments: arguments)
+        let client = try Self.client(configuration, arguments: arguments, connections: connections)
         let outcome: Result<Void, any Error>
         do {
             try await client.abortMultipartUpload(location, uploadID: id)

@@ -21,9 +21,10 @@ struct Upload: AsyncParsableCommand {
         // --ca-bundle (or AWS_CA_BUNDLE, SSL_CERT_FILE), HTTPS_PROXY/HTTP_PROXY and
         // --connect-timeout apply to the upload; the client follows no redirect (the upload
         // follows 307 and 308 itself).
-        let pool = RunConnections.pool(
+        let connections = RunConnections(
             caBundle: arguments.options.caBundle,
             connectTimeout: .nanoseconds(Int64(arguments.connectTimeout * 1e9)))
+        let pool = connections.pool
         if let target = URL(string: arguments.to) {
             do {
                 _ = try pool.client(for: target)
@@ -32,7 +33,7 @@ struct Upload: AsyncParsableCommand {
             }
         }
         try await arguments.run(
-            with: HTTPClientUploader(pool: pool), remote: RunConnections.remote(caBundle: arguments.options.caBundle))
+            with: HTTPClientUploader(pool: pool), remote: connections.remote())
     }
 }
 
