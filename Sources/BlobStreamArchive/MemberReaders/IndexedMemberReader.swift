@@ -76,10 +76,11 @@ final class IndexedMemberReader {
         let url = ArchiveIndex.sidecar(of: indexObjects.url)
         // One that cannot be made is made again at the search, which keeps its error.
         guard let made = try? indexObjects.makeSource(url) else { return }
-        // Its head and member table in the first answer, no more of it held; a tar.gz
-        // index's gzip record, at its end, asked for beside that answer.
+        // Its head and member table in the first answer, no more of it held. The end (a
+        // tar.gz index's gzip record, the seal) is asked for once the first answer gives the
+        // length, and only when that answer did not bring it (`SourceIndexBytes`): an index
+        // of up to 2 MiB is one request.
         (made as? any BlobRangeReading)?.expectRead(0..<Int64(ArchiveIndex.leadingReadLength))
-        (made as? any BlobRangeReading)?.expectEnd(SourceIndexBytes.tailLength)
         made.open()
         earlyIndexSource = (url, made)
     }

@@ -50,8 +50,8 @@ package final class SourceIndexBytes: IndexByteStore, @unchecked Sendable {
         }
     }
 
-    /// How much of an index's end is asked for with its first answer (`expectEnd(_:)`
-    /// before the index's source opens, else as soon as its length is known).
+    /// How much of an index's end is asked for as soon as its length is known, when the
+    /// first answer did not bring it (a GZIDX's identity record, a seal).
     package static let tailLength = 64 << 10
 
     package func bytes(count: Int, at offset: Int64, what: String) throws(BlobStreamError) -> [UInt8] {

@@ -16,9 +16,6 @@ public protocol LocatableIndex: Sendable {
     /// How many leading bytes of an index object its first request brings (its header and
     /// its table, so that a read through it starts with one request).
     static var leadingReadLength: Int { get }
-    /// How many of an index object's last bytes its first request asks for beside it (a GZIDX
-    /// keeps its record after its windows); 0: none, the index is read from its start.
-    static var trailingReadLength: Int { get }
     /// The identity of the source it was made for (size, modification time and sampled
     /// CRC-32s for a file; size and strong ETag for an object); nil for a foreign index
     /// (indexed_gzip's GZIDX), which is used only when named.
@@ -41,9 +38,6 @@ package protocol KeptIndexFileReading {
 }
 
 extension LocatableIndex {
-    /// `SourceIndexBytes.tailLength` (64 KiB): a GZIDX's record, a member index's gzip record.
-    public static var trailingReadLength: Int { SourceIndexBytes.tailLength }
-
     /// Where an implicit index of the source at `pathOrURL` lives: beside it, its path or URL
     /// followed by the kind's extension (`photos.tar.gz.blobidx`; for an object on a store,
     /// the object `KEY.gzidx` in the same bucket). The one naming rule of every sidecar.
@@ -123,10 +117,11 @@ extension LocatableIndex {
         }
         if let path = try localPath(of: url) { return try read(indexFileAt: path) }
         let object = try rangeSource(of: url, makeSource: makeSource)
-        // Its head and table in the first answer, no more of it held; its record, at its
-        // end, asked for beside that answer.
+        // Its head and table in the first answer, no more of it held. Its end (a GZIDX's
+        // record, a member index's gzip record, the seal) is asked for once that answer
+        // gives the length, and only when it did not bring it (`SourceIndexBytes`): an index
+        // that fits in the first answer is one request.
         object.expectRead(0..<Int64(leadingReadLength))
-        if trailingReadLength > 0 { object.expectEnd(trailingReadLength) }
         object.open()
         return try Self(readingFrom: object, name: url)
     }

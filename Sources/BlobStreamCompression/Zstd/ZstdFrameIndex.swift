@@ -283,9 +283,6 @@ extension ZstdFrameIndex: LocatableIndex, KeptIndexFileReading {
     /// 256 KiB: the whole index of about 12,000 frames in the first answer.
     public static var leadingReadLength: Int { 256 << 10 }
 
-    /// 0: the index is read from its start, whole in the first answer.
-    public static var trailingReadLength: Int { 0 }
-
     /// `identity`.
     public var madeFor: BlobContentIdentity? { identity }
 
