@@ -161,3 +161,13 @@ extension BlobInputStream {
         return ClosedWhileReading(blocked: blocked, result: result.value)
     }
 }
+
+extension BlobStoredRegion {
+    /// The region's bytes, read with `pread` at its file offset (the descriptor's position
+    /// unmoved): what a consumer moving them with `sendfile` would move.
+    public func bytesInFile() -> Data {
+        var out = Data(count: Int(count))
+        let n = out.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, $0.count, off_t(fileOffset)) }
+        return out.prefix(max(n, 0))
+    }
+}

@@ -10,15 +10,6 @@ import Testing
 /// piped one does not.
 @Suite("An archive member's stored region")
 struct ArchiveStoredRegionTests {
-    /// The `count` bytes at `fileOffset` of the region's descriptor, read with `pread`.
-    static func bytes(of region: BlobStoredRegion) -> Data {
-        var out = Data(count: Int(region.count))
-        let n = out.withUnsafeMutableBytes {
-            pread(region.descriptor, $0.baseAddress!, $0.count, off_t(region.fileOffset))
-        }
-        return out.prefix(max(n, 0))
-    }
-
     /// A synchronous stream over the member, open.
     static func opened(_ archive: String, _ member: String) -> (BlobInputStream, ArchiveMemberDataSource) {
         let source = ArchiveMemberDataSource(archive: archive, member: member)
@@ -36,7 +27,7 @@ struct ArchiveStoredRegionTests {
         defer { stream.close() }
         let first = try #require(source.storedRegion)
         #expect(first.count == Int64(big.count))
-        #expect(Self.bytes(of: first) == big)
+        #expect(first.bytesInFile() == big)
         try stream.seek(to: 1000)
         let moved = try #require(source.storedRegion)
         #expect(moved.fileOffset == first.fileOffset + 1000 && moved.count == Int64(big.count - 1000))

@@ -1,5 +1,6 @@
 import BlobStream
 import BlobStreamFiles
+import BlobStreamTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -8,15 +9,6 @@ import Testing
 /// own descriptor, for a consumer that moves the bytes without reading them.
 @Suite("A file's stored region")
 struct StoredRegionTests {
-    /// The `count` bytes at `offset` of `descriptor`, read with `pread` (the position unmoved).
-    static func bytes(of region: BlobStoredRegion) -> Data {
-        var out = Data(count: Int(region.count))
-        let n = out.withUnsafeMutableBytes {
-            pread(region.descriptor, $0.baseAddress!, $0.count, off_t(region.fileOffset))
-        }
-        return out.prefix(max(n, 0))
-    }
-
     @Test("none before open; the rest of the file from an offset; none at the end, after close")
     func regions() throws {
         let dir = try TempDir()
@@ -29,7 +21,7 @@ struct StoredRegionTests {
         source.open()
         let first = try #require(source.storedRegion)
         #expect(first.fileOffset == 1000 && first.count == 299_000)
-        #expect(sha(Self.bytes(of: first)) == sha(data.dropFirst(1000)))
+        #expect(sha(first.bytesInFile()) == sha(data.dropFirst(1000)))
         // A consumer that moved 5,000 of them moves the source past them.
         try source.seek(to: 6000)
         let second = try #require(source.storedRegion)
@@ -52,7 +44,7 @@ struct StoredRegionTests {
         try sampleBytes(70_000, seed: 43).write(to: URL(fileURLWithPath: dir.path + "/other.bin"))
         #expect(rename(dir.path + "/other.bin", path) == 0)
         let region = try #require(source.storedRegion)
-        #expect(sha(Self.bytes(of: region)) == sha(data))
+        #expect(sha(region.bytesInFile()) == sha(data))
     }
 
     @Test("a file that failed to open, or is empty: no region")
