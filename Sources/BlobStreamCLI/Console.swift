@@ -100,19 +100,9 @@ package enum Console {
 
     package static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
-    private static let quiet = Locked(false)
-
-    /// `--quiet` was given: no progress line and no summary, even on a terminal.
-    package static var isQuiet: Bool { quiet.withLock { $0 } }
-
-    /// Turns progress lines and summaries off for the rest of the run (`--quiet`).
-    package static func beQuiet() { quiet.withLock { $0 = true } }
-
-    /// Progress lines and summaries are drawn: stderr is a terminal and `--quiet` was not given.
-    package static var showsProgress: Bool { stderrIsTerminal && !isQuiet }
 }
 
-/// A progress line on stderr, only when stderr is a terminal (and no `--quiet`) and the work
+/// A progress line on stderr, only when stderr is a terminal (and not `quiet`) and the work
 /// has lasted a moment (half a second); redrawn at most ten times a second, erased at the
 /// end. When it was drawn, `finish(summary: true)` leaves one summary line in its place:
 /// `LABEL: BYTES in SECONDS s (RATE/s)`.
@@ -122,12 +112,14 @@ package final class ProgressLine {
     private let start = Date()
     private var last = Date.distantPast
     private var shown = false
-    private let enabled = Console.showsProgress
+    private let enabled: Bool
     private var done: Int64 = 0
 
-    package init(label: String, total: Int64?) {
+    /// A line for `label`'s bytes out of `total` (nil: unknown); none with `quiet` (`--quiet`).
+    package init(label: String, total: Int64?, quiet: Bool = false) {
         self.label = label
         self.total = total
+        enabled = Console.stderrIsTerminal && !quiet
     }
 
     package func update(_ done: Int64) {

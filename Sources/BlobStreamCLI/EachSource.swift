@@ -42,12 +42,12 @@ extension SourceOptions {
     /// passing through the consumer (see `pump`).
     package func forEachStream(
         _ sources: [String], remote: (any DataSourceSchemes)?, length: Int64? = nil,
-        unverifiedPrefix: Bool = false, sendingToPipe: Bool = false,
+        unverifiedPrefix: Bool = false, sendingToPipe: Bool = false, quiet: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         try forEachStream(
             sources, registry: try makeRegistry(remote: remote), length: length, unverifiedPrefix: unverifiedPrefix,
-            sendingToPipe: sendingToPipe, body)
+            sendingToPipe: sendingToPipe, quiet: quiet, body)
     }
 
     /// `forEachStream(_:remote:length:_:)` through a registry the caller made once
@@ -55,7 +55,7 @@ extension SourceOptions {
     /// (`checksum --check`).
     package func forEachStream(
         _ sources: [String], registry: DataSourceRegistry, length: Int64? = nil, unverifiedPrefix: Bool = false,
-        sendingToPipe: Bool = false,
+        sendingToPipe: Bool = false, quiet: Bool = false,
         _ body: (_ source: String, _ pumpBytes: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws -> Void
     ) throws {
         try forEachSource(sources) { source in
@@ -64,7 +64,7 @@ extension SourceOptions {
             if verbose, let note = readingNote(for: stream.dataSource) { Console.note("\(source): \(note)") }
             let remaining = stream.dataSource.length.map { max($0 - (offset ?? 0), 0) }
             let total = length.map { limit in remaining.map { min($0, limit) } ?? limit } ?? remaining
-            let progress = ProgressLine(label: source, total: total)
+            let progress = ProgressLine(label: source, total: total, quiet: quiet)
             try body(source) { consume in
                 try pump(
                     stream, name: source, progress: progress, limit: length, unverifiedPrefix: unverifiedPrefix,

@@ -190,7 +190,6 @@ package struct UploadArguments: ParsableArguments {
     /// Uploads the source with `uploader`, with a progress line on a terminal; a remote
     /// source is read through `remote`, the program's schemes (nil: none).
     package func run(with uploader: any UploadClient, remote: (any DataSourceSchemes)?) async throws {
-        if quiet { Console.beQuiet() }
         let registry = makeRegistry(
             library: options.library, skipArchiveVerification: options.skipArchiveVerification, remote: remote,
             inflate: options.inflate, gzipIndexes: options.gzipIndexes, zstdWindowLog: options.zstdWindowLog)
@@ -213,7 +212,7 @@ package struct UploadArguments: ParsableArguments {
         // --build-index: the index is built from the bytes as they go out (a file's by a
         // reading of its own beside the upload).
         let indexing = buildIndex ? UploadIndexing(body: body, name: to) : nil
-        let bar = ProgressLine(label: "upload \(source)", total: body.length)
+        let bar = ProgressLine(label: "upload \(source)", total: body.length, quiet: quiet)
         let started = Date()
         let upload = uploader.upload(
             indexing?.body ?? body, to: to, method: method.uppercased(), options: uploadOptions)
@@ -233,7 +232,7 @@ package struct UploadArguments: ParsableArguments {
             throw (error as? BlobStreamError).map { ToolFailure(message: $0.description) } ?? error
         }
         bar.finish()
-        if Console.showsProgress {
+        if Console.stderrIsTerminal && !quiet {
             let seconds = Date().timeIntervalSince(started)
             Console.writeError("uploaded \(ProgressLine.size(sent)) in \(String(format: "%.2f", seconds)) s\n")
         }

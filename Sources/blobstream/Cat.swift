@@ -44,12 +44,11 @@ struct Cat: ParsableCommand {
     }
 
     func run() throws {
-        if quiet { Console.beQuiet() }
         let pipe = Console.stdoutIsPipe
         if pipe { Console.widenStdoutPipe() }
         try options.forEachStream(
             sources, remote: RunConnections(caBundle: options.caBundle).remote(s3: s3.settings), length: length,
-            unverifiedPrefix: unverifiedPrefix, sendingToPipe: pipe
+            unverifiedPrefix: unverifiedPrefix, sendingToPipe: pipe, quiet: quiet
         ) { _, pumpBytes in
             try pumpBytes { try Console.writeOut($0) }
         }

@@ -80,7 +80,7 @@ enum S3UploadCommand {
         options.uploadStarted = { id in
             uploadID.value.withLock { $0 = id }
             // --quiet: nothing unless something fails (an interrupted upload still names its id).
-            guard !Console.isQuiet else { return }
+            guard !arguments.quiet else { return }
             // On a terminal, over the progress bar (redrawn at its next update).
             let clear = Console.stderrIsTerminal ? "\r\u{1B}[K" : ""
             let line = "\(resuming ? "continuing" : "started") multipart upload \(id) of \(location)\n"
@@ -91,7 +91,9 @@ enum S3UploadCommand {
         let client = try Self.client(configuration, arguments: arguments, connections: connections)
         let outcome: Result<UploadResult, any Error>
         do {
-            outcome = .success(try await run(indexing?.body ?? body, to: location, options: options, client: client))
+            outcome = .success(
+                try await run(
+                    indexing?.body ?? body, to: location, options: options, client: client, quiet: arguments.quiet))
         } catch is Interrupted {
             // Ctrl-C: the upload was cancelled, and aborted unless that failed (or --keep-parts).
             let started = uploadID.value.withLock { $0 }
@@ -166,7 +168,7 @@ enum S3UploadCommand {
 
     /// Runs the upload with `client`, showing its progress, then its final line.
     private static func run(
-        _ body: UploadBody, to location: S3Location, options: S3UploadOptions, client: S3Client
+        _ body: UploadBody, to location: S3Location, options: S3UploadOptions, client: S3Client, quiet: Bool
     ) async throws -> UploadResult {
         let name = body.name ?? location.description
         let started = ContinuousClock.now
@@ -197,7 +199,7 @@ enum S3UploadCommand {
         // The bar is made with the first report, which knows the total when the source does.
         var bar: ProgressLine?
         for await report in upload.progress {
-            if bar == nil { bar = ProgressLine(label: "upload \(name)", total: report.total) }
+            if bar == nil { bar = ProgressLine(label: "upload \(name)", total: report.total, quiet: quiet) }
             bar?.update(report.sent)
         }
         let result: UploadResult
@@ -222,7 +224,7 @@ enum S3UploadCommand {
             result.parts == 0
             ? "1 request"
             : "\(result.parts) parts" + (result.partsSent < result.parts ? " (\(result.partsSent) sent)" : "")
-        guard !Console.isQuiet else { return result }
+        guard !quiet else { return result }
         Console.writeError(
             "uploaded \(size) bytes (\(ProgressLine.size(size))) to \(location) in \(parts), \(String(format: "%.2f", seconds)) s, \(ProgressLine.size(Int64(rate)))/s\(checksumNote(result, asked: options.checksumAlgorithm))\(sourceNote(result))\n"
         )

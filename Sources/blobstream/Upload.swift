@@ -14,7 +14,6 @@ struct Upload: AsyncParsableCommand {
     @OptionGroup var arguments: UploadArguments
 
     func run() async throws {
-        if arguments.quiet { Console.beQuiet() }
         if arguments.isS3 { return try await S3UploadCommand.run(arguments) }
         if arguments.client == .urlsession { URLSessionHandOver.handOver() }
         // The run's one connection pool (the source's ranged GETs, if remote, share it):
